@@ -1,0 +1,101 @@
+# aicprof: make (everything), make test, make demo, make deps, make gpu-test, make install PREFIX=
+#
+# Sources are found by directory: preload/*.c (except cmd-*.c) make the shim build/libaicprof.so;
+# aicprof.c, analyzer/, report/, fusion/ and preload/cmd-*.c make the command build/aicprof.
+# Tests: tests/unit/test-*.c (cmocka, built with ASan+UBSan) and tests/func/*.sh, run by
+# tests/run.sh, which ends with the line "N passed, N failed".
+
+CC       ?= gcc
+PREFIX   ?= /usr/local
+CUDA_HOME ?= $(firstword $(wildcard /usr/local/cuda) /usr/local/cuda)
+CUDA_INC := $(CUDA_HOME)/include $(CUDA_HOME)/targets/x86_64-linux/include $(CUDA_HOME)/extras/CUPTI/include
+VERSION  := 0.1.0
+B        := build
+
+WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter $(if $(WERROR),-Werror)
+CFLAGS   ?= -O2 -g
+ALLCFLAGS = $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(EXTRA_CFLAGS)
+PKGS     := libcjson libcgraph libgvc
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc)
+LDLIBS   := -lm -lpthread $(EXTRA_LDFLAGS)
+
+SHIM_SRC := $(filter-out preload/cmd-%.c,$(wildcard preload/*.c))
+CORE_SRC := $(wildcard preload/cmd-*.c analyzer/*.c report/*.c fusion/*.c)
+SHIM_OBJ := $(SHIM_SRC:%.c=$(B)/pic/%.o)
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
+SAN_OBJ  := $(CORE_SRC:%.c=$(B)/san/%.o) $(SHIM_SRC:%.c=$(B)/san/%.o)
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+UNIT_SRC := $(wildcard tests/unit/test-*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+SHIM_INC := $(addprefix -I,$(CUDA_INC))
+
+.PHONY: all deps test demo gpu-test install clean format check-format tools
+all: $(B)/libaicprof.so $(B)/aicprof
+
+# make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
+DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3
+deps: $(B)/.deps
+$(B)/.deps: Makefile
+	@mkdir -p $(B)
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	    || { echo "deps: apt-get install$$missing failed" >&2; exit 1; }; \
+	fi
+	@found=; for d in $(CUDA_INC); do [ -f $$d/cupti.h ] && found=$$d; done; \
+	if [ -z "$$found" ]; then echo "deps: no CUPTI headers under $(CUDA_HOME) (set CUDA_HOME to the CUDA toolkit)" >&2; exit 1; fi; \
+	echo "deps: CUDA toolkit $(CUDA_HOME), CUPTI headers $$found"
+	@touch $@
+
+$(B)/pic/%.o: %.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -fPIC -fvisibility=hidden $(SHIM_INC) -c $< -o $@
+$(B)/obj/%.o: %.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(PKG_CFLAGS) $(SHIM_INC) -c $< -o $@
+$(B)/san/%.o: %.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(SHIM_INC) -c $< -o $@
+
+# The shim links nothing but libc: CUPTI, the driver, libunwind and Python are found at run time
+# (dlopen/dlsym), so it loads into any program, and libunwind's _Unwind_* never shadow libgcc's.
+$(B)/libaicprof.so: $(SHIM_OBJ)
+	$(CC) -shared -o $@ $^ -ldl -lpthread -Wl,--no-undefined -Wl,-z,nodelete
+$(B)/aicprof: $(B)/obj/aicprof.o $(CORE_OBJ)
+	$(CC) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+$(B)/san/core.a: $(SAN_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(B)/tests/%: tests/unit/%.c $(B)/san/core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(SHIM_INC) $< $(B)/san/core.a -o $@ -lcmocka -ldl $(PKG_LIBS) $(LDLIBS)
+
+tools: $(B)/tools/gen-trace
+$(B)/tools/gen-trace: tests/tools/gen-trace.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -O2 $< -o $@ $(LDLIBS)
+
+test: all $(UNIT_BIN) $(if $(wildcard tests/tools/*.c),tools)
+	@sh tests/run.sh $(UNIT_BIN)
+
+demo: all
+	@sh samples/demo.sh
+
+gpu-test: all
+	@sh tests/gpu/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(B)/aicprof $(DESTDIR)$(PREFIX)/bin/aicprof
+	install -m 755 $(B)/libaicprof.so $(DESTDIR)$(PREFIX)/lib/libaicprof.so
+	[ ! -f docs/aicprof.1 ] || install -m 644 docs/aicprof.1 $(DESTDIR)$(PREFIX)/share/man/man1/aicprof.1
+
+format:
+	clang-format -i $(wildcard aicprof.c */*.c */*.h tests/*/*.c)
+check-format:
+	clang-format --dry-run --Werror $(wildcard aicprof.c */*.c */*.h tests/*/*.c)
+
+clean:
+	rm -rf $(B)

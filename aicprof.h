@@ -1,0 +1,12 @@
+/*
+ * aicprof.h - the subcommands of the aicprof command. Each is one function, living in the
+ * directory of the stage it drives, taking the arguments after its name (argv[0] is the
+ * subcommand's name) and returning the process's exit code.
+ */
+#ifndef AICPROF_H
+#define AICPROF_H
+
+int cmd_record(int argc, char **argv);  /* preload/cmd-record.c */
+int cmd_analyze(int argc, char **argv); /* analyzer/cmd-analyze.c */
+
+#endif

@@ -1,0 +1,10 @@
+# Helpers for functional tests (sourced). Each check prints one TAP line.
+top=${AICPROF_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+B=$top/build
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+ok() { echo "ok - $*"; }
+nok() { echo "not ok - $*"; }
+check() { # description, command...
+	d=$1; shift
+	if "$@"; then ok "$d"; else nok "$d"; fi
+}
