@@ -1,0 +1,78 @@
+/*
+ * semantics.h - what a kernel does, from its name: the table-driven op semantics of known
+ * kernel families (PyTorch's elementwise, reduction, norm, softmax, index, cat and copy
+ * kernels; cuBLAS/cuBLASLt GEMMs; cuDNN convolutions; flash/efficient attention; Triton;
+ * NCCL; memcpy/memset). The analyzer asks it which pointer arguments a kernel writes, what
+ * its elements are, and how many FLOPs it does. Unknown kernels get FAM_OTHER and conservative
+ * roles. Pure C, no CUDA headers; every rule is a row of the table in semantics.c with the
+ * pattern it matches written above it.
+ */
+#ifndef AICPROF_SEMANTICS_H
+#define AICPROF_SEMANTICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum op_family {
+	FAM_OTHER = 0,
+	FAM_ELEMENTWISE, /* one output element from the same-index input elements */
+	FAM_REDUCTION,   /* sum/mean/max/... over some dimension */
+	FAM_NORM,        /* layer norm, RMS norm, batch norm, group norm (and their backward) */
+	FAM_SOFTMAX,     /* softmax / log-softmax (and backward) */
+	FAM_GEMM,        /* cuBLAS / cuBLASLt / CUTLASS matrix products */
+	FAM_CONV,        /* cuDNN convolutions */
+	FAM_ATTENTION,   /* flash / memory-efficient / cuDNN attention */
+	FAM_INDEX,       /* gather, scatter, index, embedding, cat */
+	FAM_COPY,        /* copy kernels, memcpy */
+	FAM_MEMSET,      /* fill kernels, memset */
+	FAM_OPTIMIZER,   /* multi_tensor_apply (foreach / fused Adam, AdamW, SGD) */
+	FAM_TRITON,      /* Triton kernels (torch.compile), op from the generated name */
+	FAM_NCCL,        /* NCCL collectives */
+	FAM__COUNT
+};
+
+enum dtype { DT_UNKNOWN = 0, DT_F32, DT_F16, DT_BF16, DT_F64, DT_I64, DT_I32, DT_I8, DT_U8, DT_BOOL, DT_FP8 };
+
+/* Role of one pointer argument. */
+enum arg_role { ROLE_UNKNOWN = 0, ROLE_READ = 1, ROLE_WRITE = 2, ROLE_READWRITE = 3 };
+
+struct op_sem {
+	enum op_family family;
+	const char *op;    /* static string: "gelu", "add", "dropout", "layer_norm", "softmax",
+			      "gemm", "sum", "adamw", ...; "unknown" when not known */
+	enum dtype dtype;  /* element type where the name says (template arguments) */
+	int backward;      /* 1 for backward kernels (names with "backward"/"grad") */
+	int elementwise_fusible; /* 1 when the op may join an elementwise chain */
+	const char *rule;  /* static string naming the table row that matched ("torch-vectorized-elementwise") */
+	const char *library_form; /* static: the library's fused form where one exists, else NULL */
+};
+
+/*
+ * Classifies a kernel by its name, mangled (as the trace holds it) or demangled. Always fills
+ * *out (FAM_OTHER / "unknown" / rule "none" when nothing matched) and returns its family.
+ */
+enum op_family sem_classify(const char *name, struct op_sem *out);
+
+/*
+ * Fills role[0..nptrs-1] for the nptrs device-pointer arguments of one launch of a kernel
+ * classified as *s, in the order the trace lists them (parameter index, then word offset).
+ * Returns 1 when the rule is known for this family and pointer count, 0 when the roles are a
+ * conservative guess (every pointer ROLE_UNKNOWN). Never reads past role[nptrs-1].
+ */
+int sem_roles(const struct op_sem *s, int nptrs, unsigned char *role);
+
+/* Bytes per element of t (0 when unknown). Static name of t ("bf16"). Family name ("gemm"). */
+size_t dtype_size(enum dtype t);
+const char *dtype_name(enum dtype t);
+const char *family_name(enum op_family f);
+
+/*
+ * Demangles an Itanium C++ name into a new string the caller frees; returns a copy of name
+ * when it is not mangled or cannot be demangled. short_name() gives the readable short form
+ * (function name with template arguments elided: "vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>")
+ * as a new string the caller frees.
+ */
+char *demangle(const char *name);
+char *short_name(const char *name);
+
+#endif
