@@ -20,6 +20,8 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
 	 "run a program under the shim and write its trace"},
+	{"analyze", cmd_analyze, "analyze TRACE... [-o DIR]",
+	 "rebuild the op graph and VRAM ledger, find fusions, write DIR/summary.json"},
 };
 
 static void usage(FILE *f)
