@@ -25,7 +25,8 @@
  * larger of the roofline of the fused kernel (remaining bytes / peak bandwidth, sum of FLOPs /
  * peak compute) and the measured-ratio estimate: GEMM/attention members keep their measured
  * time, and the remaining bytes of the others move at the best bandwidth that any memory-bound
- * member achieved (half the peak when none did). Saved = before - after, never negative.
+ * member achieved (half the peak when none did); and never less than the fastest member's
+ * time (a fused kernel still pays one launch and its tail). Saved = before - after, >= 0.
  */
 #include "analyzer/model.h"
 #include "analyzer/util.h"
@@ -158,13 +159,15 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 		m->nodes[nodes[i]].claimed = c->id;
 
 	uint64_t bytes_before = 0, saved = 0;
-	double before = 0, flops = 0, keep_us = 0, best_bw = 0;
+	double before = 0, flops = 0, keep_us = 0, best_bw = 0, min_us = -1;
 	uint64_t keep_bytes = 0;
 	for (int i = 0; i < nn; i++) {
 		const struct node *n = &m->nodes[nodes[i]];
 		uint64_t nb = n->bytes_read + n->bytes_written;
 		bytes_before += nb;
 		before += n->median_us;
+		if (min_us < 0 || n->median_us < min_us)
+			min_us = n->median_us;
 		flops += n->flops;
 		if (n->sem.family == FAM_GEMM || n->sem.family == FAM_ATTENTION) {
 			keep_us += n->median_us;
@@ -213,6 +216,8 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 	uint64_t rest = fused > keep_bytes ? fused - keep_bytes : 0;
 	double ratio = keep_us + (bw > 0 ? (double)rest / (bw * 1e3) : 0);
 	double after = roof > ratio ? roof : ratio;
+	if (after < min_us) /* one kernel still costs its launch and tail: the fastest member */
+		after = min_us;
 	if (after > before)
 		after = before;
 	c->before_us = before;
