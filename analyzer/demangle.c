@@ -180,6 +180,15 @@ static void strbuf_init_empty(struct strbuf *sb)
 
 static void shorten(struct strbuf *out, const char *s, size_t len, int top, int level);
 
+/* Characters (not bytes: "…" is three) in sb. */
+static size_t width(const struct strbuf *sb)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < sb->len; i++)
+		w += ((unsigned char)sb->buf[i] & 0xc0) != 0x80;
+	return w;
+}
+
 /* Width of args joined by ", " with each run of dropped ones shown as one "…". */
 static size_t joined_len(const struct strbuf *one, const int *keep, int n)
 {
@@ -187,7 +196,7 @@ static size_t joined_len(const struct strbuf *one, const int *keep, int n)
 	for (int i = 0; i < n; i++) {
 		if (!keep[i] && i && !keep[i - 1])
 			continue;
-		w += (i ? 2 : 0) + (keep[i] ? one[i].len : 1);
+		w += (i ? 2 : 0) + (keep[i] ? width(&one[i]) : 1);
 	}
 	return w;
 }
@@ -304,6 +313,9 @@ static void shorten(struct strbuf *out, const char *s, size_t len, int top, int 
 	if (p < len)
 		len = p;
 	size_t c = last_component(s, len);
+	/* "sum_functor<...>::operator()": the class names it */
+	if (c >= 2 && !strncmp(s + c, "operator", 8) && len - c >= 8)
+		len = c - 2, c = last_component(s, len);
 	s += c;
 	len -= c;
 	/* integer literals: "2ul" -> "2" */

@@ -7,7 +7,9 @@
  * library rows). A pattern is a small conjunction of substring tests on the demangled name:
  *
  *	"a|b & c & !d"	(a or b) and c and not d: terms separated by " & ", alternatives by '|'
- *	"^x"		x at the start of the base name (the name without a leading "void ")
+ *	"^x"		x at the start of the base name (the kernel's own name: no return
+ *			type, no namespace prefix)
+ *	"@N=v"		the kernel's N-th template argument (from 0) is v ("@4=true")
  *
  * Rows flagged R_FUNCTOR (ATen's elementwise loops, reductions, multi_tensor_apply) take
  * their family and op from the second table, functors[], matched the same way (first row
@@ -104,8 +106,8 @@ static const struct sem_rule rules[] = {
      NULL, R_FUNCTOR, RL_EW_ARRAY, NULL},
     {"torch-unrolled-elementwise", "unrolled_elementwise_kernel<", FAM_ELEMENTWISE, NULL, R_FUNCTOR,
      RL_EW_ARRAY, NULL},
-    {"torch-elementwise", "at::native::elementwise_kernel<|^elementwise_kernel<", FAM_ELEMENTWISE,
-     NULL, R_FUNCTOR, RL_EW_LEGACY, NULL},
+    {"torch-elementwise", "^elementwise_kernel<", FAM_ELEMENTWISE, NULL, R_FUNCTOR, RL_EW_LEGACY,
+     NULL},
 
     /* --- Dropout.cu: fused_dropout_kernel_vec<scalar_t, accscalar_t, IndexType, ADims, VEC,
      * mask_t>(TensorInfo a (in), TensorInfo b (out), TensorInfo c (mask), n, p, philox) --- */
@@ -114,7 +116,7 @@ static const struct sem_rule rules[] = {
 
     /* --- layer_norm_kernel.cu --- */
     /* vectorized_layer_norm_kernel<T, T_ACC[, rms_norm]>(N, eps, X, gamma, beta, mean, rstd, Y) */
-    {"torch-vectorized-rms-norm", "vectorized_layer_norm_kernel< & , true>", FAM_NORM, "rms_norm",
+    {"torch-vectorized-rms-norm", "vectorized_layer_norm_kernel< & @2=true", FAM_NORM, "rms_norm",
      0, RL_LN_FWD, NULL},
     {"torch-vectorized-layer-norm", "vectorized_layer_norm_kernel<", FAM_NORM, "layer_norm", 0,
      RL_LN_FWD, NULL},
@@ -152,14 +154,14 @@ static const struct sem_rule rules[] = {
      * softmax_warp_backward<...>(gradInput, grad, output, ...) --- */
     {"torch-log-softmax-backward", "LogSoftMaxBackwardEpilogue", FAM_SOFTMAX,
      "log_softmax_backward", R_BWD, RL_FIRST_W, NULL},
-    {"torch-log-softmax-warp-backward", "softmax_warp_backward< & , true, false>|, true, true>",
-     FAM_SOFTMAX, "log_softmax_backward", R_BWD, RL_FIRST_W, NULL},
+    {"torch-log-softmax-warp-backward", "softmax_warp_backward< & @4=true", FAM_SOFTMAX,
+     "log_softmax_backward", R_BWD, RL_FIRST_W, NULL},
     {"torch-softmax-backward", "cunn_SoftMaxBackward|softmax_warp_backward|SoftMaxBackward",
      FAM_SOFTMAX, "softmax_backward", R_BWD, RL_FIRST_W, NULL},
     {"torch-log-softmax", "LogSoftMaxForwardEpilogue", FAM_SOFTMAX, "log_softmax", 0, RL_FIRST_W,
      NULL},
-    {"torch-log-softmax-warp", "softmax_warp_forward< & , true, false>|, true, true>", FAM_SOFTMAX,
-     "log_softmax", 0, RL_FIRST_W, NULL},
+    {"torch-log-softmax-warp", "softmax_warp_forward< & @4=true", FAM_SOFTMAX, "log_softmax", 0,
+     RL_FIRST_W, NULL},
     {"torch-softmax", "cunn_SoftMaxForward|softmax_warp_forward|cunn_SpatialSoftMaxForward",
      FAM_SOFTMAX, "softmax", 0, RL_FIRST_W, NULL},
     {"torch-spatial-softmax-backward", "cunn_SpatialSoftMaxBackward", FAM_SOFTMAX,
@@ -204,7 +206,7 @@ static const struct sem_rule rules[] = {
      FAM_INDEX, "index", 0, RL_NONE, NULL},
     /* TriangularOps.cu: triu_tril_kernel<scalar_t, IndexType, upper, elements_per_thread,
      * inplace>(TensorInfo result, TensorInfo self, k, N, ...) */
-    {"torch-triu", "triu_tril_kernel< & , true, ", FAM_ELEMENTWISE, "triu", R_FUSIBLE, RL_FIRST_W,
+    {"torch-triu", "triu_tril_kernel< & @2=true", FAM_ELEMENTWISE, "triu", R_FUSIBLE, RL_FIRST_W,
      NULL},
     {"torch-tril", "triu_tril_kernel<", FAM_ELEMENTWISE, "tril", R_FUSIBLE, RL_FIRST_W, NULL},
 
@@ -266,29 +268,32 @@ static const struct functor_rule functors[] = {
      * dispatch lambda ({lambda()#1}) is GeluType::Tanh, the second the erf form */
     {"GeluBackwardCUDAKernelImpl", EW, "gelu_backward", EWF | R_BWD, NULL},
     {"GeluCUDAKernelImpl & GeluType)::{lambda()#1}", EW, "gelu_tanh", EWF, NULL},
+    /* later versions name the two forms as functors: GeluTanhFunctor, GeluErfFunctor */
+    {"GeluTanhFunctor", EW, "gelu_tanh", EWF, "GeluTanhFunctor"},
+    {"GeluErfFunctor", EW, "gelu", EWF, "GeluErfFunctor"},
     {"GeluCUDAKernelImpl", EW, "gelu", EWF, NULL},
     /* ActivationSiluKernel.cu, ActivationThresholdKernel.cu (relu's backward),
      * UnarySignKernels.cu, UnaryOpsKernel.cu, UnarySpecialOpsKernel.cu, UnaryGeometric... */
     {"silu_backward_kernel", EW, "silu_backward", EWF | R_BWD, NULL},
-    {"silu_kernel", EW, "silu", EWF, NULL},
-    {"threshold_kernel", EW, "relu_backward", EWF | R_BWD, NULL},
-    {"clamp_min_scalar_kernel|relu_kernel", EW, "relu", EWF, NULL},
-    {"clamp_scalar_kernel|clamp_kernel|clamp_max_scalar|clamp_min|clamp_max", EW, "clamp", EWF,
-     NULL},
+    {"::silu_kernel", EW, "silu", EWF, NULL},
+    {"::threshold_kernel", EW, "relu_backward", EWF | R_BWD, NULL},
+    {"clamp_min_scalar_kernel|::relu_kernel", EW, "relu", EWF, NULL},
+    {"clamp_scalar_kernel|::clamp_kernel|clamp_max_scalar|clamp_min_kernel|clamp_max_kernel", EW,
+     "clamp", EWF, NULL},
     {"sigmoid_backward", EW, "sigmoid_backward", EWF | R_BWD, NULL},
-    {"sigmoid_kernel", EW, "sigmoid", EWF, NULL},
+    {"::sigmoid_kernel", EW, "sigmoid", EWF, NULL},
     {"tanh_backward", EW, "tanh_backward", EWF | R_BWD, NULL},
-    {"tanh_kernel", EW, "tanh", EWF, NULL},
-    {"exp_kernel", EW, "exp", EWF, NULL},
-    {"log_kernel", EW, "log", EWF, NULL},
-    {"neg_kernel", EW, "neg", EWF, NULL},
-    {"rsqrt_kernel", EW, "rsqrt", EWF, NULL},
-    {"sqrt_kernel", EW, "sqrt", EWF, NULL},
-    {"reciprocal_kernel", EW, "reciprocal", EWF, NULL},
-    {"abs_kernel", EW, "abs", EWF, NULL},
+    {"::tanh_kernel", EW, "tanh", EWF, NULL},
+    {"::exp_kernel", EW, "exp", EWF, NULL},
+    {"::log_kernel", EW, "log", EWF, NULL},
+    {"::neg_kernel", EW, "neg", EWF, NULL},
+    {"::rsqrt_kernel", EW, "rsqrt", EWF, NULL},
+    {"::sqrt_kernel", EW, "sqrt", EWF, NULL},
+    {"::reciprocal_kernel", EW, "reciprocal", EWF, NULL},
+    {"::abs_kernel", EW, "abs", EWF, NULL},
     {"pow_tensor_scalar_kernel|pow_tensor_tensor_kernel|pow_kernel", EW, "pow", EWF, NULL},
-    {"hardswish|hardsigmoid|hardtanh|leaky_relu|elu_kernel|softplus|mish_kernel", EW, "activation",
-     EWF, NULL},
+    {"hardswish|hardsigmoid|hardtanh|leaky_relu|::elu_kernel|softplus|::mish_kernel", EW,
+     "activation", EWF, NULL},
     /* Dropout.cu: masked_scale_kernel (dropout's backward; old fallback forward) */
     {"masked_scale_kernel", EW, "dropout_backward", EWF | R_BWD, NULL},
     /* BinaryAddSubKernel / ufunc: CUDAFunctor_add, CUDAFunctorOnSelf_add, CUDAFunctorOnOther_add
@@ -297,17 +302,17 @@ static const struct functor_rule functors[] = {
     /* BinaryMulKernel.cu / BinaryInternal.h: binary_internal::MulFunctor, DivFunctor */
     {"MulFunctor", EW, "mul", EWF, "MulFunctor"},
     {"DivFunctor|div_true_kernel|div_trunc_kernel|div_floor_kernel", EW, "div", EWF, "DivFunctor"},
-    {"sub_kernel|SubFunctor", EW, "sub", EWF, NULL},
-    {"maximum_kernel|minimum_kernel|fmax_kernel|fmin_kernel", EW, "max", EWF, NULL},
-    {"mse_kernel|smooth_l1|huber_kernel|l1_kernel", EW, "loss", EWF, NULL},
+    {"::sub_kernel|SubFunctor", EW, "sub", EWF, NULL},
+    {"::maximum_kernel|::minimum_kernel|::fmax_kernel|::fmin_kernel", EW, "max", EWF, NULL},
+    {"::mse_kernel|smooth_l1|::huber_kernel|::l1_kernel", EW, "loss", EWF, NULL},
     {"lerp_kernel|addcmul_cuda_kernel|addcdiv_cuda_kernel", EW, "pointwise", EWF, NULL},
     /* where / masked_fill (TensorCompare.cu, Indexing.cu) */
-    {"masked_fill_kernel", EW, "masked_fill", EWF, NULL},
-    {"where_kernel", EW, "where", EWF, NULL},
-    {"eq_kernel|ne_kernel|lt_kernel|le_kernel|gt_kernel|ge_kernel|CompareFunctor|"
-     "CompareEqFunctor|compare_",
+    {"::masked_fill_kernel", EW, "masked_fill", EWF, NULL},
+    {"::where_kernel", EW, "where", EWF, NULL},
+    {"::eq_kernel|::ne_kernel|::lt_kernel|::le_kernel|::gt_kernel|::ge_kernel|"
+     "CompareFunctor|CompareEqFunctor|::compare_",
      EW, "compare", EWF, NULL},
-    {"logical_not|logical_and|logical_or|bitwise_", EW, "logical", EWF, NULL},
+    {"::logical_not|::logical_and|::logical_or|::bitwise_", EW, "logical", EWF, NULL},
     /* FillKernel.cu: FillFunctor<scalar_t> */
     {"FillFunctor", FAM_MEMSET, "fill", EWF, "FillFunctor"},
     /* Copy.cu: direct_copy_kernel_cuda; the dedicated casting copies; a copy whose loader or
@@ -315,24 +320,26 @@ static const struct functor_rule functors[] = {
     {"bfloat16_copy_kernel_cuda|float16_copy_kernel_cuda|float8_copy_kernel_cuda|"
      "reduced_float_copy",
      FAM_COPY, "cast", EWF, NULL},
-    {"direct_copy_kernel_cuda|copy_kernel & WithCast|vectorized_templated", FAM_COPY, "cast", EWF,
+    {"direct_copy_kernel_cuda|::copy_kernel & WithCast|vectorized_templated", FAM_COPY, "cast", EWF,
      NULL},
-    {"direct_copy_kernel_cuda|copy_kernel & gpu_kernel_impl<", FAM_COPY, "cast", EWF, NULL},
-    {"direct_copy_kernel_cuda|copy_kernel", FAM_COPY, "copy", EWF, NULL},
+    {"direct_copy_kernel_cuda|::copy_kernel & gpu_kernel_impl<", FAM_COPY, "cast", EWF, NULL},
+    {"direct_copy_kernel_cuda|::copy_kernel", FAM_COPY, "copy", EWF, NULL},
 
     /* ReduceSumProdKernel.cu, ReduceMomentKernel.cu, ReduceMaxValuesKernel.cu, ...: the
      * reduction's ops type in ReduceOp<scalar_t, ops_t, ...> */
     {"MeanOps", FAM_REDUCTION, "mean", 0, "ReduceOp"},
-    {"sum_functor|SumOps|sum_kernel", FAM_REDUCTION, "sum", 0, "ReduceOp"},
-    {"prod_functor|prod_kernel", FAM_REDUCTION, "prod", 0, "ReduceOp"},
+    {"sum_functor|SumOps|::sum_kernel", FAM_REDUCTION, "sum", 0, "ReduceOp"},
+    {"prod_functor|::prod_kernel", FAM_REDUCTION, "prod", 0, "ReduceOp"},
     {"WelfordOps|std_var|var_mean", FAM_REDUCTION, "var", 0, "ReduceOp"},
-    {"NormOps|NormZeroOps|NormOneOps|NormTwoOps|AbsMaxOps|norm_kernel", FAM_REDUCTION, "norm", 0,
+    {"NormOps|NormZeroOps|NormOneOps|NormTwoOps|AbsMaxOps|::norm_kernel", FAM_REDUCTION, "norm", 0,
      "ReduceOp"},
-    {"ArgMaxOps|argmax", FAM_REDUCTION, "argmax", 0, "ReduceOp"},
-    {"ArgMinOps|argmin", FAM_REDUCTION, "argmin", 0, "ReduceOp"},
-    {"MaxNanFunctor|MaxOps|max_values|max_kernel|max_all", FAM_REDUCTION, "max", 0, "ReduceOp"},
-    {"MinNanFunctor|MinOps|min_values|min_kernel|min_all", FAM_REDUCTION, "min", 0, "ReduceOp"},
-    {"and_kernel|or_kernel|LogicalAnd|LogicalOr", FAM_REDUCTION, "all_any", 0, "ReduceOp"},
+    {"ArgMaxOps|::argmax", FAM_REDUCTION, "argmax", 0, "ReduceOp"},
+    {"ArgMinOps|::argmin", FAM_REDUCTION, "argmin", 0, "ReduceOp"},
+    {"MaxNanFunctor|MaxOps|::max_values|::max_kernel|::max_all", FAM_REDUCTION, "max", 0,
+     "ReduceOp"},
+    {"MinNanFunctor|MinOps|::min_values|::min_kernel|::min_all", FAM_REDUCTION, "min", 0,
+     "ReduceOp"},
+    {"::and_kernel|::or_kernel|LogicalAnd|LogicalOr", FAM_REDUCTION, "all_any", 0, "ReduceOp"},
 
     /* FusedAdamWKernel.cu / fused_adam_impl.cu: FusedAdamMathFunctor<scalar_t, depth,
      * ADAM_MODE mode, amsgrad>, mode 1 = ADAMW; FusedSgdKernel.cu: FusedSgdMathFunctor */
@@ -368,7 +375,42 @@ static int has_sub(const char *hay, const char *needle, size_t n)
 	return 0;
 }
 
-/* One alternative: "^x" (prefix of base) or "x" (substring of name). */
+/* Whether the idx-th depth-0 template argument of the kernel named at base is v[0..n). */
+static int template_arg_is(const char *base, int idx, const char *v, size_t n)
+{
+	const char *p = base;
+	while (*p && *p != '<' && *p != '(')
+		p++;
+	if (*p != '<')
+		return 0;
+	int depth = 0, i = 0;
+	const char *arg = p + 1;
+	for (; *p; p++) {
+		if (*p == '<' || *p == '(' || *p == '{' || *p == '[') {
+			depth++;
+		} else if (*p == '>' || *p == ')' || *p == '}' || *p == ']') {
+			depth--;
+		} else if (*p == ',' && depth == 1) {
+			if (i == idx)
+				break;
+			i++;
+			arg = p + 1;
+			continue;
+		}
+		if (depth == 0)
+			break;
+	}
+	if (i != idx || !*p)
+		return 0;
+	while (*arg == ' ')
+		arg++;
+	const char *end = p;
+	while (end > arg && end[-1] == ' ')
+		end--;
+	return (size_t)(end - arg) == n && !strncmp(arg, v, n);
+}
+
+/* One alternative: "^x" (prefix of base), "@N=v" (template argument) or "x" (substring). */
 static int alt_match(const char *a, size_t n, const char *name, const char *base)
 {
 	while (n && *a == ' ')
@@ -379,6 +421,8 @@ static int alt_match(const char *a, size_t n, const char *name, const char *base
 		return 0;
 	if (*a == '^')
 		return !strncmp(base, a + 1, n - 1);
+	if (*a == '@' && n > 3 && isdigit((unsigned char)a[1]) && a[2] == '=')
+		return template_arg_is(base, a[1] - '0', a + 3, n - 3);
 	return has_sub(name, a, n);
 }
 
@@ -663,11 +707,33 @@ static const char *nccl_op(const char *name)
 
 /* ---------------------------------------------------------------- classification */
 
+/*
+ * The kernel's own name within the demangled d: after the return type ("void ",
+ * "std::enable_if<...>::type ") and the namespaces, up to the end. Scans to the parameter
+ * list (the first depth-0 '(' that is not "(anonymous namespace)").
+ */
 static const char *base_of(const char *d)
 {
-	if (!strncmp(d, "void ", 5))
-		return d + 5;
-	return d;
+	static const char anon[] = "(anonymous namespace)";
+	const char *base = d;
+	int depth = 0;
+	for (const char *p = d; *p; p++) {
+		if (depth == 0 && *p == '(' && !strncmp(p, anon, sizeof(anon) - 1)) {
+			p += sizeof(anon) - 2;
+			continue;
+		}
+		if (depth == 0 && *p == '(')
+			break;
+		if (*p == '<' || *p == '(' || *p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '>' || *p == ')' || *p == '}' || *p == ']') && depth > 0)
+			depth--;
+		else if (depth == 0 && *p == ':' && p[1] == ':')
+			base = p + 2;
+		else if (depth == 0 && *p == ' ')
+			base = p + 1;
+	}
+	return base;
 }
 
 /* Global backward markers, for rows that do not say. */
@@ -718,6 +784,29 @@ static enum dtype functor_dtype(const struct functor_rule *f, const char *name, 
 	return t;
 }
 
+/* Whether a functor row may name the op of a loop of family loop (first pass). */
+static int functor_fits(enum op_family loop, enum op_family f)
+{
+	if (loop == FAM_ELEMENTWISE)
+		return f == FAM_ELEMENTWISE || f == FAM_MEMSET || f == FAM_COPY;
+	return f == loop;
+}
+
+/*
+ * The functor row for a loop kernel: searched in the kernel's own name and template arguments
+ * (base: the return type, which may repeat a functor as in "std::enable_if<!Functor::...>",
+ * is not looked at), first among the rows of the loop's own family, then among all.
+ */
+static const struct functor_rule *find_functor(enum op_family loop, const char *base)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t j = 0; j < ARRAY_SIZE(functors); j++)
+			if ((pass || functor_fits(loop, functors[j].family)) &&
+			    pat_match(functors[j].pat, base, base))
+				return &functors[j];
+	return NULL;
+}
+
 static void classify_demangled(const char *name, struct op_sem *out)
 {
 	const char *base = base_of(name);
@@ -745,9 +834,7 @@ static void classify_demangled(const char *name, struct op_sem *out)
 		}
 		const struct functor_rule *f = NULL;
 		if (r->flags & R_FUNCTOR) {
-			for (size_t j = 0; j < ARRAY_SIZE(functors) && !f; j++)
-				if (pat_match(functors[j].pat, name, base))
-					f = &functors[j];
+			f = find_functor(r->family, base);
 			if (f) {
 				out->family = f->family;
 				out->op = f->op;
@@ -765,7 +852,7 @@ static void classify_demangled(const char *name, struct op_sem *out)
 			if (out->family == FAM_OPTIMIZER && out->op &&
 			    (!strncmp(out->op, "foreach", 7) || !strcmp(out->op, "adam")))
 				out->library_form = LF_ADAMW;
-			out->dtype = functor_dtype(f, name, base);
+			out->dtype = functor_dtype(f, base, base);
 		} else {
 			out->dtype = functor_dtype(NULL, name, base);
 		}

@@ -135,6 +135,36 @@ static const struct kcase cases[] = {
 	{"fused adamw",
 	 "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataIfLi4EEENS1_20FusedAdamMathFunctorIfLi4ELNS0_9ADAM_MODEE1ELb0EEEJPddddddbPfS9_EEEvT_T0_DpT1_",
 	 FAM_OPTIMIZER, "adamw", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+    /* MultiTensorApply.cuh as in 2.x: enable_if<...use_large_kernel_arg...>::type return type,
+     * FusedOptimizerTensorListMetadata, the lr/grad_scale/found_inf pointers */
+    {"fused adamw bf16 (enable_if return)",
+     "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_32FusedOptimizerTensorListMetadataILi4EEENS1_20FusedAdamMathFunctorIN3c108BFloat16ELi4ELNS0_9ADAM_MODEE1ELb0EEEJPKfdddddbSB_SB_EEENSt9enable_ifIXntsrT0_20use_large_kernel_argEvE4typeET_SD_DpT1_",
+     FAM_OPTIMIZER, "adamw", DT_BF16, 0, 0, "torch-multi-tensor-apply"},
+    /* ForeachFunctors.cuh: foreach add_ (alpha) and addcmul_ as torch.optim's foreach path */
+    {"foreach add",
+     "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi3EEENS1_24BinaryOpListAlphaFunctorIfLi3ELi2ELi0EEEJSt4plusIfEfEEENSt9enable_ifIXntsrT0_20use_large_kernel_argEvE4typeET_SA_DpT1_",
+     FAM_OPTIMIZER, "foreach_add", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+    {"foreach pointwise",
+     "_ZN2at6native12_GLOBAL__N_125multi_tensor_apply_kernelINS1_18TensorListMetadataILi3EEENS1_24PointwiseOpScalarFunctorIfLi3ELi3ELi0EEEJSt10multipliesIfEdEEENSt9enable_ifIXntsrT0_20use_large_kernel_argEvE4typeET_SA_DpT1_",
+     FAM_OPTIMIZER, "foreach_pointwise", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+    /* Reduce.cuh + ReduceSumProdKernel.cu / ReduceMomentKernel.cu */
+    {"sum bf16",
+     "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIN3c108BFloat16ENS0_14func_wrapper_tIS4_ZNS0_11sum_functorIS4_fS4_EclERNS_14TensorIteratorEEUlffE_EEjS4_Li4ELi4EEEEEvT1_",
+     FAM_REDUCTION, "sum", DT_BF16, 0, 0, "torch-reduce"},
+    {"mean f32", "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_",
+     FAM_REDUCTION, "mean", DT_F32, 0, 0, "torch-reduce"},
+    /* PersistentSoftmax.cuh, newest: <in, out, acc, log2_elements, is_log_softmax, is_masked,
+     * WARP_SIZE> */
+    {"log softmax warp (7 template args)",
+     "_ZN2at6native20softmax_warp_forwardIfffLi10ELb1ELb0ELi32EEEvPT0_PKT_iiiPKbib", FAM_SOFTMAX,
+     "log_softmax", DT_F32, 0, 0, "torch-log-softmax-warp"},
+    {"softmax warp bf16 (7 template args)",
+     "_ZN2at6native20softmax_warp_forwardIN3c108BFloat16ES3_fLi8ELb0ELb0ELi32EEEvPT0_PKT_iiiPKbib",
+     FAM_SOFTMAX, "softmax", DT_BF16, 0, 0, "torch-softmax"},
+    /* ActivationGeluKernel.cu, later form: GeluTanhFunctor<scalar_t> */
+    {"gelu tanh functor bf16",
+     "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_12_GLOBAL__N_115GeluTanhFunctorIN3c108BFloat16EEESt5arrayIPcLm2EEEEviT0_T1_",
+     FAM_ELEMENTWISE, "gelu_tanh", DT_BF16, 0, 1, "torch-vectorized-elementwise"},
 	/* TriangularOps.cu: triu_tril_kernel<scalar_t, IndexType, upper, elems, inplace> */
 	{"tril",
 	 "_ZN2at6native12_GLOBAL__N_116triu_tril_kernelIfiLb0ELi4ELb0EEEvNS_4cuda6detail10TensorInfoIT_T0_EENS5_IKS6_S7_EEllS7_",
@@ -407,6 +437,11 @@ static void test_short_names(void **state)
 	expect_short("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT",
 	             "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT");
 	expect_short("triton_poi_fused_add_gelu_0", "triton_poi_fused_add_gelu_0");
+	expect_short(
+	    K("sum bf16"),
+	    "reduce_kernel<512, 1, ReduceOp<…, sum_functor<BFloat16, float, BFloat16>, …>>");
+	expect_short(K("fused adamw bf16 (enable_if return)"),
+	             "multi_tensor_apply_kernel<…, FusedAdamMathFunctor, …>");
 	expect_short("_Z10add_kernelPfS_S_i", "add_kernel");
 	expect_short("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
 	             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
