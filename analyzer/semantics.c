@@ -233,9 +233,12 @@ static const struct sem_rule rules[] = {
 
     /* --- cuBLAS / cuBLASLt / CUTLASS GEMMs (names from the libraries, not from PyTorch):
      * sm90_xmma_gemm_*, nvjet_*, cutlass*gemm*, ampere_*gemm*, gemv*, splitKreduce --- */
-    {"cublas-gemm-epilogue",
-     "gemm|nvjet_|cutlass|gemv|xmma & gelu|relu|bias|Gelu|Relu|Bias|GELU|RELU|BIAS", FAM_GEMM,
-     "gemm", R_VENDOR, RL_NONE, LF_GEMM},
+    /* a GEMM whose name says it applies a GELU or bias epilogue (cuBLASLt's *_gelu_*,
+     * *_bias_* kernels). Not "relu": cuBLAS picks cutlass_80_tensorop_*_s16816gemm_relu_*
+     * kernels for plain matmuls (pytorch/pytorch#181718 lists them), so "relu" in a CUTLASS
+     * name is the kernel family, not an applied epilogue */
+    {"cublas-gemm-epilogue", "gemm|nvjet_|cutlass|gemv|xmma & gelu|bias|Gelu|Bias|GELU|BIAS",
+     FAM_GEMM, "gemm", R_VENDOR, RL_NONE, NULL},
     {"cublas-gemm",
      "gemm|nvjet_|sgemm|hgemm|gemv|gemmk1|gemmSN|xmma_|cutlass::Kernel|"
      "cutlass_|cublas|dot_kernel",

@@ -181,8 +181,14 @@ static const struct kcase cases[] = {
 	 "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
 	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm"},
 	{"ampere sgemm", "ampere_sgemm_128x64_tn", FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
-	{"cutlass gemm with relu epilogue",
+	/* cuBLAS picks this "relu" CUTLASS kernel for plain bf16 matmuls: not an epilogue */
+	{"cutlass gemm (relu family, no epilogue)",
 	 "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)",
+	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm"},
+	/* a cuBLASLt kernel with a GELU+bias epilogue in its name: already fused (the name is
+	 * shaped like cuBLASLt's xmma kernels with the epilogue word added; not from a trace) */
+	{"gemm with gelu epilogue",
+	 "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_gelu_aux_bias_execute_segment_k_off_kernel__5x_cublas",
 	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm-epilogue"},
 	/* cuDNN */
 	{"cudnn fprop",
@@ -264,6 +270,9 @@ static void test_library_forms(void **state)
 	sem_classify("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NNT", &s);
 	assert_non_null(s.library_form);
 	assert_non_null(strstr(s.library_form, "cuBLASLt"));
+	/* a GEMM that already has its epilogue has nothing left to offer */
+	sem_classify(K("gemm with gelu epilogue"), &s);
+	assert_null(s.library_form);
 	sem_classify(K("dropout f32"), &s); /* dropout */
 	assert_string_equal(s.op, "dropout");
 	assert_null(s.library_form);
