@@ -246,8 +246,9 @@ static const struct sem_rule rules[] = {
     {"cublas-splitk-reduce", "splitKreduce_kernel|reduce_1Block_kernel", FAM_GEMM,
      "gemm_splitk_reduce", R_VENDOR, RL_NONE, LF_GEMM},
 
-    /* --- memset-like user or driver kernels --- */
-    {"memset", "^memset|memset_kernel|fill_kernel", FAM_MEMSET, "fill", R_FUSIBLE, RL_ALL_W, NULL},
+    /* --- libraries' own memset kernels (names starting "memset"): their only pointer is the
+     * one they write. A user kernel named "fill_kernel" is not assumed to be one --- */
+    {"memset", "^memset", FAM_MEMSET, "fill", R_FUSIBLE, RL_ALL_W, NULL},
 };
 
 /* Functor table row: pattern on the demangled name, the family and op it gives. */

@@ -229,6 +229,16 @@ static const struct kcase cases[] = {
 	{"user kernel mangled", "_Z10add_kernelPfS_S_i", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0,
 	 "none"},
 	{"user kernel extern C", "saxpy", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* samples/cuda/chain.cu's kernels (scale, add_bias, relu, square, sum_reduce): user code,
+	 * whatever their names say */
+	{"chain.cu relu", "_Z4reluPfPKfi", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	{"chain.cu add_bias", "_Z8add_biasPfPKfS1_ii", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	{"chain.cu sum_reduce", "_Z10sum_reducePfPKfi", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0,
+	 "none"},
+	{"user fill_kernel", "_Z11fill_kernelPffi", FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* a memset kernel of a library (illustrative name, not from a trace) */
+	{"driver memset kernel", "memset32_aligned1D", FAM_MEMSET, "fill", DT_UNKNOWN, 0, 1,
+	 "memset"},
 };
 /* clang-format on */
 
