@@ -536,7 +536,7 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 				f->cal[i] = o->p[i].cal;
 	}
 	unsigned char sr[n ? n : 1];
-	int known = f ? sem_roles(&f->sem, n, sr) : 0;
+	int known = f ? sem_roles_named(f->name, &f->sem, n, sr) : 0;
 	int anyw = 0;
 	for (int i = 0; i < n; i++) {
 		role[i] = ROLE_UNKNOWN;
