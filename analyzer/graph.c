@@ -48,7 +48,7 @@ struct ptrarg {
 
 struct rec {
 	struct rec *next_free;
-	uint64_t seq;
+	uint64_t seq, ord; /* ord: arrival order, breaks ties of seq */
 	int type;
 	/* ops */
 	unsigned char kind, has_api, joined;
@@ -168,7 +168,9 @@ struct builder {
 	struct rec *pool;
 	struct rec **heap;
 	long nheap, aheap;
-	uint64_t last_seq;
+	uint64_t last_seq; /* of the last record out of the heap */
+	uint64_t max_seq;  /* the highest seq read */
+	uint64_t arrivals;
 	int warned_order;
 
 	struct fninfo *fns;
@@ -353,11 +355,19 @@ static void rec_free(struct builder *b, struct rec *r)
 
 /* ---------- the reorder heap ---------- */
 
+static inline int before(const struct rec *a, const struct rec *b)
+{
+	return a->seq < b->seq || (a->seq == b->seq && a->ord < b->ord);
+}
+
 static void heap_push(struct builder *b, struct rec *r)
 {
+	r->ord = b->arrivals++;
+	if (r->seq > b->max_seq)
+		b->max_seq = r->seq;
 	ALLOC_GROW(b->heap, b->nheap, b->aheap);
 	long i = b->nheap++;
-	while (i > 0 && b->heap[(i - 1) / 2]->seq > r->seq) {
+	while (i > 0 && before(r, b->heap[(i - 1) / 2])) {
 		b->heap[i] = b->heap[(i - 1) / 2];
 		i = (i - 1) / 2;
 	}
@@ -372,9 +382,9 @@ static struct rec *heap_pop(struct builder *b)
 		long c = 2 * i + 1;
 		if (c >= b->nheap)
 			break;
-		if (c + 1 < b->nheap && b->heap[c + 1]->seq < b->heap[c]->seq)
+		if (c + 1 < b->nheap && before(b->heap[c + 1], b->heap[c]))
 			c++;
-		if (b->heap[c]->seq >= last->seq)
+		if (!before(b->heap[c], last))
 			break;
 		b->heap[i] = b->heap[c];
 		i = c;
@@ -679,9 +689,10 @@ static void range_closed(struct builder *b, int key, int depth, long s, long e)
 /*
  * The period of the kernel-name sequence of the ops held, found from the gaps between
  * repeated occurrences of the rarest names that repeat, scored by the share of positions i
- * with name[i] == name[i + p]; the smallest period scoring at least 0.9 (else the best at
- * least 0.5) wins. The phase is the offset whose boundaries have the largest CPU gaps between
- * launches (steps are usually separated by data loading, logging, a sync).
+ * with name[i] == name[i + p]; the smallest period that repeats at least 3 times and scores
+ * at least 0.8 wins; without one the run is one step ("whole"). The phase is the offset whose
+ * boundaries have the largest CPU gaps between launches (steps are usually separated by data
+ * loading, logging, a sync).
  */
 static void find_period(struct builder *b)
 {
@@ -725,25 +736,17 @@ static void find_period(struct builder *b)
 			hmap_put(&lastpos, (uint64_t)(int64_t)x[i], i);
 		}
 		long bestp = -1;
-		double bests = 0;
-		for (int round = 0; round < 2 && bestp < 0; round++) {
-			for (size_t it = 0;;) {
-				uint64_t p, gc;
-				if (!hmap_next(&gaps, &it, &p, &gc))
-					break;
-				if (p < 1 || (long)p > n / 2)
-					continue;
-				long same = 0;
-				for (long i = 0; i + (long)p < n; i++)
-					same += x[i] == x[i + p];
-				double s = (double)same / (double)(n - p);
-				int better = round == 0 ? s >= 0.9 && (bestp < 0 || (long)p < bestp)
-				                        : s >= 0.5 && s > bests;
-				if (better) {
-					bestp = (long)p;
-					bests = s;
-				}
-			}
+		for (size_t it = 0;;) {
+			uint64_t p, gc;
+			if (!hmap_next(&gaps, &it, &p, &gc))
+				break;
+			if (p < 1 || (long)p > n / 3 || (bestp > 0 && (long)p >= bestp))
+				continue;
+			long same = 0;
+			for (long i = 0; i + (long)p < n; i++)
+				same += x[i] == x[i + p];
+			if ((double)same >= 0.8 * (double)(n - p))
+				bestp = (long)p;
 		}
 		if (bestp > 0) {
 			double *gap = xcalloc(bestp, sizeof(double));
@@ -899,7 +902,8 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		x->writer = (int)(v->writer - st->b);
 		x->bytes_written = v->bw;
 		x->how = v->how;
-		x->dead_in_step = v->dead >= 0 && v->dead < st->e;
+		/* a free right after the step's last op (before its range closed) counts */
+		x->dead_in_step = v->dead >= 0 && v->dead <= st->e;
 		for (int r = 0; r < v->nr; r++) {
 			if (v->readers[r] >= st->e) {
 				if (v->dead < 0 || v->readers[r] < v->dead)
@@ -937,7 +941,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			x->readers[x->nreaders++] = (int)(e->to - st->b);
 			x->bytes_read += e->bytes;
 			struct val *v = val_get(b, e->vid);
-			if (v && v->dead >= 0 && v->dead < st->e)
+			if (v && v->dead >= 0 && v->dead <= st->e)
 				x->dead_in_step = 1;
 		}
 		if (e->from < st->b || e->from >= st->e || e->from == e->to)
@@ -1359,7 +1363,7 @@ static int parse_activity(struct builder *b, const cJSON *rec, int kind, const c
 	if (kind == NK_KERNEL && get_i64(rec, "graph", &g) && g) {
 		/* a kernel of a CUDA graph: no launch of its own; enters the stream here */
 		r->joined = 1;
-		r->seq = b->last_seq;
+		r->seq = b->max_seq;
 		heap_push(b, r);
 		return 0;
 	}
