@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REORDER      16384     /* records the reorder heap holds before releasing the lowest seq */
+#define REORDER      4096      /* records the reorder heap holds before releasing the lowest seq */
 #define SAMPLE_CAP   4096      /* duration samples kept per node (reservoir beyond) */
 #define MAX_ID       50000000L /* str/site ids above this are refused */
 #define UNLOCKED_CAP 1000000   /* ops held before steps are found: then decide with what is seen */
@@ -256,9 +256,110 @@ const char *node_kind_name(enum node_kind k)
 	return k == NK_COPY ? "copy" : k == NK_SET ? "set" : "kernel";
 }
 
+/*
+ * Field lookup: cJSON finds a key by a linear scan with strcmp, ten times a record. Instead the
+ * current record's top-level fields are indexed once (index_fields()), by a switch on the key,
+ * and field() answers from that index; other objects fall back to cJSON's lookup. The first of
+ * duplicate keys wins, as with cJSON.
+ */
+enum fkey {
+	F_T,
+	F_SEQ,
+	F_TS,
+	F_TID,
+	F_C,
+	F_FN,
+	F_GRID,
+	F_BLOCK,
+	F_STREAM,
+	F_SITE,
+	F_ARGS,
+	F_CAL,
+	F_START,
+	F_END,
+	F_NAME,
+	F_BYTES,
+	F_GRAPH,
+	F_DST_ALLOC,
+	F_SRC_ALLOC,
+	F_ID,
+	F_SIZE,
+	F_TEXT,
+	F_EVENT,
+	F_S,
+	F_FORMAT,
+	F__N
+};
+
+static int key_id(const char *k)
+{
+	switch (k[0]) {
+	case 't':
+		return !k[1]                ? F_T
+		       : !strcmp(k, "ts")   ? F_TS
+		       : !strcmp(k, "tid")  ? F_TID
+		       : !strcmp(k, "text") ? F_TEXT
+		                            : -1;
+	case 's':
+		return !k[1]                     ? F_S
+		       : !strcmp(k, "seq")       ? F_SEQ
+		       : !strcmp(k, "stream")    ? F_STREAM
+		       : !strcmp(k, "site")      ? F_SITE
+		       : !strcmp(k, "start")     ? F_START
+		       : !strcmp(k, "size")      ? F_SIZE
+		       : !strcmp(k, "src_alloc") ? F_SRC_ALLOC
+		                                 : -1;
+	case 'c':
+		return !k[1] ? F_C : !strcmp(k, "cal") ? F_CAL : -1;
+	case 'f':
+		return !strcmp(k, "fn") ? F_FN : !strcmp(k, "format") ? F_FORMAT : -1;
+	case 'g':
+		return !strcmp(k, "grid") ? F_GRID : !strcmp(k, "graph") ? F_GRAPH : -1;
+	case 'b':
+		return !strcmp(k, "block") ? F_BLOCK : !strcmp(k, "bytes") ? F_BYTES : -1;
+	case 'a':
+		return !strcmp(k, "args") ? F_ARGS : -1;
+	case 'e':
+		return !strcmp(k, "end") ? F_END : !strcmp(k, "event") ? F_EVENT : -1;
+	case 'n':
+		return !strcmp(k, "name") ? F_NAME : -1;
+	case 'd':
+		return !strcmp(k, "dst_alloc") ? F_DST_ALLOC : -1;
+	case 'i':
+		return !strcmp(k, "id") ? F_ID : -1;
+	}
+	return -1;
+}
+
+static const cJSON *idx_rec;
+static const cJSON *fidx[F__N];
+
+static void index_fields(const cJSON *rec)
+{
+	memset(fidx, 0, sizeof(fidx));
+	idx_rec = rec;
+	for (const cJSON *it = rec->child; it; it = it->next) {
+		if (!it->string)
+			continue;
+		int id = key_id(it->string);
+		if (id >= 0 && !fidx[id])
+			fidx[id] = it;
+	}
+}
+
+static const cJSON *field(const cJSON *o, const char *k)
+{
+	if (o == idx_rec && o) {
+		int id = key_id(k);
+		if (id >= 0)
+			return fidx[id];
+	}
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
 static int get_num(const cJSON *o, const char *k, double *v)
 {
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *x = field(o, k);
 	if (!cJSON_IsNumber(x))
 		return 0;
 	*v = x->valuedouble;
@@ -267,7 +368,7 @@ static int get_num(const cJSON *o, const char *k, double *v)
 
 static int get_i64(const cJSON *o, const char *k, int64_t *v)
 {
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *x = field(o, k);
 	if (!cJSON_IsNumber(x) || !isfinite(x->valuedouble) || fabs(x->valuedouble) > 9.2e18)
 		return 0;
 	*v = (int64_t)x->valuedouble;
@@ -299,7 +400,7 @@ static int get_time(const struct builder *b, const cJSON *o, const char *key, co
 
 static const char *get_str(const cJSON *o, const char *k)
 {
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *x = field(o, k);
 	return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
@@ -316,7 +417,7 @@ static uint64_t get_hex(const cJSON *o, const char *k)
 
 static void get_dim3(const cJSON *o, const char *k, int *d)
 {
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *a = field(o, k);
 	for (int i = 0; i < 3; i++) {
 		const cJSON *x = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, i) : NULL;
 		d[i] = cJSON_IsNumber(x) ? x->valueint : 0;
@@ -1211,7 +1312,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	if (get_i64(rec, "pid", &v))
 		ti->pid = (long)v;
 	ti->rank = get_i64(rec, "rank", &v) ? (long)v : -1;
-	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(rec, "argv");
+	const cJSON *argv = field(rec, "argv");
 	struct strbuf sb = STRBUF_INIT;
 	const cJSON *a;
 	cJSON_ArrayForEach(a, argv)
@@ -1224,7 +1325,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	}
 	free(ti->program);
 	ti->program = sb.buf ? sb.buf : xstrdup("");
-	const cJSON *devs = cJSON_GetObjectItemCaseSensitive(rec, "devices");
+	const cJSON *devs = field(rec, "devices");
 	const cJSON *d0 = cJSON_IsArray(devs) ? cJSON_GetArrayItem(devs, 0) : NULL;
 	if (cJSON_IsObject(d0) && b->dev && !b->dev->name) {
 		const char *nm = get_str(d0, "name"), *cc = get_str(d0, "cc");
@@ -1247,12 +1348,12 @@ static int parse_header(struct builder *b, const cJSON *rec)
 
 static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 {
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(rec, "args"), *a;
-	const cJSON *cal = cJSON_GetObjectItemCaseSensitive(rec, "cal");
+	const cJSON *args = field(rec, "args"), *a;
+	const cJSON *cal = field(rec, "cal");
 	int k = 0, first_scalar = 1;
 	cJSON_ArrayForEach(a, args)
 	{
-		const cJSON *p = cJSON_GetObjectItemCaseSensitive(a, "p"), *e;
+		const cJSON *p = field(a, "p"), *e;
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* numel: the first scalar argument (N of an elementwise kernel) */
 			const char *vs = get_str(a, "v");
@@ -1413,8 +1514,8 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 	} else {
 		if (get_i64(rec, "bytes", &v) && v > 0)
 			r->bytes = (uint64_t)v;
-		const cJSON *da = cJSON_GetObjectItemCaseSensitive(rec, "dst_alloc");
-		const cJSON *sa = cJSON_GetObjectItemCaseSensitive(rec, "src_alloc");
+		const cJSON *da = field(rec, "dst_alloc");
+		const cJSON *sa = field(rec, "src_alloc");
 		if (cJSON_IsArray(da) && cJSON_IsNumber(cJSON_GetArrayItem(da, 0))) {
 			r->dst_alloc = (int64_t)cJSON_GetArrayItem(da, 0)->valuedouble;
 			const cJSON *o = cJSON_GetArrayItem(da, 1);
@@ -1490,10 +1591,10 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	free(s->file);
 	free(s->func);
 	memset(s, 0, sizeof(*s));
-	const cJSON *frames = cJSON_GetObjectItemCaseSensitive(rec, "frames"), *f, *pick = NULL;
+	const cJSON *frames = field(rec, "frames"), *f, *pick = NULL;
 	cJSON_ArrayForEach(f, frames)
 	{
-		const cJSON *u = cJSON_GetObjectItemCaseSensitive(f, "user");
+		const cJSON *u = field(f, "user");
 		if (!pick)
 			pick = f;
 		if (cJSON_IsTrue(u)) {
@@ -1513,7 +1614,7 @@ static int parse_site(struct builder *b, const cJSON *rec)
 		s->source = sb.buf;
 		return 0;
 	}
-	const cJSON *native = cJSON_GetObjectItemCaseSensitive(rec, "native");
+	const cJSON *native = field(rec, "native");
 	cJSON_ArrayForEach(f, native)
 	{
 		const char *sym = get_str(f, "sym"), *mod = get_str(f, "module");
@@ -1583,6 +1684,7 @@ int builder_record(struct builder *b, const cJSON *rec, const char *raw, size_t 
 	b->line = line;
 	b->raw = raw;
 	b->rawlen = rawlen;
+	index_fields(rec);
 	const char *t = get_str(rec, "t");
 	if (!t)
 		return error_at(b->file, line, "record has no type 't'");
