@@ -15,7 +15,8 @@
  *     more same-named elementwise kernels in the last third of the step (library: a fused
  *     optimizer).
  * A chain that stops at a kernel of unknown semantics, another stream, or another numel is
- * written to rejected[] with the reason.
+ * written to rejected[] with the reason, and so is an elementwise chain that would remove no
+ * value (every intermediate is read later, so only re-reads would be saved).
  *
  * Values: a value written and read inside the group and needed nowhere else is removed; one
  * also read after the group (saved for backward, read next step) is kept: still written, only
@@ -201,6 +202,28 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 				saved += rb_inside;
 			}
 		}
+	}
+	if (!c->nremoved && c->nkept && !strcmp(kind, "elementwise-chain")) {
+		/* nothing would stop being written: only a re-read is saved; not worth a kernel */
+		int later = -1;
+		const struct value *v = &m->values[c->kept[0]];
+		for (int r = 0; r < v->nreaders && later < 0; r++)
+			if (!has_int(nodes, nn, v->readers[r]))
+				later = v->readers[r];
+		if (later >= 0)
+			reject(
+			    m, kind, nodes[0], nodes[nn - 1],
+			    "intermediate read later by node %d: only its re-read would be saved",
+			    later);
+		else
+			reject(m, kind, nodes[0], nodes[nn - 1],
+			       "intermediate read after the step (live across steps)", 0);
+		for (int i = 0; i < nn; i++)
+			m->nodes[nodes[i]].claimed = -1;
+		free(c->nodes);
+		free(c->kept);
+		m->ncands--;
+		return;
 	}
 	if (saved > bytes_before)
 		saved = bytes_before;

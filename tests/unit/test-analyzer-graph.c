@@ -275,6 +275,30 @@ static void test_range_start_end(void **state)
 	model_free(m);
 }
 
+/* A chain whose only intermediate is read later removes nothing: rejected, naming the reader. */
+static void test_chain_rejected_when_nothing_removed(void **state)
+{
+	add(HDR STRS);
+	alloc(1, 0, 400);
+	alloc(2, 1, 400);
+	alloc(3, 2, 400);
+	alloc(4, 3, 400);
+	K(10, 5, 2, 0, -1, -1, 0, 1); /* custom: writes fresh 0 */
+	K(11, 6, 1, 1, 0, 0, 2, 1);   /* add: 1 = 0 + 0 */
+	K(12, 7, 1, 2, 1, 1, 4, 1);   /* add: 2 = 1 + 1 */
+	K(13, 8, 2, 1, 3, -1, 6, 1);  /* custom: reads 1 again, writes fresh 3 */
+	struct model *m = run();
+	assert_non_null(m);
+	assert_int_equal(m->ncands, 0);
+	int found = 0;
+	for (int i = 0; i < m->nrejs; i++)
+		if (m->rejs[i].nodes[0] == 1 && m->rejs[i].nodes[1] == 2 &&
+		    strstr(m->rejs[i].reason, "read later by node 3"))
+			found = 1;
+	assert_true(found);
+	model_free(m);
+}
+
 static void test_bad_record(void **state)
 {
 	add(HDR STRS "{\"t\":\"launch\",\"seq\":1,\"fn\":1}\n");
@@ -319,6 +343,7 @@ int main(void)
 	    cmocka_unit_test(test_orphans_and_graph_kernels),
 	    cmocka_unit_test(test_steps_warmup_and_free),
 	    cmocka_unit_test(test_range_start_end),
+	    cmocka_unit_test(test_chain_rejected_when_nothing_removed),
 	    cmocka_unit_test(test_bad_record),
 	    cmocka_unit_test(test_hmap),
 	};
