@@ -34,7 +34,7 @@ SHIM_INC := $(addprefix -I,$(CUDA_INC))
 all: $(B)/libaicprof.so $(B)/aicprof
 
 # make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
-DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3
+DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev
 deps: $(B)/.deps
 # NO_DEPS=1 (the device machine, which has no package registry): trust the caller's flags.
 $(B)/.deps: Makefile
@@ -72,7 +72,11 @@ $(B)/san/core.a: $(SAN_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(B)/tests/%: tests/unit/%.c $(B)/san/core.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(SHIM_INC) $< $(B)/san/core.a -o $@ -lcmocka -ldl $(PKG_LIBS) $(LDLIBS)
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(SHIM_INC) $< $(B)/san/core.a -o $@ -lcmocka -ldl $(PKG_LIBS) $(LDLIBS) $(EXTRA_TEST)
+
+# the attribution test embeds Debian's Python
+PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)
+$(B)/tests/test-sites: EXTRA_TEST = $(PY_EMBED)
 
 tools: $(B)/tools/gen-trace
 $(B)/tools/gen-trace: tests/tools/gen-trace.c

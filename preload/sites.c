@@ -97,9 +97,11 @@ static struct code_ent *codes;
 static struct {
 	int state; /* 0 not tried, 1 usable, -1 failed */
 	int ts_off, cf_off; /* tstate word holding the frame (cf_off < 0: directly) */
-	long code_delta;    /* instruction pointer - code object - lasti */
+	int code_off, prev_off, instr_off;
+	long code_delta; /* instruction pointer - code object - lasti */
+	int skip_cstack; /* 3.12+: frames owned by the C stack (owner byte 70 == 3) */
 } raw;
-enum { F_CODE = 0, F_PREV = 8, F_INSTR = 56, F_OWNER = 70, FRAME_OBJ_F_FRAME = 24 };
+enum { FRAME_OBJ_F_FRAME = 24, OWNER_OFF = 70 };
 
 #define SYM(f, name) py.f = (__typeof__(py.f))dlsym(RTLD_DEFAULT, name)
 
@@ -375,33 +377,82 @@ static uintptr_t raw_top(PyThreadState *ts)
 static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 {
 	int n = 0;
-	for (int walked = 0; f && walked < 256 && n < max; walked++, f = rd(f + F_PREV)) {
-		if (*(volatile unsigned char *)(f + F_OWNER) == 3)
-			continue; /* a frame owned by the C stack: no code of its own */
-		void *code = (void *)rd(f + F_CODE);
+	for (int walked = 0; f && walked < 256 && n < max;
+	     walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
+		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
 		struct code_ent *ce = code_find(code);
-		if (!ce)
+		if (!ce) {
+			if (raw.skip_cstack && *(volatile unsigned char *)(f + OWNER_OFF) == 3)
+				continue; /* a frame owned by the C stack: no code of its own */
 			return -1;
-		long lasti = (long)(rd(f + F_INSTR) - (uintptr_t)code) - raw.code_delta;
+		}
+		long lasti = (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) -
+			     raw.code_delta;
 		out[n++] = (struct pyframe){ce, (int)lasti};
 	}
 	return n;
 }
 
 /*
- * Learns where this interpreter keeps a thread's current frame, by comparing what the public
- * API says (GIL held) with the words of the thread state, and checks a whole walk against the
- * public one. Every read is of memory known to be mapped: the thread state, the frame object,
- * or this thread's stack. On any disagreement the raw walker stays off.
+ * Learns where this interpreter keeps a thread's current frame and the fields of a frame, by
+ * comparing what the public API says (GIL held) with the words of the thread state and of the
+ * frames, then checks a whole walk against the public one. Every read is of memory known to be
+ * mapped: the thread state, frames the API handed out, or this thread's stack. On any
+ * disagreement the raw walker stays off and such threads fall back to inheritance.
  */
+#define RAW_FAIL                                                                   \
+	do {                                                                       \
+		shim_debug("raw frame walker off (check at line %d failed)", __LINE__); \
+		return;                                                            \
+	} while (0)
 static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api, int n_api)
 {
 	raw.state = -1;
-	if (!top || n_api < 2 || !py.Frame_GetLasti)
-		return;
+	if (!top || n_api < 3 || !py.Frame_GetLasti)
+		RAW_FAIL;
+	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	raw.skip_cstack = ver && *ver >= 0x030c0000;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);
-	if (!cur || (void *)rd(cur + F_CODE) != atomic_load(&api[0].ce->code))
-		return;
+	PyObject *back = py.Frame_GetBack(top);
+	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
+	if (back)
+		py.DecRef(back);
+	uintptr_t code0 = (uintptr_t)atomic_load(&api[0].ce->code);
+	if (!cur || !next)
+		RAW_FAIL;
+	raw.code_off = raw.prev_off = raw.instr_off = -1;
+	uintptr_t code1 = (uintptr_t)atomic_load(&api[1].ce->code);
+	for (int w = 0; w < 12; w++) {
+		uintptr_t v = rd(cur + (uintptr_t)w * 8);
+		if (v == code0 && raw.code_off < 0)
+			raw.code_off = w * 8;
+		else if (v == next && raw.prev_off < 0)
+			raw.prev_off = w * 8;
+	}
+	/* the instruction pointer: the word that gives the API's lasti in this frame and the
+	 * next with one constant offset from the code object */
+	for (int w = 0; w < 12 && raw.instr_off < 0 && raw.code_off >= 0; w++) {
+		uintptr_t v = rd(cur + (uintptr_t)w * 8), v2 = rd(next + (uintptr_t)w * 8);
+		if (w * 8 == raw.code_off || w * 8 == raw.prev_off || v <= code0 ||
+		    v >= code0 + (1u << 20) || v2 <= code1 || v2 >= code1 + (1u << 20))
+			continue;
+		if ((long)(v - code0) - api[0].lasti == (long)(v2 - code1) - api[1].lasti)
+			raw.instr_off = w * 8;
+	}
+	if (raw.code_off < 0 || raw.instr_off < 0)
+		RAW_FAIL;
+	if (raw.prev_off < 0) { /* a C-stack frame between: previous's previous */
+		for (int w = 0; w < 12 && raw.prev_off < 0; w++) {
+			uintptr_t v = rd(cur + (uintptr_t)w * 8);
+			if (v && v != code0 && v > 4096 && (v & 7) == 0 &&
+			    rd(v + (uintptr_t)w * 8) == next)
+				raw.prev_off = w * 8;
+		}
+		if (raw.prev_off < 0)
+			RAW_FAIL;
+	}
+	raw.code_delta = (long)(rd(cur + (uintptr_t)raw.instr_off) - code0) - api[0].lasti;
+	/* where the thread state keeps the current frame */
 	pthread_attr_t a;
 	void *stk = NULL;
 	size_t stksz = 0;
@@ -410,7 +461,8 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 		pthread_attr_destroy(&a);
 	}
 	uintptr_t lo = (uintptr_t)&a, hi = (uintptr_t)stk + stksz;
-	for (int i = 0; i < 48 && raw.ts_off == 0; i++) {
+	raw.ts_off = -1;
+	for (int i = 0; i < 48 && raw.ts_off < 0; i++) {
 		uintptr_t v = rd((uintptr_t)ts + (uintptr_t)i * 8);
 		if (v == cur) {
 			raw.ts_off = i * 8, raw.cf_off = -1;
@@ -422,20 +474,19 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 				}
 		}
 	}
-	if (!raw.ts_off)
-		return;
-	raw.code_delta = (long)(rd(cur + F_INSTR) - (uintptr_t)atomic_load(&api[0].ce->code)) -
-			 api[0].lasti;
+	if (raw.ts_off < 0)
+		RAW_FAIL;
 	struct pyframe mine[64];
 	int n = raw_frames(raw_top(ts), mine, 64);
 	if (n != n_api)
-		return;
+		RAW_FAIL;
 	for (int i = 0; i < n; i++)
 		if (mine[i].ce != api[i].ce || mine[i].lasti != api[i].lasti)
-			return;
+			RAW_FAIL;
 	raw.state = 1;
-	shim_debug("python frames readable without the GIL (thread state word %d, frame word %d)",
-		   raw.ts_off, raw.cf_off);
+	shim_debug("python frames readable without the GIL (thread state word %d/%d, frame words "
+		   "%d %d %d)",
+		   raw.ts_off, raw.cf_off, raw.code_off, raw.prev_off, raw.instr_off);
 }
 
 /* Attribution with the GIL held. */
