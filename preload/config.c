@@ -91,6 +91,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->writes = WRITES_INFER;
 	c->probe_count = 2;
 	c->args = 1;
+	c->activity = 1;
 	if (m)
 		m->n = 0;
 
@@ -130,6 +131,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->eager = b;
 	if ((v = lookup("AICPROF_ARGS")) && !parse_bool("AICPROF_ARGS", v, &b, m))
 		c->args = b;
+	if ((v = lookup("AICPROF_ACTIVITY")) && !parse_bool("AICPROF_ACTIVITY", v, &b, m))
+		c->activity = b;
 }
 
 int config_output_path(const char *pat, long pid, const char *rank, const char *host, char *out,

@@ -26,6 +26,7 @@ struct config {
 	int probe_count;      /* AICPROF_PROBE_COUNT: launches per kernel name to calibrate */
 	int eager;            /* AICPROF_EAGER: subscribe in the constructor, not at cuInit */
 	int args;             /* AICPROF_ARGS: record kernel arguments (1) or not (0) */
+	int activity;         /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
 };
 
 /* Up to this many messages, each at most CONFIG_MSG_LEN bytes. */

@@ -1099,7 +1099,8 @@ int cupti_start(void)
 	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
-	    (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
+	    (shim_cfg.activity &&
+	     (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)) {
 		shim_say("cannot enable CUPTI activity records (%s): not recording", cupti_err(r));
 		p_cuptiUnsubscribe(subscriber);
 		return -1;

@@ -197,6 +197,7 @@ static void header(struct jbuf *b)
 	jb_key(b, "probe_count"), jb_i64(b, c->probe_count);
 	jb_key(b, "eager"), jb_i64(b, c->eager);
 	jb_key(b, "args"), jb_i64(b, c->args);
+	jb_key(b, "activity"), jb_i64(b, c->activity);
 	jb_s(b, "}");
 	jb_key(b, "alloc_backend"), jb_str(b, alloc_note);
 }

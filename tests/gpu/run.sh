@@ -86,6 +86,13 @@ rec sigterm "$PY" -c 'import torch,os,signal; torch.ones(4,device="cuda").sum().
 t "SIGTERM: killed by the signal as without the shim ($rc)" test "$rc" = 143
 t "SIGTERM: trace readable and closed" sh -c "tail -1 '$out/sigterm.aicp.jsonl' | grep -q '\"t\":\"end\"'"
 
+# 6b. kernels inside CUDA graph replays
+rec graphs "$PY" tests/gpu/graphs.py; rc=$?
+t "graphs: exit 0 ($rc)" test "$rc" = 0
+g=$(grep -c '"t":"kernel".*"graph":' "$out/graphs.aicp.jsonl")
+want=$(sed -n 's/^graph kernels //p' "$out/graphs.stdout")
+t "graphs: every kernel of every replay recorded ($g of $want)" test "${g:-0}" -ge "${want:-1}"
+
 # 7. overhead per launch, interleaved, medians (a benchmark, not a pass/fail test)
 : >"$out/bench.jsonl"
 for round in 1 2 3; do
@@ -93,11 +100,13 @@ for round in 1 2 3; do
 	AICPROF_OUTPUT=$out/bench.shim.aicp.jsonl LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py shim >>"$out/bench.jsonl" 2>/dev/null
 	AICPROF_OUTPUT=$out/bench.noattr.aicp.jsonl AICPROF_ATTRIB=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py noattr >>"$out/bench.jsonl" 2>/dev/null
 	"$PY" tests/gpu/bench_launch.py profiler >>"$out/bench.jsonl" 2>/dev/null
+	AICPROF_OUTPUT=$out/bench.min.aicp.jsonl AICPROF_ATTRIB=0 AICPROF_ARGS=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py noattr_noargs >>"$out/bench.jsonl" 2>/dev/null
+	AICPROF_OUTPUT=$out/bench.noact.aicp.jsonl AICPROF_ATTRIB=0 AICPROF_ARGS=0 AICPROF_ACTIVITY=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py callbacks_only >>"$out/bench.jsonl" 2>/dev/null
 done
 "$PY" - "$out/bench.jsonl" <<'PYEOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-med = {m: statistics.median(r["us_per_launch"] for r in rows if r["mode"] == m) for m in ("bare", "shim", "noattr", "profiler") if any(r["mode"] == m for r in rows)}
+med = {m: statistics.median(r["us_per_launch"] for r in rows if r["mode"] == m) for m in ("bare", "shim", "noattr", "noattr_noargs", "callbacks_only", "profiler") if any(r["mode"] == m for r in rows)}
 print("# launch overhead (median us per launch): " + ", ".join(f"{k} {v:.2f}" for k, v in med.items()))
 if "bare" in med:
     print("# added per launch: " + ", ".join(f"{k} {med[k]-med['bare']:+.2f} us" for k in med if k != "bare"))
