@@ -34,7 +34,7 @@ SHIM_INC := $(addprefix -I,$(CUDA_INC))
 all: $(B)/libaicprof.so $(B)/aicprof
 
 # make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
-DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3
+DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 chromium
 deps: $(B)/.deps
 $(B)/.deps: Makefile
 	@mkdir -p $(B)

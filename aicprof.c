@@ -20,6 +20,8 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
 	 "run a program under the shim and write its trace"},
+	{"report", cmd_report, "report DIR",
+	 "write report.html, graph.dot/.svg and trace.perfetto.json from DIR/summary.json"},
 };
 
 static void usage(FILE *f)
