@@ -10,8 +10,10 @@
  * becomes a vertex of its own. A cycle of small nodes has no start and stays uncollapsed.
  * Edges are mapped onto vertices, self-edges dropped and parallel ones merged (bytes summed).
  *
- * Top-N: vertices ranked by time; the first N, every vertex adjacent to one of them, and every
- * candidate's nodes are kept.
+ * Top-N: vertices ranked by time; the first N, every vertex adjacent to one of them, and the
+ * nodes of the best GVIEW_TOP_CANDS candidates are kept. So that the cut graph still shows what
+ * leads to what, a kept vertex that reached another kept vertex only through left-out ones gets
+ * an "elided" edge to it (found by a depth-first walk through the left-out vertices).
  *
  * Drawing: cgraph builds the graph (one subgraph "cluster_<rank>" per candidate, so dot draws a
  * box around it), agwrite gives the DOT text before layout, and gvc lays it out with "dot" and
@@ -59,7 +61,9 @@ static int gedge_cmp(const void *a, const void *b)
 	const struct gedge *x = a, *y = b;
 	if (x->from != y->from)
 		return x->from < y->from ? -1 : 1;
-	return x->to < y->to ? -1 : x->to > y->to;
+	if (x->to != y->to)
+		return x->to < y->to ? -1 : 1;
+	return x->elided - y->elided; /* a real edge before an elided one, which merges into it */
 }
 
 /* Sorts gv's edges, merging parallel ones. */
@@ -139,7 +143,7 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 		if (a == b)
 			continue;
 		ALLOC_GROW(gv->e, gv->nr_e, gv->alloc_e);
-		gv->e[gv->nr_e++] = (struct gedge){a, b, e->bytes};
+		gv->e[gv->nr_e++] = (struct gedge){a, b, e->bytes, 0};
 	}
 	gview_merge_edges(gv);
 	free(succ);
@@ -158,7 +162,34 @@ static int by_time_desc(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-static void gview_top(struct gview *gv, int top_n)
+/* Adds elided edges from kept vertex v to the kept vertices it reaches through dropped ones. */
+static void add_elided(const struct gview *gv, const char *keep, int v, int *first_out,
+		       int *stack, char *seen, struct gedge **out, int *nr, int *alloc)
+{
+	int sp = 0;
+	for (int k = first_out[v]; k < first_out[v + 1]; k++)
+		if (!keep[gv->e[k].to] && !seen[gv->e[k].to]) {
+			seen[gv->e[k].to] = 1;
+			stack[sp++] = gv->e[k].to;
+		}
+	while (sp) {
+		int u = stack[--sp];
+		for (int k = first_out[u]; k < first_out[u + 1]; k++) {
+			int w = gv->e[k].to;
+			if (seen[w])
+				continue;
+			seen[w] = 1;
+			if (keep[w]) {
+				ALLOC_GROW(*out, *nr, *alloc);
+				(*out)[(*nr)++] = (struct gedge){v, w, -1, 1};
+			} else {
+				stack[sp++] = w;
+			}
+		}
+	}
+}
+
+static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
 {
 	int *order = xmalloc(sizeof(int) * (size_t)gv->nr);
 	char *keep = xcalloc((size_t)gv->nr, 1);
@@ -170,7 +201,7 @@ static void gview_top(struct gview *gv, int top_n)
 	for (int k = 0; k < top_n && k < gv->nr; k++)
 		keep[order[k]] = 1;
 	for (int i = 0; i < gv->nr; i++)
-		if (gv->v[i].cand >= 0)
+		if (gv->v[i].cand >= 0 && m->cand_rank[gv->v[i].cand] <= GVIEW_TOP_CANDS)
 			keep[i] = 1;
 	/* Neighbours of the kept (one step, from the kept set before this loop). */
 	char *core = xmalloc((size_t)gv->nr);
@@ -181,6 +212,31 @@ static void gview_top(struct gview *gv, int top_n)
 		if (core[gv->e[k].to])
 			keep[gv->e[k].from] = 1;
 	}
+	/* Elided edges, over the edges sorted by source (gview_merge_edges sorted them). */
+	int *first_out = xcalloc((size_t)gv->nr + 1, sizeof(int));
+	for (int k = 0; k < gv->nr_e; k++)
+		first_out[gv->e[k].from + 1]++;
+	for (int i = 0; i < gv->nr; i++)
+		first_out[i + 1] += first_out[i];
+	int *stack = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
+	char *seen = xmalloc((size_t)gv->nr + 1);
+	struct gedge *extra = NULL;
+	int nr_extra = 0, alloc_extra = 0;
+	for (int i = 0; i < gv->nr; i++) {
+		if (!keep[i])
+			continue;
+		memset(seen, 0, (size_t)gv->nr);
+		add_elided(gv, keep, i, first_out, stack, seen, &extra, &nr_extra, &alloc_extra);
+	}
+	free(first_out);
+	free(stack);
+	free(seen);
+	for (int k = 0; k < nr_extra; k++) {
+		ALLOC_GROW(gv->e, gv->nr_e, gv->alloc_e);
+		gv->e[gv->nr_e++] = extra[k];
+	}
+	free(extra);
+
 	int *map = xmalloc(sizeof(int) * (size_t)gv->nr);
 	int w = 0;
 	for (int i = 0; i < gv->nr; i++) {
@@ -199,9 +255,10 @@ static void gview_top(struct gview *gv, int top_n)
 		int a = map[gv->e[k].from], b = map[gv->e[k].to];
 		if (a < 0 || b < 0)
 			continue;
-		gv->e[we++] = (struct gedge){a, b, gv->e[k].bytes};
+		gv->e[we++] = (struct gedge){a, b, gv->e[k].bytes, gv->e[k].elided};
 	}
 	gv->nr_e = we;
+	gview_merge_edges(gv);
 	free(order);
 	free(keep);
 	free(core);
@@ -212,8 +269,10 @@ void gview_build(struct gview *gv, const struct rmodel *m, double small_share, i
 {
 	memset(gv, 0, sizeof(*gv));
 	gview_collapse(gv, m, small_share);
-	if (top_n > 0 && gv->nr > top_n)
-		gview_top(gv, top_n);
+	if (top_n > 0 && gv->nr > top_n) {
+		gview_top(gv, m, top_n);
+		gv->top_n = top_n;
+	}
 }
 
 void gview_release(struct gview *gv)
@@ -385,7 +444,11 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	for (int k = 0; k < gv->nr_e; k++) {
 		const struct gedge *e = &gv->e[k];
 		Agedge_t *ae = agedge(g, an[e->from], an[e->to], NULL, 1);
-		if (e->bytes > 0) {
+		if (e->elided) {
+			set(ae, "style", "dashed");
+			set(ae, "color", "#b0b0b0");
+			set(ae, "tooltip", "through kernels the top view leaves out");
+		} else if (e->bytes > 0) {
 			char b[32];
 			set(ae, "label", fmt_bytes(e->bytes, b));
 			double w = 0.6 + log10(1 + e->bytes / 65536.0);

@@ -20,7 +20,10 @@ struct gvert {
 struct gedge {
 	int from, to;  /* indices into gview.v */
 	double bytes;  /* -1 when unknown */
+	int elided;    /* 1: stands for a path through vertices the top-N cut left out */
 };
+
+#define GVIEW_TOP_CANDS 5 /* candidates whose nodes the top-N view always keeps */
 
 struct gview {
 	struct gvert *v;
@@ -29,6 +32,7 @@ struct gview {
 	int nr_e, alloc_e;
 	int collapsed; /* model nodes folded into "N small kernels" vertices */
 	int hidden;    /* model nodes left out by the top-N cut */
+	int top_n;     /* the cut's N, or 0 when no cut was made */
 };
 
 /*
@@ -36,8 +40,9 @@ struct gview {
  * small_share of the step time (e.g. 0.01) and it belongs to no candidate; a chain of two or
  * more small nodes, each the only successor of the one before and it the only predecessor of
  * the next, becomes one vertex. When top_n > 0 and more than top_n vertices remain, only the
- * top_n vertices by time, their neighbours and every candidate's nodes are kept (the others
- * counted in hidden). Never fails; release with gview_release().
+ * top_n vertices by time, their neighbours and the nodes of the best GVIEW_TOP_CANDS
+ * candidates are kept (the others counted in hidden); two kept vertices joined through left-out
+ * ones get an elided edge. Never fails; release with gview_release().
  */
 void gview_build(struct gview *gv, const struct rmodel *m, double small_share, int top_n);
 void gview_release(struct gview *gv);

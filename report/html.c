@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define HTML_FULL_CANDS 8 /* candidates shown in full; the rest in a table */
+
 struct page {
 	struct rmodel *m;
 	struct strbuf *o;
@@ -533,7 +535,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "<p>No fusion candidate was found: no intermediate in this step is "
 			       "written by one kernel and read only by kernels that could join it."
 			       "</p>\n");
-	for (int k = 0; k < m->nr_cands; k++) {
+	for (int k = 0; k < m->nr_cands && k < HTML_FULL_CANDS; k++) {
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
 		double saved = jnumd(c, "time_saved_us_per_step", -1), d;
@@ -606,6 +608,41 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
+	if (m->nr_cands > HTML_FULL_CANDS) {
+		strbuf_addf(o, "<details id=\"more-cands\"><summary>%d more candidates</summary>\n"
+			       "<table><thead><tr><th class=\"n\">#</th><th>kind</th>"
+			       "<th class=\"n\">saves</th><th>kernels</th><th>source</th>"
+			       "<th>what to do</th></tr></thead><tbody>\n",
+			    m->nr_cands - HTML_FULL_CANDS);
+		for (int k = HTML_FULL_CANDS; k < m->nr_cands; k++) {
+			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
+			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>", k + 1, k + 1);
+			td_text(o, jstr(c, "kind"), NULL);
+			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
+			strbuf_adds(o, "<td>");
+			cand_nodes_list(pg, o, jarr(c, "nodes"));
+			strbuf_adds(o, "</td><td class=\"loc\">");
+			cJSON_ArrayForEach(s, jarr(c, "sources"))
+			{
+				if (!cJSON_IsString(s))
+					continue;
+				strbuf_adds(o, "<code>");
+				H(o, s->valuestring);
+				strbuf_adds(o, "</code> ");
+			}
+			strbuf_adds(o, "</td><td>");
+			const char *lib = jstr(c, "library_form");
+			if (lib && *lib) {
+				strbuf_adds(o, "<code>");
+				H(o, lib);
+				strbuf_adds(o, "</code>");
+			} else {
+				strbuf_adds(o, "<code>aicprof fuse</code>");
+			}
+			strbuf_adds(o, "</td></tr>\n");
+		}
+		strbuf_adds(o, "</tbody></table></details>\n");
+	}
 	const cJSON *rej = jarr(m->root, "rejected"), *r;
 	int nr = rej ? cJSON_GetArraySize(rej) : 0;
 	if (!rej)
@@ -648,10 +685,10 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 	}
 	strbuf_adds(o, "<div class=\"controls\">");
 	if (top && in->top_svg) {
-		strbuf_addf(o, "<button type=\"button\" data-view=\"g-top\">Top %d view</button>",
-			    top->nr);
-		strbuf_addf(o, "<button type=\"button\" data-view=\"g-all\">All %d vertices</button>",
-			    all->nr);
+		strbuf_addf(o, "<button type=\"button\" data-view=\"g-top\">Top %d by time and "
+			       "their neighbours</button>",
+			    top->top_n);
+		strbuf_addf(o, "<button type=\"button\" data-view=\"g-all\">Whole step</button>");
 	}
 	strbuf_adds(o, "<button type=\"button\" id=\"g-reset\">Reset zoom</button>"
 		       "<button type=\"button\" id=\"g-fit\">Fit all</button>"
@@ -665,7 +702,9 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 		strbuf_addf(o, "<span>%d kernels under 1%% of the step collapsed</span>",
 			    all->collapsed);
 	if (top && in->top_svg)
-		strbuf_addf(o, "<span>the top view hides %d kernels</span>", top->hidden);
+		strbuf_addf(o, "<span>the top view leaves out %d kernels (grey dashed edges pass "
+			       "through them)</span>",
+			    top->hidden);
 	strbuf_adds(o, "</p>\n<div class=\"graphwrap\"><div>\n");
 	if (top && in->top_svg) {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define REPORT_SMALL_SHARE 0.01
-#define REPORT_TOP_N	   40
+#define REPORT_TOP_N	   30
 #define REPORT_TOP_MIN	   60
 
 static int write_out(const char *dir, const char *name, const struct strbuf *sb)
