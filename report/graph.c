@@ -483,6 +483,23 @@ static int graph_dot(Agraph_t *g, struct strbuf *dot)
 	return 0;
 }
 
+/*
+ * One Graphviz context for the process, made on first use and kept. Graphviz 2.42 keeps a
+ * static cache of the last font name that outlives a context: laying out in a second context
+ * after gvFreeContext() on the first reads freed memory (AddressSanitizer shows it in
+ * textspan_size). And gvFreeContext() leaves fontconfig's and the text layout's caches
+ * unreachable, so freeing it at exit only turns reachable memory into reported leaks. The
+ * context therefore lives as long as the process, like the libraries' own caches.
+ */
+static GVC_t *report_gvc;
+
+static GVC_t *gvc_get(void)
+{
+	if (!report_gvc)
+		report_gvc = gvContext();
+	return report_gvc;
+}
+
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
 		 struct strbuf *svg)
 {
@@ -491,7 +508,7 @@ int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *
 	if (dot)
 		r = graph_dot(g, dot);
 	if (!r && svg) {
-		GVC_t *gvc = gvContext();
+		GVC_t *gvc = gvc_get();
 		if (!gvc) {
 			agclose(g);
 			return error("cannot start Graphviz");
@@ -509,7 +526,6 @@ int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *
 				gvFreeRenderData(data);
 			gvFreeLayout(gvc, g);
 		}
-		gvFreeContext(gvc);
 	}
 	agclose(g);
 	return r;
