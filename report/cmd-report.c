@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char report_usage[] = "usage: aicprof report DIR\n\n"
-				   "Writes report.html, graph.dot, graph.svg and trace.perfetto.json "
-				   "into DIR\nfrom DIR/summary.json (written by 'aicprof analyze').\n";
+static const char report_usage[] =
+    "usage: aicprof report DIR\n\n"
+    "Writes report.html, graph.dot, graph.svg and trace.perfetto.json "
+    "into DIR\nfrom DIR/summary.json (written by 'aicprof analyze').\n";
 
 int cmd_report(int argc, char **argv)
 {

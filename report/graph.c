@@ -76,8 +76,9 @@ static void gview_merge_edges(struct gview *gv)
 	for (int r = 0; r < gv->nr_e; r++) {
 		if (w && gv->e[w - 1].from == gv->e[r].from && gv->e[w - 1].to == gv->e[r].to) {
 			if (gv->e[r].bytes >= 0)
-				gv->e[w - 1].bytes = (gv->e[w - 1].bytes < 0 ? 0 : gv->e[w - 1].bytes) +
-						     gv->e[r].bytes;
+				gv->e[w - 1].bytes =
+				    (gv->e[w - 1].bytes < 0 ? 0 : gv->e[w - 1].bytes) +
+				    gv->e[r].bytes;
 			continue;
 		}
 		gv->e[w++] = gv->e[r];
@@ -163,8 +164,8 @@ static int by_time_desc(const void *a, const void *b)
 }
 
 /* Adds elided edges from kept vertex v to the kept vertices it reaches through dropped ones. */
-static void add_elided(const struct gview *gv, const char *keep, int v, int *first_out,
-		       int *stack, char *seen, struct gedge **out, int *nr, int *alloc)
+static void add_elided(const struct gview *gv, const char *keep, int v, int *first_out, int *stack,
+                       char *seen, struct gedge **out, int *nr, int *alloc)
 {
 	int sp = 0;
 	for (int k = first_out[v]; k < first_out[v + 1]; k++)
@@ -501,7 +502,7 @@ static GVC_t *gvc_get(void)
 }
 
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
-		 struct strbuf *svg)
+                 struct strbuf *svg)
 {
 	Agraph_t *g = gview_graph(gv, m);
 	int r = 0;

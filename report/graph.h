@@ -10,17 +10,17 @@
 #include "report/model.h"
 
 struct gvert {
-	int node;   /* index into rmodel.nodes of the vertex's (first) node */
-	int count;  /* nodes it stands for: 1, or the length of a collapsed run */
+	int node;     /* index into rmodel.nodes of the vertex's (first) node */
+	int count;    /* nodes it stands for: 1, or the length of a collapsed run */
 	int *members; /* when count > 1: the nodes' indices, in chain order; owned */
-	double us;  /* time of the nodes it stands for; -1 when unknown */
-	int cand;   /* candidate cluster, or -1 */
+	double us;    /* time of the nodes it stands for; -1 when unknown */
+	int cand;     /* candidate cluster, or -1 */
 };
 
 struct gedge {
-	int from, to;  /* indices into gview.v */
-	double bytes;  /* -1 when unknown */
-	int elided;    /* 1: stands for a path through vertices the top-N cut left out */
+	int from, to; /* indices into gview.v */
+	double bytes; /* -1 when unknown */
+	int elided;   /* 1: stands for a path through vertices the top-N cut left out */
 };
 
 #define GVIEW_TOP_CANDS 5 /* candidates whose nodes the top-N view always keeps */
@@ -55,6 +55,6 @@ void gview_release(struct gview *gv);
  * fails to lay out or render.
  */
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
-		 struct strbuf *svg);
+                 struct strbuf *svg);
 
 #endif

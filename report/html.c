@@ -120,9 +120,10 @@ static void td_text(struct strbuf *o, const char *s, const char *cls)
 
 static void swatch(struct strbuf *o, const char *colour)
 {
-	strbuf_addf(o, "<svg class=\"sw\" viewBox=\"0 0 10 10\" aria-hidden=\"true\"><rect "
-		       "width=\"10\" height=\"10\" rx=\"2\" fill=\"%s\"/></svg>",
-		    colour);
+	strbuf_addf(o,
+	            "<svg class=\"sw\" viewBox=\"0 0 10 10\" aria-hidden=\"true\"><rect "
+	            "width=\"10\" height=\"10\" rx=\"2\" fill=\"%s\"/></svg>",
+	            colour);
 }
 
 /* A kernel's name in code style, its full name as the hover title. */
@@ -247,8 +248,9 @@ static int families(struct page *pg, struct famrow **out)
 		for (int i = 0; i < m->nr_nodes; i++) {
 			const struct rnode *n = &m->nodes[i];
 			int k = 0;
-			while (k < nr && !((f[k].family && n->family && !strcmp(f[k].family, n->family)) ||
-					   (!f[k].family && !n->family)))
+			while (k < nr &&
+			       !((f[k].family && n->family && !strcmp(f[k].family, n->family)) ||
+			         (!f[k].family && !n->family)))
 				k++;
 			if (k == nr) {
 				ALLOC_GROW(f, nr, alloc);
@@ -276,9 +278,10 @@ static int families(struct page *pg, struct famrow **out)
 
 static void card(struct strbuf *o, int highlight, const char *value_html, const char *label_html)
 {
-	strbuf_addf(o, "<div class=\"card%s\"><div class=\"v\">%s</div><div class=\"l\">%s</div>"
-		       "</div>\n",
-		    highlight ? " hl" : "", value_html, label_html);
+	strbuf_addf(o,
+	            "<div class=\"card%s\"><div class=\"v\">%s</div><div class=\"l\">%s</div>"
+	            "</div>\n",
+	            highlight ? " hl" : "", value_html, label_html);
 }
 
 static void section_overview(struct page *pg, struct strbuf *o)
@@ -307,7 +310,7 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	if (counted) {
 		add_us(&v, saved);
 		strbuf_addf(&l, "per step saved by the top %d non-overlapping fusion%s", counted,
-			    counted == 1 ? "" : "s");
+		            counted == 1 ? "" : "s");
 		if (m->step_us > 0)
 			strbuf_addf(&l, " (%.1f%% of the step)", 100 * saved / m->step_us);
 	} else {
@@ -344,7 +347,7 @@ static void section_overview(struct page *pg, struct strbuf *o)
 		strbuf_adds(&l, "achieved over the time in kernels");
 		if (pg->peak_bw > 0)
 			strbuf_addf(&l, ", %.0f%% of the %.0f GB/s peak", 100 * gbs / pg->peak_bw,
-				    pg->peak_bw);
+			            pg->peak_bw);
 	} else {
 		unknown(&v);
 		strbuf_adds(&l, "achieved bandwidth");
@@ -354,10 +357,12 @@ static void section_overview(struct page *pg, struct strbuf *o)
 
 	/* The facts, as a list. */
 	strbuf_adds(o, "<dl class=\"kv\">\n<dt>program</dt><dd><code>");
-	if (jstr(root, "program"))
+	if (jstr(root, "program")) {
 		H(o, jstr(root, "program"));
-	else
-		unknown(o), rmodel_missing(m, "program");
+	} else {
+		unknown(o);
+		rmodel_missing(m, "program");
+	}
 	strbuf_adds(o, "</code></dd>\n<dt>device</dt><dd>");
 	if (jstr(dev, "name")) {
 		H(o, jstr(dev, "name"));
@@ -417,7 +422,7 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	add_us(o, kus);
 	if (kus > 0 && m->step_us_known)
 		strbuf_addf(o, " (%.0f%% of the step; the rest is the GPU idle or waiting)",
-			    fmin(100.0, 100 * kus / m->step_us));
+		            fmin(100.0, 100 * kus / m->step_us));
 	strbuf_adds(o, "</dd>\n<dt>VRAM traffic per step</dt><dd>");
 	add_bytes(o, bytes);
 	strbuf_adds(o, "</dd>\n<dt>traces</dt><dd>");
@@ -459,16 +464,18 @@ static void section_overview(struct page *pg, struct strbuf *o)
 		total += f[i].us > 0 ? f[i].us : 0;
 	strbuf_adds(o, "<h3>Time in kernels by family</h3>\n");
 	if (total > 0) {
-		strbuf_adds(o, "<svg class=\"bar\" viewBox=\"0 0 1000 26\" preserveAspectRatio=\"none\" "
-			       "role=\"img\" aria-label=\"kernel time by family\">");
+		strbuf_adds(
+		    o, "<svg class=\"bar\" viewBox=\"0 0 1000 26\" preserveAspectRatio=\"none\" "
+		       "role=\"img\" aria-label=\"kernel time by family\">");
 		double x = 0;
 		for (int i = 0; i < nf; i++) {
 			if (f[i].us <= 0)
 				continue;
 			double w = 1000 * f[i].us / total;
-			strbuf_addf(o, "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"26\" "
-				       "fill=\"%s\"><title>",
-				    x, w, family_colour(f[i].family));
+			strbuf_addf(o,
+			            "<rect x=\"%.2f\" y=\"0\" width=\"%.2f\" height=\"26\" "
+			            "fill=\"%s\"><title>",
+			            x, w, family_colour(f[i].family));
 			H(o, f[i].family ? f[i].family : "unknown");
 			strbuf_addf(o, " %.1f%%</title></rect>", 100 * f[i].us / total);
 			x += w;
@@ -476,8 +483,8 @@ static void section_overview(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "</svg>\n");
 	}
 	strbuf_adds(o, "<table class=\"fam\"><thead><tr><th>family</th><th class=\"n\">time per "
-		       "step</th><th class=\"n\">share</th><th class=\"n\">kernels</th>"
-		       "<th class=\"n\">VRAM traffic</th></tr></thead><tbody>\n");
+	               "step</th><th class=\"n\">share</th><th class=\"n\">kernels</th>"
+	               "<th class=\"n\">VRAM traffic</th></tr></thead><tbody>\n");
 	for (int i = 0; i < nf; i++) {
 		strbuf_adds(o, "<tr><td>");
 		swatch(o, family_colour(f[i].family));
@@ -524,7 +531,8 @@ static void cand_nodes_list(struct page *pg, struct strbuf *o, const cJSON *ids)
 		any = 1;
 	}
 	if (!any)
-		strbuf_adds(o, "<li>" "<span class=\"unk\">unknown</span></li>");
+		strbuf_adds(o, "<li>"
+		               "<span class=\"unk\">unknown</span></li>");
 	strbuf_adds(o, "</ul>");
 }
 
@@ -533,8 +541,8 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 	struct rmodel *m = pg->m;
 	if (!m->nr_cands)
 		strbuf_adds(o, "<p>No fusion candidate was found: no intermediate in this step is "
-			       "written by one kernel and read only by kernels that could join it."
-			       "</p>\n");
+		               "written by one kernel and read only by kernels that could join it."
+		               "</p>\n");
 	for (int k = 0; k < m->nr_cands && k < HTML_FULL_CANDS; k++) {
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
@@ -579,7 +587,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		const cJSON *vk = jarr(c, "values_kept");
 		if (vk && cJSON_GetArraySize(vk))
 			strbuf_addf(o, "; %d still written because read later",
-				    cJSON_GetArraySize(vk));
+			            cJSON_GetArraySize(vk));
 		strbuf_adds(o, "</dd>\n<dt>estimate</dt><dd>");
 		add_us(o, jnumd(c, "time_before_us", -1));
 		strbuf_adds(o, " now, ");
@@ -603,17 +611,20 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			H(o, lib);
 			strbuf_adds(o, "</code>");
 		} else {
-			strbuf_addf(o, "generate the fused kernel with <code>aicprof fuse</code> "
-				       "(candidate #%d)", k + 1);
+			strbuf_addf(o,
+			            "generate the fused kernel with <code>aicprof fuse</code> "
+			            "(candidate #%d)",
+			            k + 1);
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
 	if (m->nr_cands > HTML_FULL_CANDS) {
-		strbuf_addf(o, "<details id=\"more-cands\"><summary>%d more candidates</summary>\n"
-			       "<table><thead><tr><th class=\"n\">#</th><th>kind</th>"
-			       "<th class=\"n\">saves</th><th>kernels</th><th>source</th>"
-			       "<th>what to do</th></tr></thead><tbody>\n",
-			    m->nr_cands - HTML_FULL_CANDS);
+		strbuf_addf(o,
+		            "<details id=\"more-cands\"><summary>%d more candidates</summary>\n"
+		            "<table><thead><tr><th class=\"n\">#</th><th>kind</th>"
+		            "<th class=\"n\">saves</th><th>kernels</th><th>source</th>"
+		            "<th>what to do</th></tr></thead><tbody>\n",
+		            m->nr_cands - HTML_FULL_CANDS);
 		for (int k = HTML_FULL_CANDS; k < m->nr_cands; k++) {
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
 			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>", k + 1, k + 1);
@@ -647,12 +658,13 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 	int nr = rej ? cJSON_GetArraySize(rej) : 0;
 	if (!rej)
 		rmodel_missing(m, "rejected");
-	strbuf_addf(o, "<details id=\"rejected\"><summary>Rejected candidates (%d)</summary>\n", nr);
+	strbuf_addf(o, "<details id=\"rejected\"><summary>Rejected candidates (%d)</summary>\n",
+	            nr);
 	if (!nr) {
 		strbuf_adds(o, "<p class=\"mute\">None.</p>");
 	} else {
 		strbuf_adds(o, "<table><thead><tr><th>kind</th><th>kernels</th><th>reason</th></tr>"
-			       "</thead><tbody>\n");
+		               "</thead><tbody>\n");
 		cJSON_ArrayForEach(r, rej)
 		{
 			strbuf_adds(o, "<tr>");
@@ -680,31 +692,33 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 	const struct gview *all = in->all, *top = in->top;
 	if (!in->all_svg) {
 		strbuf_adds(o, "<p class=\"note\">The step graph could not be drawn (Graphviz "
-			       "failed); graph.dot is beside this page.</p>\n");
+		               "failed); graph.dot is beside this page.</p>\n");
 		return;
 	}
 	strbuf_adds(o, "<div class=\"controls\">");
 	if (top && in->top_svg) {
-		strbuf_addf(o, "<button type=\"button\" data-view=\"g-top\">Top %d by time and "
-			       "their neighbours</button>",
-			    top->top_n);
+		strbuf_addf(o,
+		            "<button type=\"button\" data-view=\"g-top\">Top %d by time and "
+		            "their neighbours</button>",
+		            top->top_n);
 		strbuf_addf(o, "<button type=\"button\" data-view=\"g-all\">Whole step</button>");
 	}
 	strbuf_adds(o, "<button type=\"button\" id=\"g-reset\">Reset zoom</button>"
-		       "<button type=\"button\" id=\"g-fit\">Fit all</button>"
-		       "<span class=\"hint\">wheel to zoom, drag to pan, click a kernel for its "
-		       "details</span></div>\n");
+	               "<button type=\"button\" id=\"g-fit\">Fit all</button>"
+	               "<span class=\"hint\">wheel to zoom, drag to pan, click a kernel for its "
+	               "details</span></div>\n");
 	strbuf_adds(o, "<p class=\"legend\"><span>fill: share of the largest kernel's time "
-		       "(pale to red)</span><span>blue dashed box: a fusion candidate</span>"
-		       "<span>grey dashed: a run of small kernels collapsed</span>"
-		       "<span>edge label: bytes passed</span><span>dotted edge: order only</span>");
+	               "(pale to red)</span><span>blue dashed box: a fusion candidate</span>"
+	               "<span>grey dashed: a run of small kernels collapsed</span>"
+	               "<span>edge label: bytes passed</span><span>dotted edge: order only</span>");
 	if (all->collapsed)
 		strbuf_addf(o, "<span>%d kernels under 1%% of the step collapsed</span>",
-			    all->collapsed);
+		            all->collapsed);
 	if (top && in->top_svg)
-		strbuf_addf(o, "<span>the top view leaves out %d kernels (grey dashed edges pass "
-			       "through them)</span>",
-			    top->hidden);
+		strbuf_addf(o,
+		            "<span>the top view leaves out %d kernels (grey dashed edges pass "
+		            "through them)</span>",
+		            top->hidden);
 	strbuf_adds(o, "</p>\n<div class=\"graphwrap\"><div>\n");
 	if (top && in->top_svg) {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");
@@ -714,26 +728,40 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-all\">");
 	}
 	html_add_svg_body(o, in->all_svg);
-	strbuf_adds(o, "</div>\n</div><aside id=\"nodeinfo\" aria-live=\"polite\">Click a kernel in "
-		       "the graph to see its full name, bytes and source line.</aside></div>\n");
+	strbuf_adds(o,
+	            "</div>\n</div><aside id=\"nodeinfo\" aria-live=\"polite\">Click a kernel in "
+	            "the graph to see its full name, bytes and source line.</aside></div>\n");
 	(void)pg;
 }
 
 static void filter_box(struct strbuf *o, const char *table, const char *what)
 {
-	strbuf_addf(o, "<div class=\"controls filter\"><input type=\"search\" data-filter=\"%s\" "
-		       "data-count=\"%s-count\" placeholder=\"filter %s\" aria-label=\"filter %s\">"
-		       "<span class=\"hint\" id=\"%s-count\"></span></div>\n",
-		    table, table, what, what, table);
+	strbuf_addf(o,
+	            "<div class=\"controls filter\"><input type=\"search\" data-filter=\"%s\" "
+	            "data-count=\"%s-count\" placeholder=\"filter %s\" aria-label=\"filter %s\">"
+	            "<span class=\"hint\" id=\"%s-count\"></span></div>\n",
+	            table, table, what, what, table);
 }
 
-static void pct_bar(struct strbuf *o, double share)
+/* A small bar of share (0..1) of the peak bandwidth; grey for compute-bound kernels. */
+static void pct_bar(struct strbuf *o, double share, int compute)
 {
 	double w = fmax(0, fmin(1, share)) * 60;
-	strbuf_addf(o, "<svg class=\"pct\" viewBox=\"0 0 60 9\" aria-hidden=\"true\"><rect "
-		       "width=\"60\" height=\"9\" fill=\"#e4e8ec\"/><rect width=\"%.1f\" height=\"9\" "
-		       "fill=\"%s\"/></svg>",
-		    w, share > 0.6 ? "#59a14f" : share > 0.3 ? "#edc948" : "#e15759");
+	strbuf_addf(o,
+	            "<svg class=\"pct\" viewBox=\"0 0 60 9\" aria-hidden=\"true\"><rect "
+	            "width=\"60\" height=\"9\" fill=\"#e4e8ec\"/><rect width=\"%.1f\" height=\"9\" "
+	            "fill=\"%s\"/></svg>",
+	            w,
+	            compute       ? "#9aa3ab"
+	            : share > 0.6 ? "#59a14f"
+	            : share > 0.3 ? "#edc948"
+	                          : "#e15759");
+}
+
+static int double_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
 }
 
 static void section_ledger(struct page *pg, struct strbuf *o)
@@ -746,34 +774,59 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		zero += m->nodes[i].flops == 0;
 	strbuf_adds(o, "<h3>Roofline</h3>\n");
 	if (np) {
-		strbuf_adds(o, "<div class=\"roofwrap\">");
+		strbuf_adds(o, "<div class=\"roofwrap\"><div>");
 		strbuf_add(o, plot.buf, plot.len);
-		strbuf_adds(o, "</div>\n");
-		strbuf_addf(o, "<p class=\"mute\">Each circle is a kernel (area: its share of the "
-			       "time in kernels; colour: its family). Under the sloped roof a kernel "
-			       "is limited by VRAM bandwidth: fusing it with its neighbours removes "
-			       "traffic and moves it right. %d kernel%s doing no floating-point work "
-			       "(copies, indexing) are not plotted; their bandwidth is in the table."
-			       "</p>\n",
-			    zero, zero == 1 ? "" : "s");
+		strbuf_adds(o, "</div><div><p class=\"legend\">");
+		/* The families drawn, in the plot's colours. */
+		const char *seen[64];
+		int nseen = 0;
+		for (int i = 0; i < m->nr_nodes && nseen < 64; i++) {
+			const struct rnode *n = &m->nodes[i];
+			if (n->flops <= 0 || n->intensity <= 0 || n->us <= 0)
+				continue;
+			int dup = 0;
+			for (int k = 0; k < nseen; k++)
+				dup |= (!seen[k] && !n->family) ||
+				       (seen[k] && n->family && !strcmp(seen[k], n->family));
+			if (dup)
+				continue;
+			seen[nseen++] = n->family;
+			strbuf_adds(o, "<span>");
+			swatch(o, family_colour(n->family));
+			H(o, n->family ? n->family : "unknown family");
+			strbuf_adds(o, "</span>");
+		}
+		strbuf_addf(
+		    o,
+		    "</p><p class=\"mute\">Each circle is a kernel: its area is its share "
+		    "of the time in kernels, its colour its family. Left of the ridge, under "
+		    "the sloped roof, a kernel is limited by VRAM bandwidth: fusing it with "
+		    "its neighbours removes traffic and moves it right. Right of the ridge "
+		    "the limit is compute (dashed ceilings, one per data type). A kernel far "
+		    "below its roof is bound by latency or launch overhead.</p>"
+		    "<p class=\"mute\">%d kernel%s doing no floating-point work (copies, "
+		    "indexing) %s not plotted; %s bandwidth is in the table below. Hover a "
+		    "circle for its name.</p></div></div>\n",
+		    zero, zero == 1 ? "" : "s", zero == 1 ? "is" : "are",
+		    zero == 1 ? "its" : "their");
 	} else {
 		strbuf_adds(o, "<p class=\"note\">No kernel has known FLOPs, bytes and time, so "
-			       "there is no roofline to draw.</p>\n");
+		               "there is no roofline to draw.</p>\n");
 	}
 	strbuf_release(&plot);
 
 	strbuf_adds(o, "<h3>Kernels</h3>\n");
 	filter_box(o, "t-nodes", "kernels");
 	strbuf_adds(o, "<div class=\"tablewrap\"><table class=\"sortable\" id=\"t-nodes\" "
-		       "data-sort-init=\"3\"><thead><tr><th class=\"n\" data-type=\"num\">#</th>"
-		       "<th>kernel</th><th>family</th><th class=\"n\" data-type=\"num\">time</th>"
-		       "<th class=\"n\" data-type=\"num\">of step</th>"
-		       "<th class=\"n\" data-type=\"num\">read</th>"
-		       "<th class=\"n\" data-type=\"num\">written</th>"
-		       "<th class=\"n\" data-type=\"num\">bandwidth</th>"
-		       "<th class=\"n\" data-type=\"num\">FLOP/B</th><th>bound</th>"
-		       "<th class=\"n\" data-type=\"num\">fusion</th><th>source</th></tr></thead>"
-		       "<tbody>\n");
+	               "data-sort-init=\"3\"><thead><tr><th class=\"n\" data-type=\"num\">#</th>"
+	               "<th>kernel</th><th>family</th><th class=\"n\" data-type=\"num\">time</th>"
+	               "<th class=\"n\" data-type=\"num\">of step</th>"
+	               "<th class=\"n\" data-type=\"num\">read</th>"
+	               "<th class=\"n\" data-type=\"num\">written</th>"
+	               "<th class=\"n\" data-type=\"num\">bandwidth</th>"
+	               "<th class=\"n\" data-type=\"num\">FLOP/B</th><th>bound</th>"
+	               "<th class=\"n\" data-type=\"num\">fusion</th><th>source</th></tr></thead>"
+	               "<tbody>\n");
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *n = &m->nodes[i];
 		strbuf_addf(o, "<tr><td class=\"n\" data-v=\"%d\">%d</td><td>", n->id, n->id);
@@ -787,8 +840,8 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "</td>");
 		td_us(o, n->us);
 		if (n->us >= 0 && m->step_us > 0)
-			strbuf_addf(o, "<td class=\"n\" data-v=\"%.6g\">%.1f%%</td>", n->us / m->step_us,
-				    100 * n->us / m->step_us);
+			strbuf_addf(o, "<td class=\"n\" data-v=\"%.6g\">%.1f%%</td>",
+			            n->us / m->step_us, 100 * n->us / m->step_us);
 		else
 			strbuf_adds(o, "<td class=\"n\" data-v=\"\"></td>");
 		td_bytes(o, n->bytes_read);
@@ -796,7 +849,8 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		if (n->gbs >= 0) {
 			strbuf_addf(o, "<td class=\"n\" data-v=\"%.6g\">%.0f GB/s", n->gbs, n->gbs);
 			if (pg->peak_bw > 0)
-				pct_bar(o, n->gbs / pg->peak_bw);
+				pct_bar(o, n->gbs / pg->peak_bw,
+				        n->bound && !strcmp(n->bound, "compute"));
 			strbuf_adds(o, "</td>");
 		} else {
 			td_num(o, -1, "");
@@ -804,9 +858,9 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		td_num(o, n->intensity, "%.3g");
 		td_text(o, n->bound, NULL);
 		if (n->cand >= 0)
-			strbuf_addf(o, "<td class=\"n\" data-v=\"%d\"><a href=\"#cand-%d\">#%d</a></td>",
-				    m->cand_rank[n->cand], m->cand_rank[n->cand],
-				    m->cand_rank[n->cand]);
+			strbuf_addf(
+			    o, "<td class=\"n\" data-v=\"%d\"><a href=\"#cand-%d\">#%d</a></td>",
+			    m->cand_rank[n->cand], m->cand_rank[n->cand], m->cand_rank[n->cand]);
 		else
 			strbuf_adds(o, "<td class=\"n\" data-v=\"\"></td>");
 		strbuf_adds(o, "<td class=\"loc\">");
@@ -830,29 +884,28 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 	int nv = cJSON_GetArraySize(vals);
 	filter_box(o, "t-values", "values");
 	if (nv > max_rows)
-		strbuf_addf(o, "<p class=\"mute\">The %d values with the most traffic of %d are "
-			       "listed.</p>\n",
-			    max_rows, nv);
-	strbuf_adds(o, "<div class=\"tablewrap\"><table class=\"sortable\" id=\"t-values\" "
-		       "data-sort-init=\"6\"><thead><tr><th class=\"n\" data-type=\"num\">value</th>"
-		       "<th class=\"n\" data-type=\"num\">size</th><th>writer</th><th>readers</th>"
-		       "<th class=\"n\" data-type=\"num\">written</th>"
-		       "<th class=\"n\" data-type=\"num\">read</th>"
-		       "<th class=\"n\" data-type=\"num\">traffic</th><th>round trip</th>"
-		       "<th>source</th></tr></thead><tbody>\n");
+		strbuf_addf(o,
+		            "<p class=\"mute\">The %d values with the most traffic of %d are "
+		            "listed.</p>\n",
+		            max_rows, nv);
+	strbuf_adds(o,
+	            "<div class=\"tablewrap\"><table class=\"sortable\" id=\"t-values\" "
+	            "data-sort-init=\"6\"><thead><tr><th class=\"n\" data-type=\"num\">value</th>"
+	            "<th class=\"n\" data-type=\"num\">size</th><th>writer</th><th>readers</th>"
+	            "<th class=\"n\" data-type=\"num\">written</th>"
+	            "<th class=\"n\" data-type=\"num\">read</th>"
+	            "<th class=\"n\" data-type=\"num\">traffic</th><th>round trip</th>"
+	            "<th>source</th></tr></thead><tbody>\n");
 	/* Rank by traffic when there are too many to list. */
 	double cut = -1;
 	if (nv > max_rows) {
 		double *t = xmalloc(sizeof(double) * (size_t)nv);
 		int k = 0;
 		cJSON_ArrayForEach(v, vals)
-		t[k++] = jnumd(v, "bytes_written", 0) + jnumd(v, "bytes_read", 0);
-		for (int a = 1; a < nv; a++) /* shell sort, descending */
-			for (int b = a; b > 0 && t[b] > t[b - 1]; b--) {
-				double x = t[b];
-				t[b] = t[b - 1];
-				t[b - 1] = x;
-			}
+		{
+			t[k++] = jnumd(v, "bytes_written", 0) + jnumd(v, "bytes_read", 0);
+		}
+		qsort(t, (size_t)nv, sizeof(double), double_desc);
 		cut = t[max_rows - 1];
 		free(t);
 	}
@@ -900,9 +953,9 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		const cJSON *live = cJSON_GetObjectItemCaseSensitive(v, "live_after_step");
 		strbuf_adds(o, "<td>");
 		if (cJSON_IsBool(im))
-			strbuf_adds(o, cJSON_IsTrue(im) ? (cJSON_IsTrue(live) ? "yes, kept after step"
-									       : "yes")
-							: "no");
+			strbuf_adds(o, cJSON_IsTrue(im)
+			                   ? (cJSON_IsTrue(live) ? "yes, kept after step" : "yes")
+			                   : "no");
 		else
 			unknown(o);
 		strbuf_adds(o, "</td><td class=\"loc\">");
@@ -948,7 +1001,8 @@ static int srcrows(struct page *pg, struct srcrow **out)
 			r->bytes = jnumd(e, "bytes", -1);
 			cJSON_ArrayForEach(id, jarr(e, "nodes"))
 			{
-				int i = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+				int i =
+				    cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
 				if (i < 0)
 					continue;
 				ALLOC_GROW(r->nodes, r->nr, r->alloc);
@@ -971,7 +1025,7 @@ static int srcrows(struct page *pg, struct srcrow **out)
 			}
 			s[k].us += n->us > 0 ? n->us : 0;
 			s[k].bytes += (n->bytes_read > 0 ? n->bytes_read : 0) +
-				      (n->bytes_written > 0 ? n->bytes_written : 0);
+			              (n->bytes_written > 0 ? n->bytes_written : 0);
 			ALLOC_GROW(s[k].nodes, s[k].nr, s[k].alloc);
 			s[k].nodes[s[k].nr++] = i;
 		}
@@ -995,11 +1049,12 @@ static void source_table(struct page *pg, struct strbuf *o, struct srcrow *s, in
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
-	strbuf_addf(o, "<table class=\"bysrc\" id=\"t-src-%s\"><thead><tr><th>source line</th>"
-		       "<th class=\"n\">%s</th><th class=\"n\">%s</th><th>kernels it launched</th>"
-		       "</tr></thead><tbody>\n",
-		    by_bytes ? "bytes" : "time", by_bytes ? "VRAM traffic" : "time",
-		    by_bytes ? "time" : "VRAM traffic");
+	strbuf_addf(o,
+	            "<table class=\"bysrc\" id=\"t-src-%s\"><thead><tr><th>source line</th>"
+	            "<th class=\"n\">%s</th><th class=\"n\">%s</th><th>kernels it launched</th>"
+	            "</tr></thead><tbody>\n",
+	            by_bytes ? "bytes" : "time", by_bytes ? "VRAM traffic" : "time",
+	            by_bytes ? "time" : "VRAM traffic");
 	for (int k = 0; k < n && k < 20; k++) {
 		struct srcrow *r = &s[order[k]];
 		strbuf_adds(o, "<tr><td>");
@@ -1032,7 +1087,7 @@ static void section_sources(struct page *pg, struct strbuf *o)
 	int n = srcrows(pg, &s);
 	if (!n) {
 		strbuf_adds(o, "<p class=\"note\">No kernel has a source line: the trace was "
-			       "recorded without attribution, or no frame was the user's.</p>\n");
+		               "recorded without attribution, or no frame was the user's.</p>\n");
 	} else {
 		strbuf_adds(o, "<h3>By time</h3>\n");
 		source_table(pg, o, s, n, 0);
@@ -1058,15 +1113,15 @@ static void section_timeline(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "set</span><span>");
 		swatch(o, "#d62728");
 		strbuf_adds(o, "synchronisation</span><span>kernels: family colours as in the "
-			       "overview; blue outline: part of a fusion candidate</span></p>\n");
+		               "overview; blue outline: part of a fusion candidate</span></p>\n");
 		strbuf_add(o, plot.buf, plot.len);
 	} else {
 		rmodel_missing(pg->m, "timeline.events");
 		strbuf_adds(o, "<p class=\"note\">The summary has no timeline.</p>\n");
 	}
 	strbuf_adds(o, "<p class=\"mute\">The same step is in <a href=\"trace.perfetto.json\">"
-		       "trace.perfetto.json</a> beside this page: open it in ui.perfetto.dev or "
-		       "chrome://tracing.</p>\n");
+	               "trace.perfetto.json</a> beside this page: open it in ui.perfetto.dev or "
+	               "chrome://tracing.</p>\n");
 	strbuf_release(&plot);
 }
 
@@ -1100,7 +1155,7 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 		strbuf_add_json(o, n->bytes_read >= 0 ? fmt_bytes(n->bytes_read, b) : "unknown");
 		strbuf_adds(o, ",\"written\":");
 		strbuf_add_json(o,
-				n->bytes_written >= 0 ? fmt_bytes(n->bytes_written, b) : "unknown");
+		                n->bytes_written >= 0 ? fmt_bytes(n->bytes_written, b) : "unknown");
 		if (n->gbs >= 0) {
 			strbuf_reset(&t);
 			strbuf_addf(&t, "%.0f GB/s", n->gbs);
@@ -1150,7 +1205,9 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	srccache_init(&pg.src);
 	const cJSON *tr;
 	cJSON_ArrayForEach(tr, jarr(m->root, "traces"))
-	srccache_add_dir(&pg.src, jstr(tr, "cwd"));
+	{
+		srccache_add_dir(&pg.src, jstr(tr, "cwd"));
+	}
 	srccache_add_dir(&pg.src, in->summary_dir);
 	srccache_add_dir(&pg.src, ".");
 	pg.peak_bw = jnumd(jobj(m->root, "device"), "peak_bw_gbs", -1);
@@ -1162,18 +1219,18 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	static const struct {
 		const char *id, *nav, *title, *question;
 	} sec[] = {
-		{"overview", "Overview", "1. Overview",
-		 "Where do the step's time and VRAM traffic go, and how much could fusion win?"},
-		{"candidates", "Fusions", "2. Fusion candidates",
-		 "Which kernels should become one, what does it save, and what do I change?"},
-		{"graph", "Graph", "3. The step graph",
-		 "Which kernel feeds which, and how many bytes pass between them?"},
-		{"ledger", "Ledger", "4. The VRAM ledger",
-		 "Which kernels and values move the bytes, and how close is each to the roof?"},
-		{"sources", "Source lines", "5. By source line",
-		 "Which of my lines cost the most time and traffic?"},
-		{"timeline", "Timeline", "6. One step's timeline",
-		 "What ran when, on which stream, and where did the GPU wait?"},
+	    {"overview", "Overview", "1. Overview",
+	     "Where do the step's time and VRAM traffic go, and how much could fusion win?"},
+	    {"candidates", "Fusions", "2. Fusion candidates",
+	     "Which kernels should become one, what does it save, and what do I change?"},
+	    {"graph", "Graph", "3. The step graph",
+	     "Which kernel feeds which, and how many bytes pass between them?"},
+	    {"ledger", "Ledger", "4. The VRAM ledger",
+	     "Which kernels and values move the bytes, and how close is each to the roof?"},
+	    {"sources", "Source lines", "5. By source line",
+	     "Which of my lines cost the most time and traffic?"},
+	    {"timeline", "Timeline", "6. One step's timeline",
+	     "What ran when, on which stream, and where did the GPU wait?"},
 	};
 	struct strbuf body[ARRAY_SIZE(sec)];
 	for (size_t i = 0; i < ARRAY_SIZE(sec); i++)
@@ -1190,16 +1247,19 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	sha256_base64(report_js, strlen(report_js), js_hash);
 	const char *prog = jstr(m->root, "program");
 	strbuf_adds(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
-	strbuf_addf(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-			 "style-src 'sha256-%s'; script-src 'sha256-%s'; img-src data:; "
-			 "base-uri 'none'; form-action 'none'\">\n",
-		    css_hash, js_hash);
-	strbuf_adds(out, "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-			 "<meta name=\"referrer\" content=\"no-referrer\">\n<title>aicprof: ");
+	strbuf_addf(out,
+	            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	            "style-src 'sha256-%s'; script-src 'sha256-%s'; img-src data:; "
+	            "base-uri 'none'; form-action 'none'\">\n",
+	            css_hash, js_hash);
+	strbuf_adds(out,
+	            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	            "<meta name=\"referrer\" content=\"no-referrer\">\n<title>aicprof: ");
 	H(out, prog ? prog : "report");
 	strbuf_adds(out, "</title>\n<style>");
 	strbuf_adds(out, report_css);
-	strbuf_adds(out, "</style>\n</head>\n<body>\n<header><h1>aicprof report</h1><p class=\"sub\">");
+	strbuf_adds(out,
+	            "</style>\n</head>\n<body>\n<header><h1>aicprof report</h1><p class=\"sub\">");
 	if (prog) {
 		strbuf_adds(out, "<code>");
 		H(out, prog);
@@ -1221,26 +1281,28 @@ void html_write(const struct html_input *in, struct strbuf *out)
 		strbuf_addf(out, "<a href=\"#%s\">%s</a>", sec[i].id, sec[i].nav);
 	strbuf_adds(out, "</nav></header>\n<main>\n");
 	for (size_t i = 0; i < ARRAY_SIZE(sec); i++) {
-		strbuf_addf(out, "<section id=\"%s\">\n<h2>%s</h2>\n<p class=\"q\">%s</p>\n", sec[i].id,
-			    sec[i].title, sec[i].question);
+		strbuf_addf(out, "<section id=\"%s\">\n<h2>%s</h2>\n<p class=\"q\">%s</p>\n",
+		            sec[i].id, sec[i].title, sec[i].question);
 		if (i == 0 && m->nr_missing) {
-			strbuf_adds(out, "<p class=\"note\" id=\"missing\">This summary.json does not "
-					 "give ");
+			strbuf_adds(out,
+			            "<p class=\"note\" id=\"missing\">This summary.json does not "
+			            "give ");
 			for (int k = 0; k < m->nr_missing; k++) {
 				strbuf_adds(out, k ? ", <code>" : "<code>");
 				H(out, m->missing[k]);
 				strbuf_adds(out, "</code>");
 			}
 			strbuf_adds(out, "; what depends on it shows as <span class=\"unk\">unknown"
-					 "</span>.</p>\n");
+			                 "</span>.</p>\n");
 		}
 		strbuf_add(out, body[i].buf ? body[i].buf : "", body[i].len);
 		strbuf_adds(out, "</section>\n");
 		strbuf_release(&body[i]);
 	}
-	strbuf_adds(out, "</main>\n<footer>Written by aicprof from summary.json. Beside this page: "
-			 "<a href=\"graph.svg\">graph.svg</a>, <a href=\"graph.dot\">graph.dot</a>, "
-			 "<a href=\"trace.perfetto.json\">trace.perfetto.json</a>.</footer>\n");
+	strbuf_adds(out,
+	            "</main>\n<footer>Written by aicprof from summary.json. Beside this page: "
+	            "<a href=\"graph.svg\">graph.svg</a>, <a href=\"graph.dot\">graph.dot</a>, "
+	            "<a href=\"trace.perfetto.json\">trace.perfetto.json</a>.</footer>\n");
 	strbuf_adds(out, "<script type=\"application/json\" id=\"aicprof-data\">");
 	data_block(&pg, in, out);
 	strbuf_adds(out, "</script>\n<script>");

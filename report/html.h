@@ -11,10 +11,10 @@
 
 struct html_input {
 	struct rmodel *m;
-	const char *summary_dir;   /* where summary.json lives: a place to look for sources */
-	const struct gview *all;   /* the collapsed step graph */
-	const char *all_svg;       /* its SVG from gview_render(), or NULL */
-	const struct gview *top;   /* the top-N view, or NULL when it would equal all */
+	const char *summary_dir; /* where summary.json lives: a place to look for sources */
+	const struct gview *all; /* the collapsed step graph */
+	const char *all_svg;     /* its SVG from gview_render(), or NULL */
+	const struct gview *top; /* the top-N view, or NULL when it would equal all */
 	const char *top_svg;
 };
 

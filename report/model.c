@@ -172,8 +172,7 @@ int rmodel_find(const struct rmodel *m, int id)
 	if (id >= 0 && id < m->nr_nodes && m->nodes[id].id == id)
 		return id;
 	struct rmodel_id key = {id, 0};
-	struct rmodel_id *p =
-		bsearch(&key, m->ids, (size_t)m->nr_nodes, sizeof(*m->ids), id_cmp);
+	struct rmodel_id *p = bsearch(&key, m->ids, (size_t)m->nr_nodes, sizeof(*m->ids), id_cmp);
 	return p ? p->index : -1;
 }
 
@@ -256,7 +255,8 @@ void rmodel_init(struct rmodel *m, const cJSON *root)
 	}
 	/* Insertion sort, stable: candidates are few. */
 	for (int i = 1; i < m->nr_cands; i++)
-		for (int j = i; j > 0 && saved[m->cand_order[j]] > saved[m->cand_order[j - 1]]; j--) {
+		for (int j = i; j > 0 && saved[m->cand_order[j]] > saved[m->cand_order[j - 1]];
+		     j--) {
 			int t = m->cand_order[j];
 			m->cand_order[j] = m->cand_order[j - 1];
 			m->cand_order[j - 1] = t;

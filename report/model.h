@@ -22,27 +22,27 @@ cJSON *summary_load(const char *path);
 /* Typed field access on a cJSON object that may be NULL. None of them fail. */
 int jnum(const cJSON *o, const char *key, double *out); /* 1 when key holds a number */
 double jnumd(const cJSON *o, const char *key, double dflt);
-const char *jstr(const cJSON *o, const char *key); /* NULL unless a string */
+const char *jstr(const cJSON *o, const char *key);  /* NULL unless a string */
 const cJSON *jarr(const cJSON *o, const char *key); /* NULL unless an array */
 const cJSON *jobj(const cJSON *o, const char *key); /* NULL unless an object */
 
 struct rnode {
-	int id;               /* nodes[].id, or the node's index when absent */
-	const char *name;     /* short name; never NULL ("node N" when absent) */
+	int id;           /* nodes[].id, or the node's index when absent */
+	const char *name; /* short name, else full_name; never NULL ("unnamed") */
 	const char *full_name, *kind, *family, *op, *dtype, *bound; /* NULL when unknown */
-	const char *source;   /* first of sources[], or site file:line; NULL when unknown */
-	char *source_buf;     /* owns source when it was built from site */
-	double us;            /* median time, -1 when unknown */
+	const char *source; /* first of sources[], or site file:line; NULL when unknown */
+	char *source_buf;   /* owns source when it was built from site */
+	double us;          /* median time, -1 when unknown */
 	double bytes_read, bytes_written, flops, gbs, intensity, roofline_us; /* -1 unknown */
-	int count, stream;    /* -1 when unknown */
-	int cand;             /* index in candidates[] of the first candidate holding it, or -1 */
-	const cJSON *json;    /* the node's object in the tree */
+	int count, stream;                                                    /* -1 when unknown */
+	int cand;          /* index in candidates[] of the first candidate holding it, or -1 */
+	const cJSON *json; /* the node's object in the tree */
 };
 
 struct redge {
-	int from, to;         /* indices into rmodel.nodes */
-	double bytes;         /* -1 when unknown */
-	const char *how;      /* NULL when unknown */
+	int from, to;    /* indices into rmodel.nodes */
+	double bytes;    /* -1 when unknown */
+	const char *how; /* NULL when unknown */
 };
 
 struct rmodel {
@@ -51,20 +51,20 @@ struct rmodel {
 	int nr_nodes;
 	struct redge *edges;
 	int nr_edges, alloc_edges;
-	const cJSON *cands;   /* candidates[], possibly empty; never NULL after init */
+	const cJSON *cands; /* candidates[], possibly empty; never NULL after init */
 	int nr_cands;
-	int *cand_order;      /* cand_order[k]: index in candidates[] of the k-th by time saved */
-	int *cand_rank;       /* cand_rank[i]: 1-based rank of candidates[i] by time saved */
-	double step_us;       /* steps.median_us, else the sum of node times, else -1 */
-	int step_us_known;    /* 1 when step_us came from steps.median_us */
-	double kernel_us;     /* sum of known node times */
-	double max_node_us;   /* largest known node time, 0 when none */
-	char **missing;       /* what summary.json lacks, unique, in the order noticed */
+	int *cand_order;    /* cand_order[k]: index in candidates[] of the k-th by time saved */
+	int *cand_rank;     /* cand_rank[i]: 1-based rank of candidates[i] by time saved */
+	double step_us;     /* steps.median_us, else the sum of node times, else -1 */
+	int step_us_known;  /* 1 when step_us came from steps.median_us */
+	double kernel_us;   /* sum of known node times */
+	double max_node_us; /* largest known node time, 0 when none */
+	char **missing;     /* what summary.json lacks, unique, in the order noticed */
 	int nr_missing, alloc_missing;
-	cJSON *empty;         /* an empty array stood in for absent lists; owned */
+	cJSON *empty; /* an empty array stood in for absent lists; owned */
 	struct rmodel_id {
 		int id, index;
-	} *ids;               /* nodes' ids, sorted, for rmodel_find() */
+	} * ids; /* nodes' ids, sorted, for rmodel_find() */
 };
 
 /*
@@ -74,7 +74,8 @@ struct rmodel {
 void rmodel_init(struct rmodel *m, const cJSON *root);
 void rmodel_release(struct rmodel *m);
 
-/* Records that what (a field path such as "steps.median_us") is absent; duplicates are kept once. */
+/* Records that what (a field path such as "steps.median_us") is absent; duplicates are kept once.
+ */
 void rmodel_missing(struct rmodel *m, const char *what);
 
 /* Index in m->nodes of the node with this id, or -1. */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 static void add_meta(cJSON *events, const char *what, int pid, int tid, const char *key,
-		     const char *sval, double nval)
+                     const char *sval, double nval)
 {
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "name", what);
@@ -61,7 +61,7 @@ void perfetto_write(const struct rmodel *m, struct strbuf *out)
 			strbuf_addf(&sb, "stream %d", tid);
 			add_meta(events, "thread_name", pid, tid, "name", sb.buf, 0);
 			add_meta(events, "thread_sort_index", pid, tid, "sort_index", NULL,
-				 nr_streams);
+			         nr_streams);
 			nr_streams++;
 		}
 		const char *kind = jstr(ev, "kind");

@@ -18,10 +18,10 @@
 static const struct {
 	const char *family, *colour;
 } family_colours[] = {
-	{"elementwise", "#4e79a7"}, {"reduction", "#f28e2b"}, {"norm", "#e15759"},
-	{"softmax", "#76b7b2"},     {"gemm", "#59a14f"},      {"attention", "#edc948"},
-	{"index", "#b07aa1"},       {"copy", "#ff9da7"},      {"memset", "#9c755f"},
-	{"optimizer", "#d4a6c8"},   {"triton", "#86bcb6"},    {"nccl", "#d37295"},
+    {"elementwise", "#4e79a7"}, {"reduction", "#f28e2b"}, {"norm", "#e15759"},
+    {"softmax", "#76b7b2"},     {"gemm", "#59a14f"},      {"attention", "#edc948"},
+    {"index", "#b07aa1"},       {"copy", "#ff9da7"},      {"memset", "#9c755f"},
+    {"optimizer", "#d4a6c8"},   {"triton", "#86bcb6"},    {"nccl", "#d37295"},
 };
 
 const char *family_colour(const char *family)
@@ -53,8 +53,8 @@ static void add_decade(struct strbuf *sb, int e)
 }
 
 struct axis {
-	int lo, hi;       /* decades */
-	double px0, px1;  /* pixel positions of lo and hi */
+	int lo, hi;      /* decades */
+	double px0, px1; /* pixel positions of lo and hi */
 };
 
 static double axis_px(const struct axis *a, double v)
@@ -92,7 +92,7 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 		ymax = fmax(ymax, peak);
 	if (bw > 0 && peak > 0)
 		xmax = fmax(xmax, peak / bw); /* show the ridge */
-	ymax *= 3; /* room for the ceilings' labels */
+	ymax *= 3;                            /* room for the ceilings' labels */
 	xmax *= 2;
 	const double W = 760, H = 440, L = 70, R = 24, T = 16, B = 50;
 	struct axis ax = {(int)floor(log10(xmin)), (int)ceil(log10(xmax)), L, W - R};
@@ -102,51 +102,64 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	if (ay.hi <= ay.lo)
 		ay.hi = ay.lo + 1;
 	strbuf_addf(out,
-		    "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
-		    "aria-label=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-		    W, H);
-	strbuf_addf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
-			 "class=\"frame\"/>\n", L, T, W - R - L, H - B - T);
+	            "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	            "aria-label=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	            W, H);
+	strbuf_addf(out,
+	            "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+	            "class=\"frame\"/>\n",
+	            L, T, W - R - L, H - B - T);
 	for (int e = ax.lo; e <= ax.hi; e++) {
 		double x = axis_px(&ax, pow(10, e));
-		strbuf_addf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
-				 "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
-				 "text-anchor=\"middle\">", x, T, x, H - B, x, H - B + 16);
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+		            "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
+		            "text-anchor=\"middle\">",
+		            x, T, x, H - B, x, H - B + 16);
 		add_decade(out, e);
 		strbuf_adds(out, "</text>\n");
 	}
 	for (int e = ay.lo; e <= ay.hi; e++) {
 		double y = axis_px(&ay, pow(10, e));
-		strbuf_addf(out, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
-				 "y2=\"%.1f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.1f\" "
-				 "text-anchor=\"end\">", L, y, W - R, y, L - 6, y + 4);
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
+		            "y2=\"%.1f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.1f\" "
+		            "text-anchor=\"end\">",
+		            L, y, W - R, y, L - 6, y + 4);
 		add_decade(out, e);
 		strbuf_adds(out, "</text>\n");
 	}
-	strbuf_addf(out, "<text class=\"axis\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">"
-			 "arithmetic intensity (FLOP per byte of VRAM traffic)</text>\n",
-		    (L + W - R) / 2, H - 12);
-	strbuf_addf(out, "<text class=\"axis\" transform=\"translate(16 %.0f) rotate(-90)\" "
-			 "text-anchor=\"middle\">achieved FLOP/s</text>\n", (T + H - B) / 2);
+	strbuf_addf(out,
+	            "<text class=\"axis\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">"
+	            "arithmetic intensity (FLOP per byte of VRAM traffic)</text>\n",
+	            (L + W - R) / 2, H - 12);
+	strbuf_addf(out,
+	            "<text class=\"axis\" transform=\"translate(16 %.0f) rotate(-90)\" "
+	            "text-anchor=\"middle\">achieved FLOP/s</text>\n",
+	            (T + H - B) / 2);
 	/* Clip the roofs to the frame. */
-	strbuf_addf(out, "<clipPath id=\"rf-clip\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
-			 "height=\"%.0f\"/></clipPath><g clip-path=\"url(#rf-clip)\">\n",
-		    L, T, W - R - L, H - B - T);
+	strbuf_addf(out,
+	            "<clipPath id=\"rf-clip\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+	            "height=\"%.0f\"/></clipPath><g clip-path=\"url(#rf-clip)\">\n",
+	            L, T, W - R - L, H - B - T);
 	double x0 = pow(10, ax.lo), x1 = pow(10, ax.hi);
 	if (bw > 0) {
 		double xe = peak > 0 ? peak / bw : x1;
-		strbuf_addf(out, "<line class=\"roof\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-				 "y2=\"%.1f\"><title>bandwidth roof %.0f GB/s</title></line>\n",
-			    axis_px(&ax, x0), axis_px(&ay, bw * x0), axis_px(&ax, xe),
-			    axis_px(&ay, bw * xe), bw / 1e9);
+		strbuf_addf(out,
+		            "<line class=\"roof\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		            "y2=\"%.1f\"><title>bandwidth roof %.0f GB/s</title></line>\n",
+		            axis_px(&ax, x0), axis_px(&ay, bw * x0), axis_px(&ax, xe),
+		            axis_px(&ay, bw * xe), bw / 1e9);
 		/* The label sits on the roof, left of the ridge, turned to its slope. */
 		double lx = xe / 12, ly = bw * lx;
-		double ang = atan2(axis_px(&ay, 10) - axis_px(&ay, 1), axis_px(&ax, 10) - axis_px(&ax, 1));
+		double ang =
+		    atan2(axis_px(&ay, 10) - axis_px(&ay, 1), axis_px(&ax, 10) - axis_px(&ax, 1));
 		if (lx > x0 && ly > pow(10, ay.lo) && ly < pow(10, ay.hi))
-			strbuf_addf(out, "<text class=\"rooflabel\" text-anchor=\"end\" "
-					 "transform=\"translate(%.1f %.1f) rotate(%.1f)\" dy=\"-5\">"
-					 "bandwidth roof %.0f GB/s</text>\n",
-				    axis_px(&ax, lx), axis_px(&ay, ly), ang * 180 / M_PI, bw / 1e9);
+			strbuf_addf(out,
+			            "<text class=\"rooflabel\" text-anchor=\"end\" "
+			            "transform=\"translate(%.1f %.1f) rotate(%.1f)\" dy=\"-5\">"
+			            "bandwidth roof %.0f GB/s</text>\n",
+			            axis_px(&ax, lx), axis_px(&ay, ly), ang * 180 / M_PI, bw / 1e9);
 	}
 	cJSON_ArrayForEach(c, tf)
 	{
@@ -154,10 +167,11 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 			continue;
 		double f = c->valuedouble * 1e12, xs = bw > 0 ? f / bw : x0;
 		double y = axis_px(&ay, f);
-		strbuf_addf(out, "<line class=\"ceil\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-				 "y2=\"%.1f\"/><text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
-				 "text-anchor=\"end\">",
-			    axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, y - 4);
+		strbuf_addf(out,
+		            "<line class=\"ceil\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		            "y2=\"%.1f\"/><text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
+		            "text-anchor=\"end\">",
+		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, y - 4);
 		strbuf_add_html(out, c->string);
 		strbuf_addf(out, " %.0f TFLOP/s</text>\n", c->valuedouble);
 	}
@@ -169,10 +183,11 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 			continue;
 		double y = p->flops / (p->us * 1e-6);
 		double r = 3 + 14 * sqrt(p->us / total);
-		strbuf_addf(out, "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" "
-				 "fill=\"%s\" data-node=\"%d\"><title>",
-			    axis_px(&ax, p->intensity), axis_px(&ay, y), r, family_colour(p->family),
-			    p->id);
+		strbuf_addf(out,
+		            "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" "
+		            "fill=\"%s\" data-node=\"%d\"><title>",
+		            axis_px(&ax, p->intensity), axis_px(&ay, y), r,
+		            family_colour(p->family), p->id);
 		strbuf_add_html(out, p->name);
 		strbuf_addf(out, "\n%.3g FLOP/B, %.3g GFLOP/s, ", p->intensity, y / 1e9);
 		add_us(out, p->us);
@@ -223,24 +238,26 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 	double H = T + nr * lane + axis_h;
 	double scale = (W - L - R) / (t1 - t0);
 	strbuf_addf(out,
-		    "<svg class=\"plot timeline\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
-		    "aria-label=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-		    W, H);
+	            "<svg class=\"plot timeline\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	            "aria-label=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	            W, H);
 	for (int i = 0; i < nr; i++) {
 		double y = T + i * lane;
-		strbuf_addf(out, "<rect class=\"lane%s\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
-				 "height=\"%.0f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.0f\" "
-				 "text-anchor=\"end\">stream %d</text>\n",
-			    i % 2 ? " odd" : "", L, y, W - L - R, lane, L - 6, y + lane / 2 + 4,
-			    streams[i]);
+		strbuf_addf(out,
+		            "<rect class=\"lane%s\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+		            "height=\"%.0f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.0f\" "
+		            "text-anchor=\"end\">stream %d</text>\n",
+		            i % 2 ? " odd" : "", L, y, W - L - R, lane, L - 6, y + lane / 2 + 4,
+		            streams[i]);
 	}
 	double step = nice_step(t1 - t0);
 	for (double t = ceil(t0 / step) * step; t <= t1 + step * 1e-9; t += step) {
 		double x = L + (t - t0) * scale;
-		strbuf_addf(out, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
-				 "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
-				 "text-anchor=\"middle\">",
-			    x, T, x, T + nr * lane, x, T + nr * lane + 16);
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+		            "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
+		            "text-anchor=\"middle\">",
+		            x, T, x, T + nr * lane, x, T + nr * lane + 16);
 		double tt = t - t0;
 		if (step >= 1 && tt < 1000)
 			strbuf_addf(out, "%.0f µs", tt);
@@ -274,14 +291,17 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 			fill = family_colour(p->family);
 		int sync = kind && !strcmp(kind, "sync");
 		if (sync)
-			strbuf_addf(out, "<rect class=\"sync\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
-					 "height=\"%.0f\"><title>",
-				    x - 1, y + 1, fmax(w, 2.5), lane - 2);
+			strbuf_addf(out,
+			            "<rect class=\"sync\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+			            "height=\"%.0f\"><title>",
+			            x - 1, y + 1, fmax(w, 2.5), lane - 2);
 		else
-			strbuf_addf(out, "<rect class=\"ev\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
-					 "height=\"%.0f\" fill=\"%s\"%s><title>",
-				    x, y + 4, w, lane - 8, fill,
-				    p && p->cand >= 0 ? " stroke=\"#1f6fb2\" stroke-width=\"2\"" : "");
+			strbuf_addf(out,
+			            "<rect class=\"ev\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+			            "height=\"%.0f\" fill=\"%s\"%s><title>",
+			            x, y + 4, w, lane - 8, fill,
+			            p && p->cand >= 0 ? " stroke=\"#1f6fb2\" stroke-width=\"2\""
+			                              : "");
 		strbuf_add_html(out, name);
 		strbuf_addf(out, "\n%s at ", kind ? kind : "event");
 		add_us(out, s - t0);
@@ -293,7 +313,7 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 		if (!sync && fit >= 5) {
 			size_t len = strlen(name);
 			strbuf_addf(out, "<text class=\"evlabel\" x=\"%.1f\" y=\"%.0f\">", x + 3,
-				    y + lane / 2 + 4);
+			            y + lane / 2 + 4);
 			if ((int)len <= fit) {
 				strbuf_add_html(out, name);
 			} else {

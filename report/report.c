@@ -17,8 +17,8 @@
 #include <string.h>
 
 #define REPORT_SMALL_SHARE 0.01
-#define REPORT_TOP_N	   30
-#define REPORT_TOP_MIN	   60
+#define REPORT_TOP_N       30
+#define REPORT_TOP_MIN     60
 
 static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 {
@@ -50,12 +50,12 @@ int report_write_all(const char *dir)
 	int top_ok = want_top && graph_ok && gview_render(&top, &m, NULL, &top_svg) == 0;
 
 	struct html_input in = {
-		.m = &m,
-		.summary_dir = dir,
-		.all = &all,
-		.all_svg = graph_ok ? svg.buf : NULL,
-		.top = top_ok ? &top : NULL,
-		.top_svg = top_ok ? top_svg.buf : NULL,
+	    .m = &m,
+	    .summary_dir = dir,
+	    .all = &all,
+	    .all_svg = graph_ok ? svg.buf : NULL,
+	    .top = top_ok ? &top : NULL,
+	    .top_svg = top_ok ? top_svg.buf : NULL,
 	};
 	html_write(&in, &html);
 	perfetto_write(&m, &perfetto);
@@ -69,7 +69,7 @@ int report_write_all(const char *dir)
 		r = write_out(dir, "graph.svg", &svg);
 	if (!r && (!graph_ok || !dot.len))
 		r = error("cannot draw the step graph of '%s/summary.json': graph.svg not written",
-			  dir);
+		          dir);
 
 	strbuf_release(&dot);
 	strbuf_release(&svg);

@@ -30,26 +30,27 @@ const char *__lsan_default_suppressions(void)
 }
 
 static cJSON *summary(int n, const double *us, const int *edges, int nr_edges, const int *cand,
-		      int nr_cand, double step_us)
+                      int nr_cand, double step_us)
 {
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_adds(&sb, "{\"nodes\":[");
 	for (int i = 0; i < n; i++) {
-		strbuf_addf(&sb, "%s{\"id\":%d,\"name\":\"k%d\",\"kind\":\"kernel\"", i ? "," : "", i,
-			    i);
+		strbuf_addf(&sb, "%s{\"id\":%d,\"name\":\"k%d\",\"kind\":\"kernel\"", i ? "," : "",
+		            i, i);
 		if (us[i] >= 0)
-			strbuf_addf(&sb, ",\"median_us\":%g,\"bytes_read\":1024,\"bytes_written\":1024",
-				    us[i]);
+			strbuf_addf(&sb,
+			            ",\"median_us\":%g,\"bytes_read\":1024,\"bytes_written\":1024",
+			            us[i]);
 		strbuf_adds(&sb, "}");
 	}
 	strbuf_adds(&sb, "],\"edges\":[");
 	for (int k = 0; k < nr_edges; k++)
 		strbuf_addf(&sb, "%s{\"from\":%d,\"to\":%d,\"bytes\":4096}", k ? "," : "",
-			    edges[2 * k], edges[2 * k + 1]);
+		            edges[2 * k], edges[2 * k + 1]);
 	strbuf_adds(&sb, "],\"candidates\":[");
 	if (nr_cand) {
 		strbuf_adds(&sb, "{\"kind\":\"elementwise-chain\",\"time_saved_us_per_step\":3,"
-				 "\"nodes\":[");
+		                 "\"nodes\":[");
 		for (int k = 0; k < nr_cand; k++)
 			strbuf_addf(&sb, "%s%d", k ? "," : "", cand[k]);
 		strbuf_adds(&sb, "]}");
@@ -224,12 +225,12 @@ static void test_top_n(void **state)
 static void test_dot_and_svg(void **state)
 {
 	const char *text =
-		"{\"nodes\":[{\"id\":0,\"name\":\"<script>alert(1)</script>\",\"median_us\":10,"
-		"\"bytes_read\":1,\"bytes_written\":1,\"full_name\":\"a & b \\\"q\\\"\"},"
-		"{\"id\":1,\"name\":\"x\\\\Ny\",\"median_us\":5},{\"id\":2,\"name\":\"plain\","
-		"\"median_us\":5}],\"edges\":[{\"from\":0,\"to\":1,\"bytes\":1048576},"
-		"{\"from\":1,\"to\":2,\"bytes\":0}],\"candidates\":[{\"kind\":\"</text><injected>\","
-		"\"nodes\":[0,1],\"time_saved_us_per_step\":2}],\"steps\":{\"median_us\":20}}";
+	    "{\"nodes\":[{\"id\":0,\"name\":\"<script>alert(1)</script>\",\"median_us\":10,"
+	    "\"bytes_read\":1,\"bytes_written\":1,\"full_name\":\"a & b \\\"q\\\"\"},"
+	    "{\"id\":1,\"name\":\"x\\\\Ny\",\"median_us\":5},{\"id\":2,\"name\":\"plain\","
+	    "\"median_us\":5}],\"edges\":[{\"from\":0,\"to\":1,\"bytes\":1048576},"
+	    "{\"from\":1,\"to\":2,\"bytes\":0}],\"candidates\":[{\"kind\":\"</text><injected>\","
+	    "\"nodes\":[0,1],\"time_saved_us_per_step\":2}],\"steps\":{\"median_us\":20}}";
 	cJSON *j = cJSON_Parse(text);
 	assert_non_null(j);
 	struct rmodel m;
@@ -271,11 +272,11 @@ static void test_dot_and_svg(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_collapse_chain),
-		cmocka_unit_test(test_collapse_stops_at_fanout_and_candidates),
-		cmocka_unit_test(test_collapse_cycle_and_unknown),
-		cmocka_unit_test(test_top_n),
-		cmocka_unit_test(test_dot_and_svg),
+	    cmocka_unit_test(test_collapse_chain),
+	    cmocka_unit_test(test_collapse_stops_at_fanout_and_candidates),
+	    cmocka_unit_test(test_collapse_cycle_and_unknown),
+	    cmocka_unit_test(test_top_n),
+	    cmocka_unit_test(test_dot_and_svg),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -88,7 +88,7 @@ static char *setup_dir(const char *fixture, int with_source)
 static void cleanup_dir(char *dir)
 {
 	static const char *names[] = {"summary.json", "train.py",  "report.html",
-				      "graph.dot",    "graph.svg", "trace.perfetto.json"};
+	                              "graph.dot",    "graph.svg", "trace.perfetto.json"};
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
 		char *p = path_join(dir, names[i]);
 		unlink(p);
@@ -174,7 +174,7 @@ static int bad_tag(const char *html, const char *bad)
 			if (nlen == strlen(bad) && !strncmp(name, bad, nlen))
 				return 1;
 			int url = (nlen >= 4 && !strncmp(name + nlen - 4, "href", 4)) ||
-				  (nlen == 3 && !strncmp(name, "src", 3));
+			          (nlen == 3 && !strncmp(name, "src", 3));
 			char v[64] = "";
 			memcpy(v, val, vlen < 63 ? vlen : 63);
 			if (url && strstr(v, "javascript"))
@@ -191,14 +191,15 @@ static void test_escaping(void **state)
 	assert_string_equal(sb.buf, "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
 	strbuf_reset(&sb);
 	strbuf_add_json(&sb, "</script><b>&\"\\\n\x01");
-	assert_string_equal(sb.buf, "\"\\u003c/script\\u003e\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u0001\"");
+	assert_string_equal(sb.buf,
+	                    "\"\\u003c/script\\u003e\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u0001\"");
 	cJSON *j = cJSON_Parse(sb.buf);
 	assert_non_null(j);
 	assert_string_equal(j->valuestring, "</script><b>&\"\\\n\x01");
 	cJSON_Delete(j);
 	strbuf_reset(&sb);
 	html_add_svg_body(&sb, "<?xml version=\"1.0\"?>\n<!DOCTYPE svg PUBLIC \"x\">\n<!-- c -->"
-			       "<svg width=\"1\"></svg>\n");
+	                       "<svg width=\"1\"></svg>\n");
 	assert_string_equal(sb.buf, "<svg width=\"1\"></svg>\n");
 	strbuf_release(&sb);
 }
@@ -210,7 +211,7 @@ static void test_small(void **state)
 	char *html = read_out(dir, "report.html");
 	assert_non_null(html);
 	static const char *sections[] = {"id=\"overview\"", "id=\"candidates\"", "id=\"graph\"",
-					 "id=\"ledger\"",   "id=\"sources\"",    "id=\"timeline\""};
+	                                 "id=\"ledger\"",   "id=\"sources\"",    "id=\"timeline\""};
 	const char *last = html;
 	for (size_t i = 0; i < ARRAY_SIZE(sections); i++) {
 		const char *at = strstr(html, sections[i]);
@@ -261,8 +262,8 @@ static void test_small(void **state)
 	free(js);
 
 	/* The JSON block parses and holds every node. */
-	char *data = between(html, "<script type=\"application/json\" id=\"aicprof-data\">",
-			     "</script>");
+	char *data =
+	    between(html, "<script type=\"application/json\" id=\"aicprof-data\">", "</script>");
 	assert_non_null(data);
 	cJSON *d = cJSON_Parse(data);
 	assert_non_null(d);
@@ -378,18 +379,18 @@ static void test_hostile(void **state)
 static void test_missing_and_wrong_types(void **state)
 {
 	static const char *cases[] = {
-		"{}",
-		"{\"nodes\": []}",
-		"{\"nodes\":[1,\"x\",null,{\"median_us\":\"slow\",\"name\":5,\"id\":\"7\"},"
-		"{\"id\":3,\"sources\":[1],\"site\":\"no\"}],\"edges\":\"no\",\"candidates\":{},"
-		"\"rejected\":7,\"steps\":[],\"device\":{\"peak_tflops\":[1,2]},"
-		"\"ledger\":{\"values\":[1,{\"readers\":\"x\"}],\"by_source\":[{\"source\":3}],"
-		"\"by_family\":[5]},\"timeline\":{\"events\":[{\"start_us\":\"x\"},7,"
-		"{\"start_us\":1,\"dur_us\":-5,\"node\":99}]},\"traces\":[{\"warnings\":[1]}]}",
-		"{\"nodes\":[{\"id\":0,\"median_us\":1e308,\"bytes_read\":-1},{\"id\":0}],"
-		"\"edges\":[{\"from\":0,\"to\":0},{\"from\":0,\"to\":99}],"
-		"\"candidates\":[{\"nodes\":[0,0,5,\"a\"],\"time_saved_us_per_step\":-3},7],"
-		"\"steps\":{\"median_us\":0}}",
+	    "{}",
+	    "{\"nodes\": []}",
+	    "{\"nodes\":[1,\"x\",null,{\"median_us\":\"slow\",\"name\":5,\"id\":\"7\"},"
+	    "{\"id\":3,\"sources\":[1],\"site\":\"no\"}],\"edges\":\"no\",\"candidates\":{},"
+	    "\"rejected\":7,\"steps\":[],\"device\":{\"peak_tflops\":[1,2]},"
+	    "\"ledger\":{\"values\":[1,{\"readers\":\"x\"}],\"by_source\":[{\"source\":3}],"
+	    "\"by_family\":[5]},\"timeline\":{\"events\":[{\"start_us\":\"x\"},7,"
+	    "{\"start_us\":1,\"dur_us\":-5,\"node\":99}]},\"traces\":[{\"warnings\":[1]}]}",
+	    "{\"nodes\":[{\"id\":0,\"median_us\":1e308,\"bytes_read\":-1},{\"id\":0}],"
+	    "\"edges\":[{\"from\":0,\"to\":0},{\"from\":0,\"to\":99}],"
+	    "\"candidates\":[{\"nodes\":[0,0,5,\"a\"],\"time_saved_us_per_step\":-3},7],"
+	    "\"steps\":{\"median_us\":0}}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		char tmpl[] = "/tmp/aicprof-report-XXXXXX";
@@ -451,12 +452,12 @@ static void test_bad_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_escaping),
-		cmocka_unit_test(test_small),
-		cmocka_unit_test(test_perfetto),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_missing_and_wrong_types),
-		cmocka_unit_test(test_bad_json),
+	    cmocka_unit_test(test_escaping),
+	    cmocka_unit_test(test_small),
+	    cmocka_unit_test(test_perfetto),
+	    cmocka_unit_test(test_hostile),
+	    cmocka_unit_test(test_missing_and_wrong_types),
+	    cmocka_unit_test(test_bad_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
