@@ -4,9 +4,10 @@
  * The script is small and needs no library: it sorts tables (cells carry their numeric value
  * in data-v), filters them, zooms and pans the graph's SVG by rewriting its viewBox (wheel to
  * zoom about the pointer, drag to pan, buttons to reset and fit), switches between the top-N
- * and full graph views, and fills the node panel from the JSON data block using textContent
- * only, so no string from the trace is ever parsed as markup. When it has run it marks the
- * document with data-report="ready", which the browser test looks for.
+ * and full graph views (printing shows the whole of the one on screen), and fills the node panel
+ * from the JSON data block using textContent only, so no string from the trace is ever parsed as
+ * markup. When it has run it marks the document with data-report="ready", which the browser test
+ * looks for.
  */
 #include "report/assets.h"
 
@@ -115,7 +116,8 @@ const char report_css[] =
     ".graphbox svg{height:auto;max-height:24cm}.graphbox[hidden]{display:none}"
     ".tablewrap{max-height:none;overflow:visible;border:none}"
     "section{break-before:auto}h2{break-after:avoid}tr{break-inside:avoid}"
-    "a{color:inherit;text-decoration:none}}\n";
+    "a{color:inherit;text-decoration:none}table{font-size:9px}.name,code,.code{font-size:9px}"
+    ".roofwrap{grid-template-columns:1fr}svg.plot{max-height:12cm}}\n";
 
 const char report_js[] =
     "(function(){'use strict';\n"
@@ -214,6 +216,8 @@ const char report_js[] =
     "if(!t)return;var name=t.textContent;var key=name.charAt(0)==='n'?name.slice(1):name;"
     "g.addEventListener('click',function(){if(z&&z.justDragged)return;info(key,g);});});});\n"
     "window.addEventListener('beforeprint',function(){each(document.querySelectorAll"
-    "('details'),function(d){d.open=true;});});\n"
+    "('details'),function(d){d.open=true;});Object.keys(zooms).forEach(function(k){"
+    "if(zooms[k].svg)zooms[k].fit();});});\n"
+    "window.addEventListener('afterprint',function(){if(shown&&shown.svg)shown.reset();});\n"
     "document.documentElement.setAttribute('data-report','ready');\n"
     "})();\n";
