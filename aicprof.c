@@ -22,6 +22,7 @@ static const struct subcommand commands[] = {
 	 "run a program under the shim and write its trace"},
 	{"analyze", cmd_analyze, "analyze TRACE... [-o DIR]",
 	 "rebuild the op graph and VRAM ledger, find fusions, write DIR/summary.json"},
+	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
 };
 
 static void usage(FILE *f)
