@@ -3,10 +3,11 @@
  * kernel, because an intermediate value makes a round trip through VRAM between them.
  *
  * Patterns, tried in this order; a node joins at most one candidate:
- *  1. attention: gemm -> [elementwise scale/mask]* -> softmax -> [dropout] -> gemm, each step
- *     following a value from writer to reader (library: scaled_dot_product_attention);
+ *  1. attention: gemm -> [elementwise scale/mask, or copy]* -> softmax -> [dropout] -> gemm,
+ *     each step following a value from writer to reader (library: SDPA);
  *  2. elementwise chain: an elementwise node, then repeatedly the earliest elementwise reader of
- *     a value it wrote, while the readers are on the same stream and agree on numel;
+ *     a value it wrote, while the readers are on the same stream and agree on numel; kernels
+ *     of unknown semantics count as elementwise when their buffers' sizes say so (infer_ew());
  *  3. reduction with prologue/epilogue: a norm/softmax node with the elementwise node writing
  *     its input (prologue) and the elementwise chain reading its output (epilogue);
  *  4. GEMM epilogue: a GEMM and the bias/activation/residual nodes reading its output
@@ -38,6 +39,7 @@
 
 struct cctx {
 	struct model *m;
+	char *ew; /* per node: 1 elementwise by semantics, 2 inferred from its buffers' sizes */
 	int **wv, *nwv; /* values written by each node */
 	int **rv, *nrv; /* values read by each node */
 };
@@ -56,11 +58,39 @@ static int has_int(const int *a, int n, int v)
 	return 0;
 }
 
-static int is_ew(const struct node *n)
+static int is_ew_sem(const struct node *n)
 {
 	return n->kind == NK_KERNEL &&
 	       (n->sem.family == FAM_ELEMENTWISE || n->sem.elementwise_fusible);
 }
+
+/*
+ * A kernel of unknown semantics is taken as elementwise when its buffers' sizes say so: it
+ * writes one value, of size S, and every value it reads is of size S too, apart from small
+ * ones (under S / 64: a bias, a scale), at least one being of size S. A reduction (S in, a few
+ * bytes out), a GEMM (different shapes) or a gather does not pass.
+ */
+static int infer_ew(const struct cctx *x, int n)
+{
+	const struct model *m = x->m;
+	const struct node *nd = &m->nodes[n];
+	if (nd->kind != NK_KERNEL || nd->sem.family != FAM_OTHER || x->nwv[n] != 1)
+		return 0;
+	uint64_t S = m->values[x->wv[n][0]].size;
+	int same = 0;
+	if (S < 1024)
+		return 0;
+	for (int k = 0; k < x->nrv[n]; k++) {
+		uint64_t z = m->values[x->rv[n][k]].size;
+		if (z == S)
+			same++;
+		else if (z >= S / 64)
+			return 0;
+	}
+	return same > 0;
+}
+
+#define is_ew(n) (x->ew[(n)->id] != 0)
 
 /* The earliest reader after node n of a value n wrote, with the value; -1 when none. */
 static int next_reader(struct cctx *x, int n, int *val)
@@ -106,7 +136,7 @@ static int extend_ew(struct cctx *x, int *chain, int len, const char *kind, int 
 		struct node *a = &m->nodes[cur], *b = &m->nodes[r];
 		if (b->claimed >= 0)
 			return len;
-		if (b->kind == NK_KERNEL && b->sem.family == FAM_OTHER) {
+		if (b->kind == NK_KERNEL && b->sem.family == FAM_OTHER && !is_ew(b)) {
 			reject(m, kind, cur, r, "unknown kernel: node %d has no known semantics",
 			       r);
 			return len;
@@ -261,6 +291,13 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 		strbuf_addf(&sb, ": %d launches could be one", nn);
 	if (c->nkept)
 		strbuf_addf(&sb, "; %d still needed later stay written", c->nkept);
+	for (int i = 0; i < nn; i++)
+		if (x->ew[nodes[i]] == 2) {
+			strbuf_adds(&sb,
+			            " (kernels of unknown semantics taken as elementwise: each "
+			            "writes one buffer the size of the one it reads)");
+			break;
+		}
 	c->why = sb.buf;
 
 	/* the group description for fusion/ */
@@ -353,7 +390,10 @@ static void find_attention(struct cctx *x)
 		int grp[64], n = 0, cur = g1, val;
 		grp[n++] = g1;
 		int r = next_reader(x, cur, &val);
-		while (r >= 0 && n < 60 && is_ew(&m->nodes[r]) && m->nodes[r].claimed < 0) {
+		/* scale and mask, and the clone an out-of-place masked_fill makes first */
+		while (r >= 0 && n < 60 && m->nodes[r].claimed < 0 &&
+		       (is_ew(&m->nodes[r]) || m->nodes[r].kind == NK_COPY ||
+		        m->nodes[r].sem.family == FAM_COPY)) {
 			grp[n++] = r;
 			cur = r;
 			r = next_reader(x, cur, &val);
@@ -461,7 +501,7 @@ static void find_optimizer(struct cctx *x)
 
 void candidates_find(struct model *m)
 {
-	struct cctx x = {m, NULL, NULL, NULL, NULL};
+	struct cctx x = {m, NULL, NULL, NULL, NULL, NULL};
 	int nn = m->nnodes ? m->nnodes : 1;
 	x.wv = xcalloc(nn, sizeof(int *));
 	x.rv = xcalloc(nn, sizeof(int *));
@@ -478,6 +518,9 @@ void candidates_find(struct model *m)
 			    !has_int(x.rv[v->readers[r]], x.nrv[v->readers[r]], i))
 				push_int(&x.rv[v->readers[r]], &x.nrv[v->readers[r]], i);
 	}
+	x.ew = xcalloc(nn, 1);
+	for (int i = 0; i < m->nnodes; i++)
+		x.ew[i] = is_ew_sem(&m->nodes[i]) ? 1 : infer_ew(&x, i) ? 2 : 0;
 	find_attention(&x);
 	find_chains(&x);
 	find_reductions(&x);
@@ -491,4 +534,5 @@ void candidates_find(struct model *m)
 	free(x.rv);
 	free(x.nwv);
 	free(x.nrv);
+	free(x.ew);
 }

@@ -44,6 +44,9 @@ struct ptrarg {
 	int64_t alloc;
 	uint64_t off;
 	signed char cal;
+	short param; /* kernel parameter index; -1 when the pointer is not a whole parameter */
+	short arg;   /* index of the parameter that holds it */
+	int word;    /* its byte offset inside that parameter */
 };
 
 struct rec {
@@ -58,6 +61,8 @@ struct rec {
 	uint64_t stream_h, handle;
 	int grid[3], block[3];
 	long numel;
+	long scalars[4]; /* the first scalar arguments, for numel */
+	int nscalars;
 	uint64_t br, bw;
 	int nptr, aptr;
 	struct ptrarg *p, pin[PIN];
@@ -78,6 +83,10 @@ struct fninfo {
 	/* calibration: per pointer position, 1 changed, 0 unchanged, -1 unknown */
 	signed char *cal;
 	int ncal;
+	/* from the demangled signature: per parameter 1 'T*', 2 'const T*', 0 not a pointer */
+	signed char *sig;
+	int nsig, sig_done;
+	enum dtype sig_dtype; /* element type of the first pointer parameter */
 };
 
 struct siteinfo {
@@ -616,16 +625,93 @@ static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t 
 	o->bw += bytes;
 }
 
+/* Kernels whose first scalar is their element count N and whose data array ends the functor. */
+static int is_tensor_iterator(const struct op_sem *s)
+{
+	return s->family == FAM_ELEMENTWISE || s->family == FAM_COPY || s->family == FAM_MEMSET;
+}
+
+/*
+ * The kernel's C signature from its demangled name: for each parameter, whether it is a
+ * pointer to const ("float const*", "const float*": read only) or to non-const ("float*").
+ * Names that are not mangled (extern "C") have no parameter list and give nothing.
+ */
+static void parse_signature(struct fninfo *f)
+{
+	f->sig_done = 1;
+	const char *s = f->full;
+	size_t n = s ? strlen(s) : 0;
+	if (!n || s[n - 1] != ')')
+		return;
+	long depth = 0, open = -1;
+	for (long i = (long)n - 1; i >= 0; i--) {
+		if (s[i] == ')' || s[i] == '>')
+			depth++;
+		else if (s[i] == '(' || s[i] == '<')
+			depth--;
+		if (depth == 0) {
+			open = i;
+			break;
+		}
+	}
+	if (open < 0 || s[open] != '(')
+		return;
+	const char *p = s + open + 1, *end = s + n - 1;
+	while (p < end) {
+		const char *q = p;
+		int d = 0;
+		while (q < end && (d > 0 || *q != ',')) {
+			if (*q == '<' || *q == '(' || *q == '[')
+				d++;
+			else if (*q == '>' || *q == ')' || *q == ']')
+				d--;
+			q++;
+		}
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		signed char kind = 0;
+		if (e > p && e[-1] == '*') {
+			kind = 1;
+			if (f->sig_dtype == DT_UNKNOWN) {
+				static const struct {
+					const char *t;
+					enum dtype d;
+				} ty[] = {{"__nv_bfloat16", DT_BF16}, {"__half", DT_F16},
+				          {"double", DT_F64},         {"float", DT_F32},
+				          {"long", DT_I64},           {"int", DT_I32}};
+				for (size_t t = 0; t < ARRAY_SIZE(ty) && f->sig_dtype == DT_UNKNOWN;
+				     t++) {
+					const char *hit = strstr(p, ty[t].t);
+					if (hit && hit < e)
+						f->sig_dtype = ty[t].d;
+				}
+			}
+			for (const char *c = p; c + 5 <= e - 1; c++)
+				if (!strncmp(c, "const", 5))
+					kind = 2;
+		}
+		f->sig = xrealloc(f->sig, f->nsig + 1);
+		f->sig[f->nsig++] = kind;
+		p = q < end ? q + 1 : end;
+		while (p < end && *p == ' ')
+			p++;
+	}
+}
+
 /*
  * Roles of a kernel's pointer arguments, strongest rule first:
  *  - calibrated: the shim saw the allocation's bytes change across a probed launch of this
  *    kernel name (cal 1: writes; cal 0: reads), for any launch of that name with as many
  *    pointers;
- *  - semantics: sem_roles() knows the family's argument order;
+ *  - semantics: sem_roles() knows the family's argument order; else, for a pointer that is a
+ *    whole parameter, the kernel's C signature: 'const T*' is read; 'T*' is written (read
+ *    and written unless the allocation is fresh);
  *  - fresh-alloc: an allocation never written before is written by its first toucher;
  *  - conservative: otherwise read; and when the rules above give the kernel no write at all,
- *    its last pointer of unknown role is taken as read and written (plain CUDA C convention:
- *    outputs last), so that every kernel produces something.
+ *    one pointer is taken as read and written, so that every kernel produces something: for
+ *    ATen's elementwise, copy and fill loops the first pointer of the trailing data array
+ *    (output first), else the last pointer (plain CUDA C with no signature: outputs last).
  */
 static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
                   unsigned char *how)
@@ -646,6 +732,8 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 			if (o->p[i].cal == 1 || (o->p[i].cal == 0 && f->cal[i] < 0))
 				f->cal[i] = o->p[i].cal;
 	}
+	if (f && !f->sig_done)
+		parse_signature(f);
 	unsigned char sr[n ? n : 1];
 	int known = f ? sem_roles_named(f->name, &f->sem, n, sr) : 0;
 	int anyw = 0;
@@ -657,6 +745,16 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 			how[i] = HOW_CALIBRATED;
 		} else if (known && sr[i] != ROLE_UNKNOWN) {
 			role[i] = sr[i];
+			how[i] = HOW_SEMANTICS;
+		} else if (f && o->p[i].param >= 0 && o->p[i].param < f->nsig &&
+		           f->sig[o->p[i].param]) {
+			struct buf *bf = NULL;
+			uint64_t v;
+			if (o->p[i].alloc >= 0 && hmap_get(&b->bufs, (uint64_t)o->p[i].alloc, &v))
+				bf = (struct buf *)(uintptr_t)v;
+			role[i] = f->sig[o->p[i].param] == 2 ? ROLE_READ
+			          : bf && !bf->written       ? ROLE_WRITE
+			                                     : ROLE_READWRITE;
 			how[i] = HOW_SEMANTICS;
 		} else if (o->p[i].alloc >= 0) {
 			uint64_t v;
@@ -676,6 +774,16 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 			if (o->p[i].alloc >= 0)
 				last = i;
 		}
+	if (!anyw && last >= 0 && f && is_tensor_iterator(&f->sem)) {
+		/* ATen's loops end their functor with the data array, output first: the first
+		 * pointer of the last run of adjacent pointer words */
+		int i = n - 1;
+		while (i > 0 && o->p[i - 1].arg == o->p[i].arg &&
+		       o->p[i - 1].word + 8 == o->p[i].word)
+			i--;
+		if (o->p[i].alloc >= 0 && role[i] == ROLE_READ && how[i] == HOW_CONSERVATIVE)
+			last = i;
+	}
 	if (!anyw && last >= 0)
 		role[last] = ROLE_READWRITE;
 }
@@ -702,9 +810,22 @@ static void dataflow(struct builder *b, struct rec *o)
 		return;
 	struct fninfo *f = fn_get(b, o->fn);
 	int n = o->nptr;
+	/* numel: the first scalar no larger than the largest allocation pointed into (so a
+	 * float's bits, 0.5f = 0x3f000000, are not taken for N) */
+	uint64_t largest = 0;
+	for (int i = 0; i < n; i++) {
+		struct buf *bf = buf_of(b, o->p[i].alloc);
+		if (bf && bf->size > o->p[i].off && bf->size - o->p[i].off > largest)
+			largest = bf->size - o->p[i].off;
+	}
+	int counted = !f || is_tensor_iterator(&f->sem) || f->sem.family == FAM_OTHER;
+	for (int i = 0; counted && i < o->nscalars && o->numel < 0; i++)
+		if ((uint64_t)o->scalars[i] <= largest)
+			o->numel = o->scalars[i];
 	unsigned char role[n], how[n];
 	roles(b, o, f, role, how);
-	size_t esize = f ? dtype_size(f->sem.dtype) : 0;
+	/* bytes capped at numel x element size only where N is known to count elements */
+	size_t esize = f && is_tensor_iterator(&f->sem) ? dtype_size(f->sem.dtype) : 0;
 	/* each allocation once: reads first (an in-place op reads the old version), then writes */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < n; i++) {
@@ -962,6 +1083,10 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			nd->name = xstrdup(f->shortn);
 			nd->full_name = xstrdup(f->full);
 			nd->sem = f->sem;
+			if (!f->sig_done)
+				parse_signature(f);
+			if (nd->sem.dtype == DT_UNKNOWN)
+				nd->sem.dtype = f->sig_dtype;
 		} else {
 			const char *nm = o->kind == NK_COPY  ? "memcpy"
 			                 : o->kind == NK_SET ? "memset"
@@ -1350,24 +1475,26 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 {
 	const cJSON *args = field(rec, "args"), *a;
 	const cJSON *cal = field(rec, "cal");
-	int k = 0, first_scalar = 1;
+	int k = 0;
 	cJSON_ArrayForEach(a, args)
 	{
 		const cJSON *p = field(a, "p"), *e;
 		if (!cJSON_IsArray(p) || !p->child) {
-			/* numel: the first scalar argument (N of an elementwise kernel) */
+			/* scalars: numel is chosen from them in dataflow(), buffers known */
 			const char *vs = get_str(a, "v");
-			if (first_scalar && vs) {
-				first_scalar = 0;
-				double n;
+			double n;
+			if (vs && r->nscalars < 4 && get_num(a, "n", &n) && (n == 4 || n == 8)) {
 				int64_t val = (int64_t)strtoull(vs, NULL, 16);
-				if (get_num(a, "n", &n) && n == 4)
+				if (n == 4)
 					val = (int32_t)val;
 				if (val > 0)
-					r->numel = (long)val;
+					r->scalars[r->nscalars++] = (long)val;
 			}
 			continue;
 		}
+		double pn = 0, pi = -1;
+		get_num(a, "n", &pn);
+		get_num(a, "i", &pi);
 		cJSON_ArrayForEach(e, p)
 		{
 			if (!cJSON_IsArray(e))
@@ -1394,6 +1521,15 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			              : 0;
 			const cJSON *cf = cJSON_IsArray(cal) ? cJSON_GetArrayItem(cal, k) : NULL;
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
+			const cJSON *w = cJSON_GetArrayItem(e, 0);
+			pa->arg = pi >= 0 && pi < 32767 ? (short)pi : -1;
+			pa->word = cJSON_IsNumber(w) && w->valuedouble >= 0 && w->valuedouble < 1e9
+			               ? (int)w->valuedouble
+			               : 0;
+			pa->param = pn == 8 && pi >= 0 && pi < 4096 && cJSON_IsNumber(w) &&
+			                    w->valuedouble == 0
+			                ? (short)pi
+			                : -1;
 			k++;
 		}
 	}
@@ -1565,6 +1701,7 @@ static int parse_str(struct builder *b, const cJSON *rec)
 	free(f->full);
 	free(f->shortn);
 	free(f->cal);
+	free(f->sig);
 	memset(f, 0, sizeof(*f));
 	f->name = xstrdup(s);
 	return 0;
@@ -1963,6 +2100,7 @@ void builder_free(struct builder *b)
 		free(b->fns[i].full);
 		free(b->fns[i].shortn);
 		free(b->fns[i].cal);
+		free(b->fns[i].sig);
 	}
 	free(b->fns);
 	for (long i = 0; i < b->nsites; i++) {

@@ -27,14 +27,16 @@
 #define HDR                                                                                        \
 	"{\"t\":\"header\",\"format\":1,\"pid\":1,\"argv\":[\"./a.out\"],\"devices\":[{\"id\":0,"  \
 	"\"name\":\"NVIDIA H200\",\"cc\":\"9.0\",\"peak_bw_gbs\":4000}]}\n"
-/* an ATen add (semantics: out, in, in), an unknown custom kernel */
+/* an ATen add (semantics: out, in, in), an extern "C" kernel (no signature), a C++ kernel
+ * whose mangled signature says sum_reduce(float*, float const*, int) */
 #define ADD_NAME                                                                                   \
 	"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "   \
 	"std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, "     \
 	"3ul>)"
 #define STRS                                                                                       \
 	"{\"t\":\"str\",\"id\":1,\"s\":\"" ADD_NAME "\"}\n"                                        \
-	"{\"t\":\"str\",\"id\":2,\"s\":\"_Z9my_kernelPfS_S_\"}\n"
+	"{\"t\":\"str\",\"id\":2,\"s\":\"my_kernel\"}\n"                                           \
+	"{\"t\":\"str\",\"id\":3,\"s\":\"_Z10sum_reducePfPKfi\"}\n"
 
 static struct strbuf tr = STRBUF_INIT;
 
@@ -55,15 +57,18 @@ static void alloc(long seq, int id, long size)
 	    seq, 1000 + seq, id, id + 1, size);
 }
 
+/* One launch; each pointer is a whole 8-byte parameter, then the scalar N (as in C kernels). */
 static void launch(long c, long seq, int fn, const int *p, int np, const char *cal)
 {
 	add("{\"t\":\"launch\",\"seq\":%ld,\"ts\":%ld,\"tid\":1,\"c\":%ld,\"fn\":%d,\"stream\":"
 	    "\"0x1\","
-	    "\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x100\"},{\"i\":1,\"o\":8,\"n\":24,\"p\":[",
+	    "\"args\":[",
 	    seq, 1000 + seq, c, fn);
 	for (int i = 0; i < np; i++)
-		add("%s[%d,\"0x%x00000\",%d,0]", i ? "," : "", i, p[i] + 1, p[i]);
-	add("]}]%s%s}\n", cal ? ",\"cal\":" : "", cal ? cal : "");
+		add("{\"i\":%d,\"o\":%d,\"n\":8,\"p\":[[0,\"0x%x00000\",%d,0]]},", i, 8 * i,
+		    p[i] + 1, p[i]);
+	add("{\"i\":%d,\"o\":%d,\"n\":4,\"v\":\"0x64\"}]%s%s}\n", np, 8 * np,
+	    cal ? ",\"cal\":" : "", cal ? cal : "");
 }
 
 static void kernel(long c, int fn, long start_us, long dur_us, int graph)
@@ -275,6 +280,25 @@ static void test_range_start_end(void **state)
 	model_free(m);
 }
 
+/* The signature: 'float const*' is read, 'float*' is read and written (not fresh here). */
+static void test_roles_signature(void **state)
+{
+	add(HDR STRS);
+	alloc(1, 0, 400);
+	alloc(2, 1, 4);
+	K(10, 3, 2, 0, -1, -1, 0, 1); /* writes fresh 0 */
+	K(11, 4, 2, 1, -1, -1, 2, 1); /* writes fresh 1 */
+	K(12, 5, 3, 1, 0, -1, 4, 1);  /* sum_reduce(out = 1, in = 0) */
+	struct model *m = run();
+	assert_non_null(m);
+	assert_non_null(written_by(m, 2, 1));
+	assert_int_equal(written_by(m, 2, 1)->how, HOW_SEMANTICS);
+	assert_null(written_by(m, 2, 0));
+	assert_non_null(edge(m, 0, 2)); /* reads its input */
+	assert_non_null(edge(m, 1, 2)); /* and the old value of its output (not fresh) */
+	model_free(m);
+}
+
 /* A chain whose only intermediate is read later removes nothing: rejected, naming the reader. */
 static void test_chain_rejected_when_nothing_removed(void **state)
 {
@@ -339,6 +363,7 @@ int main(void)
 	    cmocka_unit_test(test_roles_semantics_and_fresh),
 	    cmocka_unit_test(test_roles_conservative),
 	    cmocka_unit_test(test_roles_calibrated),
+	    cmocka_unit_test(test_roles_signature),
 	    cmocka_unit_test(test_reorder_by_seq),
 	    cmocka_unit_test(test_orphans_and_graph_kernels),
 	    cmocka_unit_test(test_steps_warmup_and_free),
