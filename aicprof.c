@@ -20,6 +20,7 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
 	 "run a program under the shim and write its trace"},
+	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
 };
 
 static void usage(FILE *f)

@@ -8,5 +8,6 @@
 
 int cmd_record(int argc, char **argv);  /* preload/cmd-record.c */
 int cmd_analyze(int argc, char **argv); /* analyzer/cmd-analyze.c */
+int cmd_report(int argc, char **argv);  /* report/cmd-report.c */
 
 #endif

@@ -1,4 +1,376 @@
-/* shim.c - placeholder until the capture lands: the constructor of libaicprof.so. */
+/*
+ * shim.c - libaicprof.so's life in the host process: configuration, when to start recording,
+ * and how to finish.
+ *
+ * Start: the constructor reads AICPROF_* (bad values: one line each, defaults kept), sets
+ * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set it, and points
+ * CUDA_INJECTION64_PATH at this library, so that the driver calls InitializeInjection() from
+ * cuInit in processes that use CUDA, and only in them: a process that never touches CUDA never
+ * loads CUPTI and writes nothing. Where another tool already injects (Nsight Systems sets
+ * CUDA_INJECTION64_PATH), aicprof steps aside with one line. AICPROF_EAGER=1 subscribes from the
+ * constructor instead (for programs that bypass cuInit's injection).
+ * Finish: at exit (atexit, registered at start, so it runs before CUDA's own teardown),
+ * on SIGTERM/SIGINT when the program left them at their defaults (flush, then the default
+ * action), the activity buffers are flushed, the rings drained, and the end line written.
+ * Fork: the child forgets the parent's records and opens its own trace if it records.
+ * Nothing here changes what the program computes, prints (beyond "aicprof:" lines on
+ * stderr) or returns.
+ */
+#include "preload/shim.h"
+#include "preload/cupti.h"
+#include "preload/ptrmap.h"
+#include "preload/ring.h"
+#include "preload/sites.h"
+#include "preload/writer.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+struct config shim_cfg;
+static struct config_msgs cfg_msgs;
+static int init_done, start_done, start_ok;
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread int inside;
+static __thread uint32_t tid_cache;
+static _Atomic uint64_t seq;
+static uint64_t t_start, rec_from;
+static char alloc_note[256] = "default";
+static char self_path[PATH_MAX];
+static _Atomic int range_depth; /* AICPROF_RANGE: open matching ranges */
+
+void shim_say(const char *fmt, ...)
+{
+	if (shim_cfg.quiet)
+		return;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	char line[560];
+	int m = snprintf(line, sizeof(line), "aicprof: %.*s\n", n, buf);
+	if (m > 0 && write(2, line, (size_t)m) < 0) {
+		/* nothing to do: stderr is the program's */
+	}
+}
+
+void shim_debug(const char *fmt, ...)
+{
+	if (!shim_cfg.debug || shim_cfg.quiet)
+		return;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	shim_say("%s", buf);
+}
+
+int shim_enter(void)
+{
+	if (inside)
+		return 0;
+	inside = 1;
+	return 1;
+}
+
+void shim_leave(void)
+{
+	inside = 0;
+}
+
+void shim_enter_thread(void)
+{
+	inside = 1;
+}
+
+uint64_t shim_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint32_t shim_tid(void)
+{
+	if (!tid_cache)
+		tid_cache = (uint32_t)syscall(SYS_gettid);
+	return tid_cache;
+}
+
+uint64_t shim_seq(void)
+{
+	return atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
+}
+
+int shim_recording(void)
+{
+	if (rec_from && shim_now_ns() < rec_from)
+		return 0;
+	if (shim_cfg.range[0] && atomic_load(&range_depth) <= 0)
+		return 1; /* ranges are recorded; the analyzer windows on them (see README) */
+	return 1;
+}
+
+static const char *env_lookup(const char *name)
+{
+	return getenv(name);
+}
+
+static void header(struct jbuf *b)
+{
+	jb_s(b, ",\"format\":1,\"tool\":\"aicprof " AICPROF_VERSION "\"");
+	jb_key(b, "pid"), jb_i64(b, getpid());
+	jb_key(b, "ppid"), jb_i64(b, getppid());
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	jb_key(b, "host"), jb_str(b, host);
+	jb_s(b, ",\"argv\":[");
+	FILE *f = fopen("/proc/self/cmdline", "r");
+	if (f) {
+		char arg[4096];
+		int c, n = 0, first = 1;
+		while ((c = fgetc(f)) != EOF) {
+			if (c && n < (int)sizeof(arg) - 1) {
+				arg[n++] = (char)c;
+				continue;
+			}
+			if (c)
+				continue;
+			arg[n] = 0;
+			if (!first)
+				jb_s(b, ",");
+			jb_str(b, arg);
+			first = 0;
+			n = 0;
+		}
+		fclose(f);
+	}
+	jb_s(b, "]");
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	jb_key(b, "exe"), jb_str(b, exe);
+	char cwd[PATH_MAX] = "";
+	if (getcwd(cwd, sizeof(cwd)))
+		jb_key(b, "cwd"), jb_str(b, cwd);
+	static const char *rk[][2] = {{"RANK", "rank"}, {"LOCAL_RANK", "local_rank"},
+				      {"WORLD_SIZE", "world_size"}};
+	for (size_t i = 0; i < 3; i++) {
+		const char *v = getenv(rk[i][0]);
+		if (v && *v) {
+			char *end;
+			long x = strtol(v, &end, 10);
+			if (!*end)
+				jb_key(b, rk[i][1]), jb_i64(b, x);
+		}
+	}
+	jb_s(b, ",\"clock\":\"realtime\"");
+	jb_key(b, "ts"), jb_u64(b, shim_now_ns());
+	jb_key(b, "start_ts"), jb_u64(b, t_start);
+	cupti_header_fields(b);
+	const struct config *c = &shim_cfg;
+	jb_s(b, ",\"config\":{\"output\":"), jb_str(b, c->output);
+	jb_key(b, "attrib"), jb_i64(b, c->attrib);
+	jb_key(b, "depth"), jb_i64(b, c->depth);
+	jb_key(b, "alloc_backend"), jb_i64(b, c->alloc_backend);
+	jb_key(b, "max_mb"), jb_i64(b, c->max_mb);
+	char d[32];
+	snprintf(d, sizeof(d), "%g", c->delay_s);
+	jb_key(b, "delay_s"), jb_s(b, d);
+	jb_key(b, "range"), jb_str(b, c->range);
+	jb_key(b, "writes"), jb_str(b, c->writes == WRITES_PROBE ? "probe" : "infer");
+	jb_key(b, "probe_count"), jb_i64(b, c->probe_count);
+	jb_key(b, "eager"), jb_i64(b, c->eager);
+	jb_key(b, "args"), jb_i64(b, c->args);
+	jb_key(b, "activity"), jb_i64(b, c->activity);
+	jb_s(b, "}");
+	jb_key(b, "alloc_backend"), jb_str(b, alloc_note);
+}
+
+static void finish(const char *reason)
+{
+	if (!start_ok)
+		return;
+	inside = 1;
+	cupti_flush();
+	writer_flush(1, reason);
+}
+
+static void at_exit(void)
+{
+	finish("exit");
+}
+
+static struct sigaction old_term, old_int;
+
+static void on_signal(int sig)
+{
+	/* Best effort: the rings are ours and the writer's lock is only held by the writer
+	 * thread for short periods; the default action follows at once. */
+	finish("signal");
+	sigaction(sig, sig == SIGTERM ? &old_term : &old_int, NULL);
+	raise(sig);
+}
+
+static void install_signals(void)
+{
+	int sigs[] = {SIGTERM, SIGINT};
+	struct sigaction *olds[] = {&old_term, &old_int};
+	for (int i = 0; i < 2; i++) {
+		struct sigaction cur;
+		if (sigaction(sigs[i], NULL, &cur) || cur.sa_handler != SIG_DFL)
+			continue; /* the program handles it: its exit path flushes */
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESETHAND;
+		*olds[i] = cur;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+static void after_fork_child(void)
+{
+	inside = 0;
+	tid_cache = 0;
+	ring_reset_after_fork();
+	writer_reset_after_fork();
+	if (start_ok) {
+		char path[1024];
+		const char *rank = getenv("RANK");
+		char host[256] = "";
+		gethostname(host, sizeof(host) - 1);
+		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) == 0)
+			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
+		writer_start();
+	}
+}
+
+/* Starts recording: CUPTI, the writer, exit hooks. Idempotent; returns 0 when recording. */
+static int start(void)
+{
+	pthread_mutex_lock(&start_lock);
+	if (start_done) {
+		pthread_mutex_unlock(&start_lock);
+		return start_ok ? 0 : -1;
+	}
+	start_done = 1;
+	inside = 1;
+	char path[1024];
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, path,
+			       sizeof(path))) {
+		shim_say("output path '%s' is too long: not recording", shim_cfg.output);
+		goto out;
+	}
+	writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
+	sites_init(shim_cfg.depth);
+	if (cupti_start())
+		goto out;
+	if (writer_start()) {
+		shim_say("cannot start the writer thread: not recording");
+		goto out;
+	}
+	atexit(at_exit);
+	install_signals();
+	pthread_atfork(NULL, NULL, after_fork_child);
+	start_ok = 1;
+	const char *nv = getenv("NVTX_INJECTION64_PATH");
+	const char *cp = cupti_find_library();
+	if ((!nv || !*nv) && cp)
+		setenv("NVTX_INJECTION64_PATH", cp, 0);
+out:
+	inside = 0;
+	pthread_mutex_unlock(&start_lock);
+	return start_ok ? 0 : -1;
+}
+
+/* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names this library. */
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	if (!init_done)
+		return 1;
+	start();
+	return 1;
+}
+
 __attribute__((constructor)) static void aicprof_init(void)
 {
+	if (init_done)
+		return;
+	init_done = 1;
+	inside = 1;
+	t_start = shim_now_ns();
+	config_load(&shim_cfg, env_lookup, &cfg_msgs);
+	for (int i = 0; i < cfg_msgs.n; i++)
+		shim_say("%s", cfg_msgs.msg[i]);
+	if (shim_cfg.delay_s > 0)
+		rec_from = t_start + (uint64_t)(shim_cfg.delay_s * 1e9);
+
+	const char *ac = getenv("PYTORCH_CUDA_ALLOC_CONF");
+	if (ac && *ac) {
+		snprintf(alloc_note, sizeof(alloc_note), "user: %s", ac);
+	} else if (shim_cfg.alloc_backend) {
+		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
+		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
+	}
+
+	Dl_info di;
+	if (dladdr((void *)aicprof_init, &di) && di.dli_fname) {
+		char *real = realpath(di.dli_fname, NULL);
+		snprintf(self_path, sizeof(self_path), "%s", real ? real : di.dli_fname);
+		free(real);
+	}
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	if (shim_cfg.eager) {
+		inside = 0;
+		start();
+		return;
+	}
+	if (inj && *inj && strcmp(inj, self_path)) {
+		char *real = realpath(inj, NULL);
+		int ours = real && !strcmp(real, self_path);
+		free(real);
+		if (!ours) {
+			shim_say("another tool injects into CUDA (CUDA_INJECTION64_PATH=%s): "
+				 "aicprof steps aside",
+				 inj);
+			inside = 0;
+			return;
+		}
+	} else if (self_path[0]) {
+		setenv("CUDA_INJECTION64_PATH", self_path, 1);
+	}
+	/* CUDA already initialised before us (a program that initialises CUDA in an earlier
+	 * constructor): the driver will not inject again, so start now. */
+	void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (cu) {
+		int (*drv_ver)(int *) = (int (*)(int *))dlsym(cu, "cuDriverGetVersion");
+		int (*ctx_cur)(void **) = (int (*)(void **))dlsym(cu, "cuCtxGetCurrent");
+		void *ctx = NULL;
+		int v = 0;
+		if (drv_ver && !drv_ver(&v) && ctx_cur && !ctx_cur(&ctx) && ctx) {
+			inside = 0;
+			start();
+			return;
+		}
+	}
+	inside = 0;
 }

@@ -7,7 +7,7 @@
 # reported a failure (a crash, a sanitizer report) counts as one more failure.
 top=$(cd "$(dirname "$0")/.." && pwd)
 export AICPROF_TOP="$top" CMOCKA_MESSAGE_OUTPUT=TAP
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 AICPROF_QUIET=1
 pass=0; fail=0
 log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_one() { # name, command...

@@ -1,0 +1,168 @@
+/*
+ * config.c - reads the AICPROF_* variables into a struct config. Each variable has one parse
+ * function (boolean, bounded integer, number, enum, string); a value that does not parse or is
+ * out of bounds keeps the default and leaves one message. Nothing here allocates, so it runs
+ * safely in the shim's constructor.
+ */
+#include "preload/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void add_msg(struct config_msgs *m, const char *var, const char *val, const char *why)
+{
+	if (!m || m->n >= CONFIG_MAX_MSG)
+		return;
+	snprintf(m->msg[m->n++], CONFIG_MSG_LEN, "ignoring %s='%.60s': %s", var, val, why);
+}
+
+static int parse_bool(const char *var, const char *v, int *out, struct config_msgs *m)
+{
+	static const char *yes[] = {"1", "on", "yes", "true"}, *no[] = {"0", "off", "no", "false"};
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(v, yes[i]))
+			return *out = 1, 0;
+		if (!strcasecmp(v, no[i]))
+			return *out = 0, 0;
+	}
+	add_msg(m, var, v, "expected 1 or 0");
+	return -1;
+}
+
+static int parse_long(const char *var, const char *v, long lo, long hi, long *out,
+		      struct config_msgs *m)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (errno || end == v || *end) {
+		add_msg(m, var, v, "not a whole number");
+		return -1;
+	}
+	if (x < lo || x > hi) {
+		char why[64];
+		snprintf(why, sizeof(why), "out of range %ld..%ld", lo, hi);
+		add_msg(m, var, v, why);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_double(const char *var, const char *v, double lo, double hi, double *out,
+			struct config_msgs *m)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+		add_msg(m, var, v, "not a number in range");
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_str(const char *var, const char *v, char *out, size_t outsz,
+		     struct config_msgs *m)
+{
+	if (!*v) {
+		add_msg(m, var, v, "empty");
+		return -1;
+	}
+	if (strlen(v) >= outsz) {
+		add_msg(m, var, v, "too long");
+		return -1;
+	}
+	strcpy(out, v);
+	return 0;
+}
+
+void config_load(struct config *c, const char *(*lookup)(const char *name), struct config_msgs *m)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->output, "aicprof.%p.aicp.jsonl");
+	c->attrib = 1;
+	c->depth = 4;
+	c->alloc_backend = 1;
+	c->max_mb = 2048;
+	c->writes = WRITES_INFER;
+	c->probe_count = 2;
+	c->args = 1;
+	c->activity = 1;
+	if (m)
+		m->n = 0;
+
+	const char *v;
+	long l;
+	int b;
+	if ((v = lookup("AICPROF_OUTPUT")))
+		parse_str("AICPROF_OUTPUT", v, c->output, sizeof(c->output), m);
+	if ((v = lookup("AICPROF_ATTRIB")) && !parse_bool("AICPROF_ATTRIB", v, &b, m))
+		c->attrib = b;
+	if ((v = lookup("AICPROF_DEPTH")) && !parse_long("AICPROF_DEPTH", v, 1, 16, &l, m))
+		c->depth = (int)l;
+	if ((v = lookup("AICPROF_ALLOC_BACKEND")) && !parse_bool("AICPROF_ALLOC_BACKEND", v, &b, m))
+		c->alloc_backend = b;
+	if ((v = lookup("AICPROF_MAX_MB")) && !parse_long("AICPROF_MAX_MB", v, 0, 1L << 30, &l, m))
+		c->max_mb = l;
+	if ((v = lookup("AICPROF_DELAY")))
+		parse_double("AICPROF_DELAY", v, 0, 1e7, &c->delay_s, m);
+	if ((v = lookup("AICPROF_RANGE")))
+		parse_str("AICPROF_RANGE", v, c->range, sizeof(c->range), m);
+	if ((v = lookup("AICPROF_QUIET")) && !parse_bool("AICPROF_QUIET", v, &b, m))
+		c->quiet = b;
+	if ((v = lookup("AICPROF_DEBUG")) && !parse_bool("AICPROF_DEBUG", v, &b, m))
+		c->debug = b;
+	if ((v = lookup("AICPROF_WRITES"))) {
+		if (!strcmp(v, "probe"))
+			c->writes = WRITES_PROBE;
+		else if (!strcmp(v, "infer"))
+			c->writes = WRITES_INFER;
+		else
+			add_msg(m, "AICPROF_WRITES", v, "expected 'infer' or 'probe'");
+	}
+	if ((v = lookup("AICPROF_PROBE_COUNT")) &&
+	    !parse_long("AICPROF_PROBE_COUNT", v, 1, 1000, &l, m))
+		c->probe_count = (int)l;
+	if ((v = lookup("AICPROF_EAGER")) && !parse_bool("AICPROF_EAGER", v, &b, m))
+		c->eager = b;
+	if ((v = lookup("AICPROF_ARGS")) && !parse_bool("AICPROF_ARGS", v, &b, m))
+		c->args = b;
+	if ((v = lookup("AICPROF_ACTIVITY")) && !parse_bool("AICPROF_ACTIVITY", v, &b, m))
+		c->activity = b;
+}
+
+int config_output_path(const char *pat, long pid, const char *rank, const char *host, char *out,
+		       size_t outsz)
+{
+	size_t n = 0;
+	char tmp[64];
+	for (const char *p = pat; *p; p++) {
+		const char *add = NULL;
+		char one[2] = {*p, 0};
+		if (*p == '%' && p[1]) {
+			p++;
+			switch (*p) {
+			case 'p': snprintf(tmp, sizeof(tmp), "%ld", pid); add = tmp; break;
+			case 'r': add = rank && *rank ? rank : "0"; break;
+			case 'h': add = host && *host ? host : "localhost"; break;
+			case '%': add = "%"; break;
+			default: one[0] = '%'; add = one; p--; break;
+			}
+		} else {
+			add = one;
+		}
+		size_t k = strlen(add);
+		if (n + k + 1 > outsz)
+			return -1;
+		memcpy(out + n, add, k);
+		n += k;
+	}
+	if (n + 1 > outsz)
+		return -1;
+	out[n] = 0;
+	return 0;
+}

@@ -1,0 +1,30 @@
+/*
+ * cupti.h - the shim's use of CUPTI and the CUDA driver: subscription to the callbacks it
+ * needs, activity records, and the facts the trace header needs about the devices.
+ */
+#ifndef AICPROF_CUPTI_H
+#define AICPROF_CUPTI_H
+
+#include "preload/jbuf.h"
+
+/*
+ * Loads CUPTI (the copy already in the process if there is one), subscribes the callbacks,
+ * enables the activity kinds. Returns 0, or -1 after one "aicprof:" line saying why (no
+ * CUPTI, another subscriber, ...); then nothing is recorded and the program runs untouched.
+ * Call once, with the driver initialised or initialising (cuInit / InitializeInjection).
+ */
+int cupti_start(void);
+
+/* Flushes CUPTI's activity buffers into the rings (at exit, before the final write). */
+void cupti_flush(void);
+
+/* Appends the header's CUDA fields (versions, devices) to b. Writer thread. */
+void cupti_header_fields(struct jbuf *b);
+
+/* Name of API index a (for the writer). */
+const char *cupti_api_name(unsigned a);
+
+/* Path of the libcupti the shim would load, found without loading it, or NULL. */
+const char *cupti_find_library(void);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * ptrmap.c - live allocations as an array sorted by base address. Lookups binary-search it
+ * under the read lock; adds and removes move the tail under the write lock (a few hundred
+ * live tensors is the common case, so the move is short). Overlapping adds (a range handed out
+ * again before its free was seen) replace the older entry.
+ */
+#include "preload/ptrmap.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct range {
+	uint64_t base, size;
+	int64_t id;
+};
+
+static pthread_rwlock_t lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct range *v;
+static int n, cap;
+static int64_t next_id;
+static _Atomic uint64_t lo_bound = UINT64_MAX, hi_bound;
+
+/* index of the first range with base > addr */
+static int upper(uint64_t addr)
+{
+	int a = 0, b = n;
+	while (a < b) {
+		int m = (a + b) / 2;
+		if (v[m].base <= addr)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+int64_t ptrmap_add(uint64_t ptr, uint64_t size)
+{
+	pthread_rwlock_wrlock(&lock);
+	int64_t id = next_id++;
+	int i = upper(ptr);
+	/* drop ranges this one overlaps */
+	while (i > 0 && v[i - 1].base + v[i - 1].size > ptr) {
+		memmove(v + i - 1, v + i, sizeof(*v) * (size_t)(n - i));
+		n--, i--;
+	}
+	while (i < n && v[i].base < ptr + size) {
+		memmove(v + i, v + i + 1, sizeof(*v) * (size_t)(n - i - 1));
+		n--;
+	}
+	if (n == cap) {
+		int nc = cap ? cap * 2 : 1024;
+		struct range *nv = realloc(v, sizeof(*v) * (size_t)nc);
+		if (!nv) {
+			pthread_rwlock_unlock(&lock);
+			return id;
+		}
+		v = nv;
+		cap = nc;
+	}
+	memmove(v + i + 1, v + i, sizeof(*v) * (size_t)(n - i));
+	v[i] = (struct range){ptr, size, id};
+	n++;
+	pthread_rwlock_unlock(&lock);
+	if (ptr < atomic_load(&lo_bound))
+		atomic_store(&lo_bound, ptr);
+	if (ptr + size > atomic_load(&hi_bound))
+		atomic_store(&hi_bound, ptr + size);
+	return id;
+}
+
+int64_t ptrmap_remove(uint64_t ptr, uint64_t *size)
+{
+	int64_t id = -1;
+	pthread_rwlock_wrlock(&lock);
+	int i = upper(ptr) - 1;
+	if (i >= 0 && v[i].base == ptr) {
+		id = v[i].id;
+		if (size)
+			*size = v[i].size;
+		memmove(v + i, v + i + 1, sizeof(*v) * (size_t)(n - i - 1));
+		n--;
+	}
+	pthread_rwlock_unlock(&lock);
+	return id;
+}
+
+int64_t ptrmap_find_range(uint64_t addr, uint64_t *base, uint64_t *size)
+{
+	int64_t id = -1;
+	pthread_rwlock_rdlock(&lock);
+	int i = upper(addr) - 1;
+	if (i >= 0 && addr < v[i].base + v[i].size) {
+		id = v[i].id;
+		*base = v[i].base;
+		*size = v[i].size;
+	}
+	pthread_rwlock_unlock(&lock);
+	return id;
+}
+
+int64_t ptrmap_find(uint64_t addr, uint64_t *off)
+{
+	uint64_t base, size;
+	int64_t id = ptrmap_find_range(addr, &base, &size);
+	if (id >= 0)
+		*off = addr - base;
+	return id;
+}
+
+void ptrmap_bounds(uint64_t *lo, uint64_t *hi)
+{
+	*lo = atomic_load(&lo_bound);
+	*hi = atomic_load(&hi_bound);
+}
+
+int ptrmap_count(void)
+{
+	pthread_rwlock_rdlock(&lock);
+	int r = n;
+	pthread_rwlock_unlock(&lock);
+	return r;
+}
+
+void ptrmap_clear(void)
+{
+	pthread_rwlock_wrlock(&lock);
+	n = 0;
+	next_id = 0;
+	pthread_rwlock_unlock(&lock);
+	atomic_store(&lo_bound, UINT64_MAX);
+	atomic_store(&hi_bound, 0);
+}

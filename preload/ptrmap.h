@@ -1,0 +1,28 @@
+/*
+ * ptrmap.h - the shim's map of live device allocations: address ranges to allocation ids.
+ *
+ * Allocations and frees (CUDA API callbacks) take the write side of a reader-writer lock of
+ * ours; the launch path takes the read side for a binary search. The program never holds this
+ * lock, and nothing is called while holding it.
+ */
+#ifndef AICPROF_PTRMAP_H
+#define AICPROF_PTRMAP_H
+
+#include <stdint.h>
+
+/* Records [ptr, ptr+size) as allocation id; returns the id (ids count up from 0). */
+int64_t ptrmap_add(uint64_t ptr, uint64_t size);
+/* Removes the allocation starting at ptr; returns its id, or -1 when none starts there.
+ * *size receives its size when found (size may be NULL). */
+int64_t ptrmap_remove(uint64_t ptr, uint64_t *size);
+/* Finds the allocation holding addr: returns its id and sets *off, or -1. */
+int64_t ptrmap_find(uint64_t addr, uint64_t *off);
+/* Finds the allocation holding addr: returns its id, and its base and size, or -1. */
+int64_t ptrmap_find_range(uint64_t addr, uint64_t *base, uint64_t *size);
+/* Lowest and highest address ever allocated (a quick filter for pointer-like words). */
+void ptrmap_bounds(uint64_t *lo, uint64_t *hi);
+/* Live allocations (for tests). Clears everything (tests, forked child). */
+int ptrmap_count(void);
+void ptrmap_clear(void);
+
+#endif

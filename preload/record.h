@@ -1,0 +1,124 @@
+/*
+ * record.h - the binary records the shim's hot path copies into its per-thread ring, and the
+ * writer thread turns into trace lines (docs/trace-format.md). Fixed layouts, 8-byte aligned;
+ * a launch record is followed by its arguments and the pointers found in them.
+ */
+#ifndef AICPROF_RECORD_H
+#define AICPROF_RECORD_H
+
+#include "preload/ring.h"
+
+#include <stdint.h>
+
+enum rec_type {
+	R_PAD = 0,
+	R_LAUNCH,
+	R_KERNEL,
+	R_MEMCPY,
+	R_MEMSET,
+	R_COPY,
+	R_SET,
+	R_ALLOC,
+	R_FREE,
+	R_VMM,
+	R_SYNC,
+	R_EVREC,
+	R_WAIT,
+	R_PUSH,
+	R_POP,
+	R_RSTART,
+	R_REND,
+	R_MARK,
+};
+
+#define MAX_ARGS 128
+#define MAX_PTRS 256
+
+struct r_arg {
+	uint32_t off, size;
+	uint64_t val;        /* raw value, parameters of at most 8 bytes */
+	uint16_t first_ptr; /* index into the record's pointer array */
+	uint16_t nptr;
+	uint32_t pad;
+};
+
+struct r_ptr {
+	uint32_t word_off;
+	int32_t cal; /* calibration: 1 changed, 0 unchanged, -1 not checked */
+	uint64_t addr;
+	int64_t alloc_id;
+	uint64_t alloc_off;
+};
+
+struct r_launch {
+	struct rec_hdr h;
+	uint64_t seq, ts, stream;
+	uint32_t tid, corr, fn, site;
+	uint32_t grid[3], block[3];
+	uint32_t smem;
+	int32_t result;
+	uint16_t api; /* index into the API name table (cupti.c) */
+	uint8_t inherited;
+	uint8_t has_site;
+	int32_t argerr; /* 0, or the CUresult of the failed layout query (negative: other reason) */
+	uint16_t nargs, nptrs;
+	uint32_t pad;
+	/* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; */
+};
+
+struct r_kernel {
+	struct rec_hdr h;
+	uint64_t start, end;
+	uint32_t corr, name, dev, ctx, stream;
+	int32_t grid[3], block[3];
+	uint32_t regs, ssmem, dsmem, graph;
+	uint64_t gnode;
+};
+
+/* API side of a copy or memset (R_MEMCPY / R_MEMSET) */
+struct r_mem {
+	struct rec_hdr h;
+	uint64_t seq, ts, stream, dst, src, bytes;
+	int64_t dst_alloc, dst_off, src_alloc, src_off;
+	uint32_t tid, corr, site, value;
+	uint16_t api;
+	uint8_t has_site, pad[5];
+};
+
+/* activity side of a copy or memset (R_COPY / R_SET) */
+struct r_copy {
+	struct rec_hdr h;
+	uint64_t bytes, start, end;
+	uint32_t corr, dev, stream, value;
+	uint8_t kind, src_kind, dst_kind, pad[5];
+};
+
+/* R_ALLOC, R_FREE, R_VMM */
+struct r_alloc {
+	struct rec_hdr h;
+	uint64_t seq, ts, ptr, size, stream;
+	int64_t id;
+	uint32_t tid, site;
+	uint16_t api;
+	uint8_t has_site, pad[5];
+};
+
+/* R_SYNC, R_EVREC, R_WAIT */
+struct r_sync {
+	struct rec_hdr h;
+	uint64_t seq, ts, dur, stream, event;
+	uint32_t tid, corr;
+	uint16_t api;
+	uint8_t pad[6];
+};
+
+/* R_PUSH, R_POP, R_RSTART, R_REND, R_MARK; text follows, NUL-terminated */
+struct r_range {
+	struct rec_hdr h;
+	uint64_t seq, ts, id;
+	uint32_t tid, len;
+};
+
+#define REC_ALIGN(n) (((n) + 7u) & ~(size_t)7u)
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * ring.h - per-thread record rings between the threads that record and the writer thread.
+ *
+ * Each recording thread owns one single-producer, single-consumer byte ring: it copies a
+ * fixed-layout binary record in (no formatting, no I/O, no allocation, no lock) and publishes
+ * it by advancing head with a release store; the writer thread reads records up to head and
+ * advances tail. A record never wraps: when it does not fit before the end of the buffer, a
+ * padding record fills the rest. When a ring is full the producer wakes the writer and waits
+ * briefly; after RING_WAIT_MS it drops the record and counts it, so a stalled disk can slow
+ * but never hang the program. Rings of exited threads are reused once drained.
+ */
+#ifndef AICPROF_RING_H
+#define AICPROF_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RING_SIZE (1u << 20) /* bytes per thread */
+#define RING_WAIT_MS 200
+
+struct rec_hdr {
+	uint16_t type; /* enum rec_type (record.h); 0 = padding */
+	uint16_t pad;
+	uint32_t len; /* whole record in bytes, a multiple of 8 */
+};
+
+struct ring {
+	_Atomic uint64_t head; /* bytes published by the producer */
+	_Atomic uint64_t tail; /* bytes consumed by the writer */
+	_Atomic int alive;     /* owned by a live thread */
+	int tid;
+	struct ring *next; /* registry list, never unlinked */
+	char *buf;
+};
+
+/*
+ * Returns a pointer to len bytes (len a multiple of 8, at most RING_SIZE/4) in the calling
+ * thread's ring, to fill and then publish with ring_commit(); NULL when the record must be
+ * dropped (ring full past the wait, or no memory for the thread's first ring).
+ */
+void *ring_reserve(size_t len);
+/* Publishes the record last reserved by this thread. */
+void ring_commit(void);
+
+/* The first ring of the registry (for the writer), and records dropped so far. */
+struct ring *ring_list(void);
+uint64_t ring_dropped(void);
+
+/* Called by producers when a ring fills; set by the writer to its wake-up function. */
+extern void (*ring_wake)(void);
+
+/* In a forked child: forget the parent's records (they belong to the parent's trace). */
+void ring_reset_after_fork(void);
+
+#endif

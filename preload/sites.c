@@ -1,0 +1,601 @@
+/*
+ * sites.c - attribution of a launch to the user's source line.
+ *
+ * Python (found with dlsym, so any CPython 3.8+ that exports its C API works; the shim links
+ * no Python). Frames are read with the public API only, which needs the GIL:
+ *   - a thread that holds the GIL (PyGILState_Check) is walked at once;
+ *   - a thread that has a Python thread state but released the GIL (PyTorch's bindings release
+ *     it around every op) takes it with PyGILState_Ensure ONLY when its thread state is the
+ *     interpreter's only one. Why this cannot deadlock: the GIL is only ever held by a thread
+ *     with a thread state; when ours is the only one, nobody holds the GIL, so Ensure takes it
+ *     without waiting, and a wait is the only way to deadlock. (A thread state being created
+ *     at that instant is the one window; it would have to call CUDA while holding the GIL.)
+ *   - any other thread (PyTorch's autograd threads, a second Python thread) is never made to
+ *     wait: it inherits the last Python site seen in the process, and the launch says so.
+ * Walking: innermost frame outwards, up to 64 frames, keeping the innermost library frame for
+ * context and the first `depth` user frames (user = not site-packages, dist-packages, the
+ * standard library or <frozen ...>). The key of a stack is a hash of its (code object,
+ * instruction offset) pairs; a hash table maps keys to site ids, and only a new key costs
+ * string work. Code objects in the table are kept alive (Py_IncRef) so an address is never
+ * reused for other code.
+ * Native programs: unw_backtrace from libunwind, opened RTLD_LOCAL (its _Unwind_* symbols must
+ * never replace libgcc's in the program), keyed by the return addresses; frames in CUDA's own
+ * libraries, libc and the shim are skipped, the rest symbolised with dladdr on first sight.
+ */
+#include "preload/sites.h"
+#include "preload/jbuf.h"
+#include "preload/shim.h"
+#include "preload/writer.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef void PyObject;
+typedef void PyThreadState;
+typedef void PyInterpreterState;
+
+static struct {
+	int (*IsInitialized)(void);
+	int (*IsFinalizing)(void);
+	int (*GILState_Check)(void);
+	int (*GILState_Ensure)(void);
+	void (*GILState_Release)(int);
+	PyThreadState *(*GILState_GetThisThreadState)(void);
+	PyInterpreterState *(*ThreadState_GetInterpreter)(PyThreadState *);
+	PyThreadState *(*Interp_ThreadHead)(PyInterpreterState *);
+	PyThreadState *(*ThreadState_Next)(PyThreadState *);
+	PyObject *(*Eval_GetFrame)(void);
+	PyObject *(*Frame_GetBack)(PyObject *);
+	PyObject *(*Frame_GetCode)(PyObject *);
+	int (*Frame_GetLineNumber)(PyObject *);
+	int (*Frame_GetLasti)(PyObject *);
+	int (*Code_Addr2Location)(PyObject *, int, int *, int *, int *, int *);
+	PyObject *(*Object_GetAttrString)(PyObject *, const char *);
+	const char *(*Unicode_AsUTF8)(PyObject *);
+	void (*IncRef)(PyObject *);
+	void (*DecRef)(PyObject *);
+	void (*Err_Clear)(void);
+	int ok;
+} py;
+
+static int (*unw_bt)(void **, int);
+static int depth = 4;
+static char cwd[1024];
+static size_t cwd_len;
+
+/* site table: open addressing, key -> id; Python entries are guarded by the GIL, native
+ * entries by native_lock. */
+#define SITE_TABLE (1u << 16)
+struct site_ent {
+	uint64_t key;
+	uint32_t id;
+	int used;
+};
+static struct site_ent *table;
+static pthread_mutex_t native_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint32_t next_site;
+static _Atomic uint32_t last_py_site; /* id + 1; 0 = none */
+
+/* code object -> what attribution needs of it, kept alive (Py_IncRef) so the address is never
+ * reused. Filled with the GIL held; read without it by the raw walker, so an entry is published
+ * by storing its code pointer last. */
+#define CODE_TABLE (1u << 14)
+struct code_ent {
+	_Atomic(void *) code;
+	int user;
+	char file[256];
+	char name[128];
+};
+static struct code_ent *codes;
+
+/* The raw walker (see raw_calibrate): offsets learned from this interpreter, not assumed. */
+static struct {
+	int state; /* 0 not tried, 1 usable, -1 failed */
+	int ts_off, cf_off; /* tstate word holding the frame (cf_off < 0: directly) */
+	int code_off, prev_off, instr_off;
+	long code_delta; /* instruction pointer - code object - lasti */
+	int skip_cstack; /* 3.12+: frames owned by the C stack (owner byte 70 == 3) */
+} raw;
+enum { FRAME_OBJ_F_FRAME = 24, OWNER_OFF = 70 };
+
+#define SYM(f, name) py.f = (__typeof__(py.f))dlsym(RTLD_DEFAULT, name)
+
+void sites_init(int d)
+{
+	depth = d;
+	if (getcwd(cwd, sizeof(cwd) - 1)) {
+		cwd_len = strlen(cwd);
+		if (cwd_len && cwd[cwd_len - 1] != '/')
+			cwd[cwd_len++] = '/', cwd[cwd_len] = 0;
+	}
+	table = calloc(SITE_TABLE, sizeof(*table));
+	codes = calloc(CODE_TABLE, sizeof(*codes));
+	SYM(IsInitialized, "Py_IsInitialized");
+	SYM(IsFinalizing, "Py_IsFinalizing");
+	if (!py.IsFinalizing)
+		SYM(IsFinalizing, "_Py_IsFinalizing");
+	SYM(GILState_Check, "PyGILState_Check");
+	SYM(GILState_Ensure, "PyGILState_Ensure");
+	SYM(GILState_Release, "PyGILState_Release");
+	SYM(GILState_GetThisThreadState, "PyGILState_GetThisThreadState");
+	SYM(ThreadState_GetInterpreter, "PyThreadState_GetInterpreter");
+	SYM(Interp_ThreadHead, "PyInterpreterState_ThreadHead");
+	SYM(ThreadState_Next, "PyThreadState_Next");
+	SYM(Eval_GetFrame, "PyEval_GetFrame");
+	SYM(Frame_GetBack, "PyFrame_GetBack");
+	SYM(Frame_GetCode, "PyFrame_GetCode");
+	SYM(Frame_GetLineNumber, "PyFrame_GetLineNumber");
+	SYM(Frame_GetLasti, "PyFrame_GetLasti");
+	SYM(Code_Addr2Location, "PyCode_Addr2Location");
+	SYM(Object_GetAttrString, "PyObject_GetAttrString");
+	SYM(Unicode_AsUTF8, "PyUnicode_AsUTF8");
+	SYM(IncRef, "Py_IncRef");
+	SYM(DecRef, "Py_DecRef");
+	SYM(Err_Clear, "PyErr_Clear");
+	py.ok = table && codes && py.IsInitialized && py.GILState_Check && py.GILState_Ensure &&
+		py.GILState_Release && py.GILState_GetThisThreadState &&
+		py.ThreadState_GetInterpreter && py.Interp_ThreadHead && py.ThreadState_Next &&
+		py.Eval_GetFrame && py.Frame_GetBack && py.Frame_GetCode && py.Frame_GetLineNumber &&
+		py.Object_GetAttrString && py.Unicode_AsUTF8 && py.IncRef && py.DecRef &&
+		py.Err_Clear;
+	if (!py.Frame_GetLasti || !py.Code_Addr2Location)
+		raw.state = -1; /* before 3.11: no raw walker */
+	if (!py.ok) {
+		void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+		if (h)
+			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+	}
+	shim_debug("attribution: python %s, libunwind %s", py.ok ? "yes" : "no",
+		   unw_bt ? "yes" : "no");
+}
+
+uint32_t sites_count(void)
+{
+	return atomic_load(&next_site);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+/* Looks key up; returns 1 and *id when present, else 0 and the slot in *slot. site_lock held. */
+static int table_find(uint64_t key, uint32_t *id, struct site_ent **slot)
+{
+	for (uint32_t i = (uint32_t)key & (SITE_TABLE - 1), n = 0; n < SITE_TABLE / 2;
+	     i = (i + 1) & (SITE_TABLE - 1), n++) {
+		if (!table[i].used) {
+			*slot = &table[i];
+			return 0;
+		}
+		if (table[i].key == key) {
+			*id = table[i].id;
+			return 1;
+		}
+	}
+	*slot = NULL;
+	return 0;
+}
+
+static const char *rel(const char *path)
+{
+	if (cwd_len && !strncmp(path, cwd, cwd_len))
+		return path + cwd_len;
+	return path;
+}
+
+static int is_user_file(const char *f)
+{
+	if (!strcmp(f, "<string>") || !strcmp(f, "<stdin>"))
+		return 1;
+	if (f[0] == '<')
+		return 0;
+	if (strstr(f, "/site-packages/") || strstr(f, "/dist-packages/"))
+		return 0;
+	if (strstr(f, "/lib/python3") || strstr(f, "/lib64/python3"))
+		return 0;
+	return 1;
+}
+
+static void code_str(void *code, const char *attr, char *out, size_t outsz)
+{
+	PyObject *o = py.Object_GetAttrString(code, attr);
+	const char *s = o ? py.Unicode_AsUTF8(o) : NULL;
+	if (!s)
+		py.Err_Clear();
+	snprintf(out, outsz, "%s", s ? s : "?");
+	if (o)
+		py.DecRef(o);
+}
+
+/* The cache entry of code, or NULL. Safe without the GIL. */
+static struct code_ent *code_find(void *code)
+{
+	uint64_t h = mix(0, (uint64_t)(uintptr_t)code);
+	for (uint32_t i = (uint32_t)h & (CODE_TABLE - 1), n = 0; n < CODE_TABLE / 2;
+	     i = (i + 1) & (CODE_TABLE - 1), n++) {
+		void *c = atomic_load_explicit(&codes[i].code, memory_order_acquire);
+		if (c == code)
+			return &codes[i];
+		if (!c)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* The cache entry of code, made when missing. GIL held. NULL when the table is full. */
+static struct code_ent *code_get(void *code)
+{
+	struct code_ent *e = code_find(code);
+	if (e)
+		return e;
+	pthread_mutex_lock(&native_lock);
+	uint64_t h = mix(0, (uint64_t)(uintptr_t)code);
+	for (uint32_t i = (uint32_t)h & (CODE_TABLE - 1), n = 0; n < CODE_TABLE / 2;
+	     i = (i + 1) & (CODE_TABLE - 1), n++) {
+		void *c = atomic_load(&codes[i].code);
+		if (c == code) {
+			e = &codes[i];
+			break;
+		}
+		if (!c) {
+			e = &codes[i];
+			code_str(code, "co_filename", e->file, sizeof(e->file));
+			code_str(code, "co_qualname", e->name, sizeof(e->name));
+			if (!strcmp(e->name, "?"))
+				code_str(code, "co_name", e->name, sizeof(e->name));
+			e->user = is_user_file(e->file);
+			py.IncRef(code);
+			atomic_store_explicit(&e->code, code, memory_order_release);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&native_lock);
+	return e;
+}
+
+struct pyframe {
+	struct code_ent *ce;
+	int lasti;
+};
+
+/*
+ * Chooses the frames a site keeps (the innermost library frame, then up to depth user frames),
+ * finds or makes the site, and returns its id. Frames are innermost first. Any thread.
+ */
+static int site_of(struct pyframe *all, int n, uint32_t *site)
+{
+	struct pyframe fr[24];
+	int k = 0, users = 0, have_lib = 0;
+	uint64_t key = 0x1234;
+	for (int i = 0; i < n && users < depth && k < 24; i++) {
+		if (!all[i].ce->user && have_lib)
+			continue;
+		fr[k++] = all[i];
+		key = mix(mix(key, (uint64_t)(uintptr_t)all[i].ce), (uint64_t)all[i].lasti);
+		if (all[i].ce->user)
+			users++;
+		else
+			have_lib = 1;
+	}
+	if (!users)
+		return 0;
+	uint32_t id = 0;
+	struct site_ent *slot;
+	int found = 0;
+	pthread_mutex_lock(&native_lock);
+	if (table_find(key, &id, &slot)) {
+		found = 1;
+	} else if (slot) {
+		id = atomic_fetch_add(&next_site, 1);
+		char buf[8192];
+		struct jbuf b = {buf, 0, sizeof(buf), 0};
+		jb_s(&b, "{\"t\":\"site\",\"id\":");
+		jb_u64(&b, id);
+		jb_s(&b, ",\"how\":\"python\",\"frames\":[");
+		for (int i = 0; i < k; i++) {
+			int line = -1, col = -1, eline = -1, ecol = -1;
+			void *code = atomic_load(&fr[i].ce->code);
+			if (!py.Code_Addr2Location ||
+			    !py.Code_Addr2Location(code, fr[i].lasti, &line, &col, &eline, &ecol))
+				line = -1;
+			if (i)
+				jb_s(&b, ",");
+			jb_s(&b, "{\"file\":"), jb_str(&b, rel(fr[i].ce->file));
+			jb_key(&b, "line"), jb_i64(&b, line);
+			if (col >= 0 && eline == line)
+				jb_key(&b, "col"), jb_i64(&b, col), jb_key(&b, "end_col"), jb_i64(&b, ecol);
+			jb_key(&b, "func"), jb_str(&b, fr[i].ce->name);
+			jb_key(&b, "user"), jb_s(&b, fr[i].ce->user ? "true" : "false");
+			jb_s(&b, "}");
+		}
+		jb_s(&b, "]}");
+		if (!b.overflow)
+			writer_meta(buf, b.len);
+		slot->key = key;
+		slot->id = id;
+		slot->used = 1;
+		found = 1;
+	}
+	pthread_mutex_unlock(&native_lock);
+	if (found) {
+		*site = id;
+		atomic_store(&last_py_site, id + 1);
+	}
+	return found;
+}
+
+/* The current thread's frames through the public API. GIL held. Returns the count. */
+static int api_frames(struct pyframe *out, int max, void **top_obj)
+{
+	PyObject *f = py.Eval_GetFrame(); /* borrowed */
+	*top_obj = f;
+	int n = 0, owned = 0;
+	while (f && n < max) {
+		PyObject *code = py.Frame_GetCode(f);
+		if (code) {
+			struct code_ent *ce = code_get(code);
+			int lasti = py.Frame_GetLasti ? py.Frame_GetLasti(f) : -1;
+			py.DecRef(code); /* the code table keeps it alive */
+			if (ce)
+				out[n++] = (struct pyframe){ce, lasti};
+		}
+		PyObject *back = py.Frame_GetBack(f);
+		if (owned)
+			py.DecRef(f);
+		f = back;
+		owned = 1;
+	}
+	if (owned && f)
+		py.DecRef(f);
+	return n;
+}
+
+static uintptr_t rd(uintptr_t p)
+{
+	return *(volatile uintptr_t *)p;
+}
+
+/*
+ * The innermost interpreter frame of thread state ts, read without the GIL with the learned
+ * offsets. The thread is the calling one, parked in C code, so its frames cannot change.
+ */
+static uintptr_t raw_top(PyThreadState *ts)
+{
+	uintptr_t v = rd((uintptr_t)ts + (uintptr_t)raw.ts_off);
+	return raw.cf_off < 0 ? v : v ? rd(v + (uintptr_t)raw.cf_off) : 0;
+}
+
+/* Walks interpreter frames from f; every code object must already be in the cache. Returns
+ * the count, or -1 when a code object is unknown (the caller then falls back). */
+static int raw_frames(uintptr_t f, struct pyframe *out, int max)
+{
+	int n = 0;
+	for (int walked = 0; f && walked < 256 && n < max;
+	     walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
+		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
+		struct code_ent *ce = code_find(code);
+		if (!ce) {
+			if (raw.skip_cstack && *(volatile unsigned char *)(f + OWNER_OFF) == 3)
+				continue; /* a frame owned by the C stack: no code of its own */
+			return -1;
+		}
+		long lasti = (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) -
+			     raw.code_delta;
+		out[n++] = (struct pyframe){ce, (int)lasti};
+	}
+	return n;
+}
+
+/*
+ * Learns where this interpreter keeps a thread's current frame and the fields of a frame, by
+ * comparing what the public API says (GIL held) with the words of the thread state and of the
+ * frames, then checks a whole walk against the public one. Every read is of memory known to be
+ * mapped: the thread state, frames the API handed out, or this thread's stack. On any
+ * disagreement the raw walker stays off and such threads fall back to inheritance.
+ */
+#define RAW_FAIL                                                                   \
+	do {                                                                       \
+		shim_debug("raw frame walker off (check at line %d failed)", __LINE__); \
+		return;                                                            \
+	} while (0)
+static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api, int n_api)
+{
+	raw.state = -1;
+	if (!top || n_api < 3 || !py.Frame_GetLasti)
+		RAW_FAIL;
+	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	raw.skip_cstack = ver && *ver >= 0x030c0000;
+	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);
+	PyObject *back = py.Frame_GetBack(top);
+	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
+	if (back)
+		py.DecRef(back);
+	uintptr_t code0 = (uintptr_t)atomic_load(&api[0].ce->code);
+	if (!cur || !next)
+		RAW_FAIL;
+	raw.code_off = raw.prev_off = raw.instr_off = -1;
+	uintptr_t code1 = (uintptr_t)atomic_load(&api[1].ce->code);
+	for (int w = 0; w < 12; w++) {
+		uintptr_t v = rd(cur + (uintptr_t)w * 8);
+		if (v == code0 && raw.code_off < 0)
+			raw.code_off = w * 8;
+		else if (v == next && raw.prev_off < 0)
+			raw.prev_off = w * 8;
+	}
+	/* the instruction pointer: the word that gives the API's lasti in this frame and the
+	 * next with one constant offset from the code object */
+	for (int w = 0; w < 12 && raw.instr_off < 0 && raw.code_off >= 0; w++) {
+		uintptr_t v = rd(cur + (uintptr_t)w * 8), v2 = rd(next + (uintptr_t)w * 8);
+		if (w * 8 == raw.code_off || w * 8 == raw.prev_off || v <= code0 ||
+		    v >= code0 + (1u << 20) || v2 <= code1 || v2 >= code1 + (1u << 20))
+			continue;
+		if ((long)(v - code0) - api[0].lasti == (long)(v2 - code1) - api[1].lasti)
+			raw.instr_off = w * 8;
+	}
+	if (raw.code_off < 0 || raw.instr_off < 0)
+		RAW_FAIL;
+	if (raw.prev_off < 0) { /* a C-stack frame between: previous's previous */
+		for (int w = 0; w < 12 && raw.prev_off < 0; w++) {
+			uintptr_t v = rd(cur + (uintptr_t)w * 8);
+			if (v && v != code0 && v > 4096 && (v & 7) == 0 &&
+			    rd(v + (uintptr_t)w * 8) == next)
+				raw.prev_off = w * 8;
+		}
+		if (raw.prev_off < 0)
+			RAW_FAIL;
+	}
+	raw.code_delta = (long)(rd(cur + (uintptr_t)raw.instr_off) - code0) - api[0].lasti;
+	/* where the thread state keeps the current frame */
+	pthread_attr_t a;
+	void *stk = NULL;
+	size_t stksz = 0;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstack(&a, &stk, &stksz);
+		pthread_attr_destroy(&a);
+	}
+	uintptr_t lo = (uintptr_t)&a, hi = (uintptr_t)stk + stksz;
+	raw.ts_off = -1;
+	for (int i = 0; i < 48 && raw.ts_off < 0; i++) {
+		uintptr_t v = rd((uintptr_t)ts + (uintptr_t)i * 8);
+		if (v == cur) {
+			raw.ts_off = i * 8, raw.cf_off = -1;
+		} else if (stk && v > lo && v + 16 < hi) {
+			for (int j = 0; j < 2; j++)
+				if (rd(v + (uintptr_t)j * 8) == cur) {
+					raw.ts_off = i * 8, raw.cf_off = j * 8;
+					break;
+				}
+		}
+	}
+	if (raw.ts_off < 0)
+		RAW_FAIL;
+	struct pyframe mine[64];
+	int n = raw_frames(raw_top(ts), mine, 64);
+	if (n != n_api)
+		RAW_FAIL;
+	for (int i = 0; i < n; i++)
+		if (mine[i].ce != api[i].ce || mine[i].lasti != api[i].lasti)
+			RAW_FAIL;
+	raw.state = 1;
+	shim_debug("python frames readable without the GIL (thread state word %d/%d, frame words "
+		   "%d %d %d)",
+		   raw.ts_off, raw.cf_off, raw.code_off, raw.prev_off, raw.instr_off);
+}
+
+/* Attribution with the GIL held. */
+static int py_walk_gil(PyThreadState *ts, uint32_t *site)
+{
+	struct pyframe all[64];
+	void *top;
+	int n = api_frames(all, 64, &top);
+	if (raw.state == 0 && ts)
+		raw_calibrate(ts, top, all, n);
+	return n > 0 && site_of(all, n, site);
+}
+
+static int only_thread_state(PyThreadState *ts)
+{
+	PyInterpreterState *in = py.ThreadState_GetInterpreter(ts);
+	if (!in)
+		return 0;
+	PyThreadState *h = py.Interp_ThreadHead(in);
+	return h == ts && py.ThreadState_Next(h) == NULL;
+}
+
+static int skip_module(const char *m)
+{
+	const char *b = strrchr(m, '/');
+	b = b ? b + 1 : m;
+	return !strncmp(b, "libcuda.", 8) || !strncmp(b, "libcudart", 9) ||
+	       !strncmp(b, "libcupti", 8) || !strncmp(b, "libaicprof", 10) ||
+	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libcublas", 9);
+}
+
+static int native_site(uint32_t *site)
+{
+	void *ips[32];
+	int n = unw_bt(ips, 32);
+	if (n <= 0)
+		return 0;
+	uint64_t key = 0x5678;
+	for (int i = 2; i < n; i++)
+		key = mix(key, (uint64_t)(uintptr_t)ips[i]);
+	uint32_t id;
+	struct site_ent *slot;
+	pthread_mutex_lock(&native_lock);
+	int found = table_find(key ^ 0xa5a5, &id, &slot);
+	if (!found && slot) {
+		id = atomic_fetch_add(&next_site, 1);
+		char buf[8192];
+		struct jbuf b = {buf, 0, sizeof(buf), 0};
+		jb_s(&b, "{\"t\":\"site\",\"id\":");
+		jb_u64(&b, id);
+		jb_s(&b, ",\"how\":\"native\",\"native\":[");
+		int k = 0;
+		for (int i = 1; i < n && k < depth + 2; i++) {
+			Dl_info di;
+			if (!dladdr(ips[i], &di) || !di.dli_fname || skip_module(di.dli_fname))
+				continue;
+			if (k++)
+				jb_s(&b, ",");
+			jb_s(&b, "{\"module\":"), jb_str(&b, rel(di.dli_fname));
+			jb_key(&b, "offset");
+			jb_hex(&b, (uint64_t)((char *)ips[i] - (char *)di.dli_fbase));
+			if (di.dli_sname)
+				jb_key(&b, "sym"), jb_str(&b, di.dli_sname);
+			jb_s(&b, "}");
+		}
+		jb_s(&b, "]}");
+		if (!b.overflow)
+			writer_meta(buf, b.len);
+		slot->key = key ^ 0xa5a5;
+		slot->id = id;
+		slot->used = 1;
+		found = 1;
+	}
+	pthread_mutex_unlock(&native_lock);
+	if (found)
+		*site = id;
+	return found;
+}
+
+int sites_current(uint32_t *site, int *inherited)
+{
+	*inherited = 0;
+	if (py.ok && py.IsInitialized()) {
+		if (py.IsFinalizing && py.IsFinalizing())
+			return 0;
+		PyThreadState *ts = py.GILState_GetThisThreadState();
+		if (py.GILState_Check())
+			return py_walk_gil(ts, site);
+		if (ts && raw.state == 1) {
+			struct pyframe all[64];
+			uintptr_t top = raw_top(ts);
+			int n = top ? raw_frames(top, all, 64) : 0;
+			if (n > 0 && site_of(all, n, site))
+				return 1;
+		}
+		if (ts && only_thread_state(ts)) {
+			int g = py.GILState_Ensure();
+			int r = py_walk_gil(ts, site);
+			py.GILState_Release(g);
+			return r;
+		}
+		uint32_t last = atomic_load(&last_py_site);
+		if (!last)
+			return 0;
+		*site = last - 1;
+		*inherited = 1;
+		return 1;
+	}
+	if (unw_bt)
+		return native_site(site);
+	return 0;
+}

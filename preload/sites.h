@@ -1,0 +1,24 @@
+/*
+ * sites.h - source attribution: the place in the user's program that caused a launch, as a
+ * deduplicated site id. Python programs get the user's Python frames; other programs a native
+ * stack from libunwind. A new site is written once as a "site" record (writer_meta).
+ */
+#ifndef AICPROF_SITES_H
+#define AICPROF_SITES_H
+
+#include <stdint.h>
+
+/* Finds Python and libunwind at run time; depth = user frames per site. Call once. */
+void sites_init(int depth);
+
+/*
+ * The site of the current call: returns 1 and sets *site, with *inherited = 1 when the calling
+ * thread could not be attributed and the last Python site of the process stands in for it;
+ * returns 0 when there is none. Never blocks on a lock the program may hold (see sites.c).
+ */
+int sites_current(uint32_t *site, int *inherited);
+
+/* Sites created so far (tests). */
+uint32_t sites_count(void);
+
+#endif

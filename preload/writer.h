@@ -1,0 +1,51 @@
+/*
+ * writer.h - the trace writer: one thread that drains the per-thread rings, formats each
+ * binary record as one JSON line, and writes whole lines to the trace file.
+ *
+ * The file is opened at the first drain that has something to write, so a process that
+ * never records writes nothing. Its first line is the header, built by the callback given to
+ * writer_init. Rare records (strings, sites, notes) are handed over already formatted through
+ * writer_meta(); the writer writes them before any ring record that could refer to them.
+ * Any write error stops the trace (one "aicprof:" line) and never touches the program.
+ */
+#ifndef AICPROF_WRITER_H
+#define AICPROF_WRITER_H
+
+#include "preload/jbuf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Sets the output path (already expanded), the size cap in bytes (0: none), the header
+ * callback (appends the header's fields after {"t":"header"), and the API name table. */
+void writer_init(const char *path, uint64_t cap_bytes, void (*header)(struct jbuf *),
+		 const char *(*api_name)(unsigned));
+
+/* Queues one formatted line (without the newline); copies it. Safe from any thread. */
+void writer_meta(const char *line, size_t len);
+
+/* Starts the writer thread if it is not running. Returns 0 or -1. */
+int writer_start(void);
+
+/*
+ * Drains everything recorded so far and writes it. final: also writes the end line
+ * ({"t":"end",...,"reason":reason}) and closes the file; later calls do nothing. Safe to call
+ * from the exit path while other threads still record (their later records are dropped).
+ */
+void writer_flush(int final, const char *reason);
+
+/* Drains without the thread (used by tests). Returns the number of lines written. */
+long writer_drain(void);
+
+/* Counters for the end line and for tests. */
+struct writer_stats {
+	uint64_t lines, bytes, kernels, capped, dropped_activity;
+	int failed, opened;
+};
+void writer_stats(struct writer_stats *s);
+void writer_count_activity_drop(uint64_t n);
+
+/* In a forked child: no file, no thread, counters cleared. */
+void writer_reset_after_fork(void);
+
+#endif

@@ -1,0 +1,290 @@
+/*
+ * model.c - loads summary.json and builds the report's checked view of it (see model.h).
+ *
+ * Loading reads the whole file and parses it with cJSON; on a syntax error cJSON gives the byte
+ * where it stopped, which is turned into a line number by counting newlines before it. Building
+ * walks nodes[], edges[] and candidates[] once: every field is read through jnum()/jstr(), which
+ * accept only the right type, so a malformed summary degrades to "unknown" and never crashes.
+ * Node ids are looked up directly when they equal the index, else by bsearch over a sorted copy,
+ * since ids need not be dense.
+ */
+#include "report/model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+cJSON *summary_load(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		error("cannot open '%s': %s", path, strerror(errno));
+		return NULL;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		strbuf_add(&sb, buf, n);
+	int bad = ferror(f);
+	fclose(f);
+	if (bad) {
+		error("cannot read '%s'", path);
+		strbuf_release(&sb);
+		return NULL;
+	}
+	if (!sb.len) {
+		error_at(path, 1, "empty file, expected a summary object");
+		strbuf_release(&sb);
+		return NULL;
+	}
+	const char *end = NULL;
+	cJSON *root = cJSON_ParseWithLengthOpts(sb.buf, sb.len, &end, 0);
+	if (!root) {
+		const char *at = end ? end : cJSON_GetErrorPtr();
+		long line = 1;
+		if (at && at >= sb.buf && at <= sb.buf + sb.len)
+			for (const char *p = sb.buf; p < at; p++)
+				line += *p == '\n';
+		error_at(path, line, "not valid JSON");
+		strbuf_release(&sb);
+		return NULL;
+	}
+	strbuf_release(&sb);
+	if (!cJSON_IsObject(root)) {
+		error("'%s' is not a summary: its top level is not an object", path);
+		cJSON_Delete(root);
+		return NULL;
+	}
+	return root;
+}
+
+int jnum(const cJSON *o, const char *key, double *out)
+{
+	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
+		return 0;
+	*out = v->valuedouble;
+	return 1;
+}
+
+double jnumd(const cJSON *o, const char *key, double dflt)
+{
+	double d;
+	return jnum(o, key, &d) ? d : dflt;
+}
+
+const char *jstr(const cJSON *o, const char *key)
+{
+	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+	return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
+}
+
+const cJSON *jarr(const cJSON *o, const char *key)
+{
+	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+	return cJSON_IsArray(v) ? v : NULL;
+}
+
+const cJSON *jobj(const cJSON *o, const char *key)
+{
+	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+	return cJSON_IsObject(v) ? v : NULL;
+}
+
+void rmodel_missing(struct rmodel *m, const char *what)
+{
+	for (int i = 0; i < m->nr_missing; i++)
+		if (!strcmp(m->missing[i], what))
+			return;
+	ALLOC_GROW(m->missing, m->nr_missing, m->alloc_missing);
+	m->missing[m->nr_missing++] = xstrdup(what);
+}
+
+/* A non-negative number field, or -1 (recording "nodes[].key" as missing when absent). */
+static double node_num(struct rmodel *m, const cJSON *o, const char *key)
+{
+	double d;
+	if (jnum(o, key, &d) && d >= 0)
+		return d;
+	char what[64];
+	snprintf(what, sizeof(what), "nodes[].%s", key);
+	rmodel_missing(m, what);
+	return -1;
+}
+
+static void node_init(struct rmodel *m, struct rnode *n, const cJSON *o, int index)
+{
+	double d;
+	memset(n, 0, sizeof(*n));
+	n->json = o;
+	n->id = jnum(o, "id", &d) ? (int)d : index;
+	n->name = jstr(o, "name");
+	n->full_name = jstr(o, "full_name");
+	if (!n->name)
+		n->name = n->full_name;
+	if (!n->name) {
+		rmodel_missing(m, "nodes[].name");
+		n->name = "unnamed";
+	}
+	n->kind = jstr(o, "kind");
+	n->family = jstr(o, "family");
+	n->op = jstr(o, "op");
+	n->dtype = jstr(o, "dtype");
+	n->bound = jstr(o, "bound");
+	n->us = node_num(m, o, "median_us");
+	n->bytes_read = node_num(m, o, "bytes_read");
+	n->bytes_written = node_num(m, o, "bytes_written");
+	n->flops = jnumd(o, "flops", -1);
+	n->gbs = jnumd(o, "achieved_gbs", -1);
+	n->intensity = jnumd(o, "intensity", -1);
+	n->roofline_us = jnumd(o, "roofline_us", -1);
+	n->count = jnum(o, "count", &d) ? (int)d : -1;
+	n->stream = jnum(o, "stream", &d) ? (int)d : -1;
+	n->cand = -1;
+	/* Derive what the analyzer left out but the report can compute from what it gave. */
+	if (n->gbs < 0 && n->us > 0 && n->bytes_read >= 0 && n->bytes_written >= 0)
+		n->gbs = (n->bytes_read + n->bytes_written) / (n->us * 1e3);
+	if (n->intensity < 0 && n->flops >= 0 && n->bytes_read + n->bytes_written > 0 &&
+	    n->bytes_read >= 0 && n->bytes_written >= 0)
+		n->intensity = n->flops / (n->bytes_read + n->bytes_written);
+	const cJSON *src = jarr(o, "sources");
+	if (src && cJSON_IsString(cJSON_GetArrayItem(src, 0)))
+		n->source = cJSON_GetArrayItem(src, 0)->valuestring;
+	const cJSON *site = jobj(o, "site");
+	if (!n->source && jstr(site, "file")) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_adds(&sb, jstr(site, "file"));
+		if (jnum(site, "line", &d))
+			strbuf_addf(&sb, ":%ld", (long)d);
+		n->source = n->source_buf = sb.buf;
+	}
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	const struct rmodel_id *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int rmodel_find(const struct rmodel *m, int id)
+{
+	if (id >= 0 && id < m->nr_nodes && m->nodes[id].id == id)
+		return id;
+	struct rmodel_id key = {id, 0};
+	struct rmodel_id *p = bsearch(&key, m->ids, (size_t)m->nr_nodes, sizeof(*m->ids), id_cmp);
+	return p ? p->index : -1;
+}
+
+void rmodel_init(struct rmodel *m, const cJSON *root)
+{
+	memset(m, 0, sizeof(*m));
+	m->root = root;
+	m->empty = cJSON_CreateArray();
+	const cJSON *nodes = jarr(root, "nodes");
+	if (!nodes)
+		rmodel_missing(m, "nodes");
+	int n = nodes ? cJSON_GetArraySize(nodes) : 0;
+	m->nodes = xcalloc((size_t)n + 1, sizeof(*m->nodes));
+	const cJSON *o;
+	cJSON_ArrayForEach(o, nodes)
+	{
+		if (!cJSON_IsObject(o)) {
+			rmodel_missing(m, "nodes[] (an entry is not an object)");
+			continue;
+		}
+		node_init(m, &m->nodes[m->nr_nodes], o, m->nr_nodes);
+		m->nr_nodes++;
+	}
+	m->ids = xcalloc((size_t)m->nr_nodes + 1, sizeof(*m->ids));
+	for (int i = 0; i < m->nr_nodes; i++)
+		m->ids[i] = (struct rmodel_id){m->nodes[i].id, i};
+	qsort(m->ids, (size_t)m->nr_nodes, sizeof(*m->ids), id_cmp);
+	for (int i = 0; i < m->nr_nodes; i++) {
+		struct rnode *p = &m->nodes[i];
+		if (p->us < 0)
+			continue;
+		m->kernel_us += p->us;
+		if (p->us > m->max_node_us)
+			m->max_node_us = p->us;
+	}
+	const cJSON *edges = jarr(root, "edges");
+	if (!edges)
+		rmodel_missing(m, "edges");
+	cJSON_ArrayForEach(o, edges)
+	{
+		double f, t;
+		if (!jnum(o, "from", &f) || !jnum(o, "to", &t)) {
+			rmodel_missing(m, "edges[].from/to");
+			continue;
+		}
+		int a = rmodel_find(m, (int)f), b = rmodel_find(m, (int)t);
+		if (a < 0 || b < 0)
+			continue;
+		ALLOC_GROW(m->edges, m->nr_edges, m->alloc_edges);
+		struct redge *e = &m->edges[m->nr_edges++];
+		e->from = a;
+		e->to = b;
+		e->bytes = jnumd(o, "bytes", -1);
+		e->how = jstr(o, "how");
+	}
+	m->cands = jarr(root, "candidates");
+	if (!m->cands) {
+		rmodel_missing(m, "candidates");
+		m->cands = m->empty;
+	}
+	m->nr_cands = cJSON_GetArraySize(m->cands);
+	int ci = 0;
+	cJSON_ArrayForEach(o, m->cands)
+	{
+		const cJSON *id;
+		cJSON_ArrayForEach(id, jarr(o, "nodes"))
+		{
+			int k = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+			if (k >= 0 && m->nodes[k].cand < 0)
+				m->nodes[k].cand = ci;
+		}
+		ci++;
+	}
+	m->cand_order = xcalloc((size_t)m->nr_cands + 1, sizeof(int));
+	m->cand_rank = xcalloc((size_t)m->nr_cands + 1, sizeof(int));
+	double *saved = xcalloc((size_t)m->nr_cands + 1, sizeof(double));
+	for (int i = 0; i < m->nr_cands; i++) {
+		m->cand_order[i] = i;
+		saved[i] = jnumd(cJSON_GetArrayItem(m->cands, i), "time_saved_us_per_step", -1);
+	}
+	/* Insertion sort, stable: candidates are few. */
+	for (int i = 1; i < m->nr_cands; i++)
+		for (int j = i; j > 0 && saved[m->cand_order[j]] > saved[m->cand_order[j - 1]];
+		     j--) {
+			int t = m->cand_order[j];
+			m->cand_order[j] = m->cand_order[j - 1];
+			m->cand_order[j - 1] = t;
+		}
+	for (int k = 0; k < m->nr_cands; k++)
+		m->cand_rank[m->cand_order[k]] = k + 1;
+	free(saved);
+	const cJSON *steps = jobj(root, "steps");
+	if (jnum(steps, "median_us", &m->step_us) && m->step_us > 0) {
+		m->step_us_known = 1;
+	} else {
+		rmodel_missing(m, "steps.median_us");
+		m->step_us = m->kernel_us > 0 ? m->kernel_us : -1;
+	}
+}
+
+void rmodel_release(struct rmodel *m)
+{
+	for (int i = 0; i < m->nr_nodes; i++)
+		free(m->nodes[i].source_buf);
+	free(m->nodes);
+	free(m->edges);
+	for (int i = 0; i < m->nr_missing; i++)
+		free(m->missing[i]);
+	free(m->missing);
+	cJSON_Delete(m->empty);
+	free(m->ids);
+	free(m->cand_order);
+	free(m->cand_rank);
+	memset(m, 0, sizeof(*m));
+}

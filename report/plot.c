@@ -1,0 +1,334 @@
+/*
+ * plot.c - roofline and timeline as SVG, drawn by hand (Graphviz lays out graphs, not plots).
+ *
+ * Roofline: both axes are log10, spanning whole decades that hold every point and every roof.
+ * A kernel is a circle whose area follows its share of the step's kernel time, coloured by
+ * family. The bandwidth roof is y = peak_bw * x; each compute ceiling is a horizontal line at
+ * peak_tflops[dtype] from the point where it meets the bandwidth roof (the ridge).
+ *
+ * Timeline: streams are lanes in the order they first appear; the x axis runs from the first
+ * event's start to the last event's end, with ticks at 1, 2 or 5 times a power of ten. Names
+ * are written inside a box only when they fit (about 6 px a character).
+ */
+#include "report/plot.h"
+
+#include <math.h>
+#include <string.h>
+
+static const struct {
+	const char *family, *colour;
+} family_colours[] = {
+    {"elementwise", "#4e79a7"}, {"reduction", "#f28e2b"}, {"norm", "#e15759"},
+    {"softmax", "#76b7b2"},     {"gemm", "#59a14f"},      {"attention", "#edc948"},
+    {"index", "#b07aa1"},       {"copy", "#ff9da7"},      {"memset", "#9c755f"},
+    {"optimizer", "#d4a6c8"},   {"triton", "#86bcb6"},    {"nccl", "#d37295"},
+};
+
+const char *family_colour(const char *family)
+{
+	for (size_t i = 0; family && i < ARRAY_SIZE(family_colours); i++)
+		if (!strcmp(family, family_colours[i].family))
+			return family_colours[i].colour;
+	return "#a0a0a0";
+}
+
+static void add_us(struct strbuf *sb, double us)
+{
+	if (us >= 1000)
+		strbuf_addf(sb, "%.2f ms", us / 1000);
+	else
+		strbuf_addf(sb, "%.1f µs", us);
+}
+
+/* "1G", "10T", "0.1" for a power of ten with an SI prefix where it has one. */
+static void add_decade(struct strbuf *sb, int e)
+{
+	static const char *pre[] = {"", "k", "M", "G", "T", "P", "E"};
+	if (e >= 0 && e / 3 < (int)ARRAY_SIZE(pre)) {
+		static const char *mul[] = {"1", "10", "100"};
+		strbuf_addf(sb, "%s%s", mul[e % 3], pre[e / 3]);
+	} else {
+		strbuf_addf(sb, "%g", pow(10, e));
+	}
+}
+
+struct axis {
+	int lo, hi;      /* decades */
+	double px0, px1; /* pixel positions of lo and hi */
+};
+
+static double axis_px(const struct axis *a, double v)
+{
+	return a->px0 + (log10(v) - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+}
+
+int plot_roofline(const struct rmodel *m, struct strbuf *out)
+{
+	const cJSON *dev = jobj(m->root, "device");
+	double bw = jnumd(dev, "peak_bw_gbs", -1) * 1e9; /* bytes/s */
+	const cJSON *tf = jobj(dev, "peak_tflops");
+	double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak = 0;
+	int n = 0;
+	for (int i = 0; i < m->nr_nodes; i++) {
+		const struct rnode *p = &m->nodes[i];
+		if (p->flops <= 0 || p->intensity <= 0 || p->us <= 0)
+			continue;
+		double y = p->flops / (p->us * 1e-6);
+		xmin = fmin(xmin, p->intensity);
+		xmax = fmax(xmax, p->intensity);
+		ymin = fmin(ymin, y);
+		ymax = fmax(ymax, y);
+		n++;
+	}
+	if (!n)
+		return 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, tf)
+	{
+		if (cJSON_IsNumber(c) && c->valuedouble > 0)
+			peak = fmax(peak, c->valuedouble * 1e12);
+	}
+	if (peak > 0)
+		ymax = fmax(ymax, peak);
+	if (bw > 0 && peak > 0)
+		xmax = fmax(xmax, peak / bw); /* show the ridge */
+	ymax *= 3;                            /* room for the ceilings' labels */
+	xmax *= 2;
+	const double W = 760, H = 440, L = 70, R = 24, T = 16, B = 50;
+	struct axis ax = {(int)floor(log10(xmin)), (int)ceil(log10(xmax)), L, W - R};
+	struct axis ay = {(int)floor(log10(ymin)), (int)ceil(log10(ymax)), H - B, T};
+	if (ax.hi <= ax.lo)
+		ax.hi = ax.lo + 1;
+	if (ay.hi <= ay.lo)
+		ay.hi = ay.lo + 1;
+	strbuf_addf(out,
+	            "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	            "aria-label=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	            W, H);
+	strbuf_addf(out,
+	            "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
+	            "class=\"frame\"/>\n",
+	            L, T, W - R - L, H - B - T);
+	for (int e = ax.lo; e <= ax.hi; e++) {
+		double x = axis_px(&ax, pow(10, e));
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+		            "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
+		            "text-anchor=\"middle\">",
+		            x, T, x, H - B, x, H - B + 16);
+		add_decade(out, e);
+		strbuf_adds(out, "</text>\n");
+	}
+	for (int e = ay.lo; e <= ay.hi; e++) {
+		double y = axis_px(&ay, pow(10, e));
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
+		            "y2=\"%.1f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.1f\" "
+		            "text-anchor=\"end\">",
+		            L, y, W - R, y, L - 6, y + 4);
+		add_decade(out, e);
+		strbuf_adds(out, "</text>\n");
+	}
+	strbuf_addf(out,
+	            "<text class=\"axis\" x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">"
+	            "arithmetic intensity (FLOP per byte of VRAM traffic)</text>\n",
+	            (L + W - R) / 2, H - 12);
+	strbuf_addf(out,
+	            "<text class=\"axis\" transform=\"translate(16 %.0f) rotate(-90)\" "
+	            "text-anchor=\"middle\">achieved FLOP/s</text>\n",
+	            (T + H - B) / 2);
+	/* Clip the roofs to the frame. */
+	strbuf_addf(out,
+	            "<clipPath id=\"rf-clip\"><rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+	            "height=\"%.0f\"/></clipPath><g clip-path=\"url(#rf-clip)\">\n",
+	            L, T, W - R - L, H - B - T);
+	double x0 = pow(10, ax.lo), x1 = pow(10, ax.hi);
+	if (bw > 0) {
+		double xe = peak > 0 ? peak / bw : x1;
+		strbuf_addf(out,
+		            "<line class=\"roof\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		            "y2=\"%.1f\"><title>bandwidth roof %.0f GB/s</title></line>\n",
+		            axis_px(&ax, x0), axis_px(&ay, bw * x0), axis_px(&ax, xe),
+		            axis_px(&ay, bw * xe), bw / 1e9);
+		/* The label sits on the roof, left of the ridge, turned to its slope. */
+		double lx = xe / 12, ly = bw * lx;
+		double ang =
+		    atan2(axis_px(&ay, 10) - axis_px(&ay, 1), axis_px(&ax, 10) - axis_px(&ax, 1));
+		if (lx > x0 && ly > pow(10, ay.lo) && ly < pow(10, ay.hi))
+			strbuf_addf(out,
+			            "<text class=\"rooflabel\" text-anchor=\"end\" "
+			            "transform=\"translate(%.1f %.1f) rotate(%.1f)\" dy=\"-5\">"
+			            "bandwidth roof %.0f GB/s</text>\n",
+			            axis_px(&ax, lx), axis_px(&ay, ly), ang * 180 / M_PI, bw / 1e9);
+	}
+	cJSON_ArrayForEach(c, tf)
+	{
+		if (!cJSON_IsNumber(c) || c->valuedouble <= 0 || !c->string)
+			continue;
+		double f = c->valuedouble * 1e12, xs = bw > 0 ? f / bw : x0;
+		double y = axis_px(&ay, f);
+		strbuf_addf(out,
+		            "<line class=\"ceil\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+		            "y2=\"%.1f\"/><text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
+		            "text-anchor=\"end\">",
+		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, y - 4);
+		strbuf_add_html(out, c->string);
+		strbuf_addf(out, " %.0f TFLOP/s</text>\n", c->valuedouble);
+	}
+	strbuf_adds(out, "</g>\n");
+	double total = m->kernel_us > 0 ? m->kernel_us : 1;
+	for (int i = 0; i < m->nr_nodes; i++) {
+		const struct rnode *p = &m->nodes[i];
+		if (p->flops <= 0 || p->intensity <= 0 || p->us <= 0)
+			continue;
+		double y = p->flops / (p->us * 1e-6);
+		double r = 3 + 14 * sqrt(p->us / total);
+		strbuf_addf(out,
+		            "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" "
+		            "fill=\"%s\" data-node=\"%d\"><title>",
+		            axis_px(&ax, p->intensity), axis_px(&ay, y), r,
+		            family_colour(p->family), p->id);
+		strbuf_add_html(out, p->name);
+		strbuf_addf(out, "\n%.3g FLOP/B, %.3g GFLOP/s, ", p->intensity, y / 1e9);
+		add_us(out, p->us);
+		if (p->bound) {
+			strbuf_adds(out, ", ");
+			strbuf_add_html(out, p->bound);
+			strbuf_adds(out, "-bound");
+		}
+		strbuf_adds(out, "</title></circle>\n");
+	}
+	strbuf_adds(out, "</svg>\n");
+	return n;
+}
+
+/* A tick step of 1, 2 or 5 times a power of ten giving about 8 ticks over span. */
+static double nice_step(double span)
+{
+	double raw = span / 8, p = pow(10, floor(log10(raw)));
+	return raw / p < 1.5 ? p : raw / p < 3.5 ? 2 * p : raw / p < 7.5 ? 5 * p : 10 * p;
+}
+
+int plot_timeline(const struct rmodel *m, struct strbuf *out)
+{
+	const cJSON *evs = jarr(jobj(m->root, "timeline"), "events");
+	int streams[64], nr = 0, n = 0;
+	double t0 = INFINITY, t1 = -INFINITY, d;
+	const cJSON *ev;
+	cJSON_ArrayForEach(ev, evs)
+	{
+		double s, dur;
+		if (!jnum(ev, "start_us", &s))
+			continue;
+		dur = jnum(ev, "dur_us", &dur) && dur > 0 ? dur : 0;
+		t0 = fmin(t0, s);
+		t1 = fmax(t1, s + dur);
+		int st = jnum(ev, "stream", &d) ? (int)d : 0, known = 0;
+		for (int i = 0; i < nr; i++)
+			known |= streams[i] == st;
+		if (!known && nr < (int)ARRAY_SIZE(streams))
+			streams[nr++] = st;
+		n++;
+	}
+	if (!n)
+		return 0;
+	if (t1 <= t0)
+		t1 = t0 + 1;
+	const double W = 1000, L = 78, R = 12, T = 8, lane = 34, axis_h = 26;
+	double H = T + nr * lane + axis_h;
+	double scale = (W - L - R) / (t1 - t0);
+	strbuf_addf(out,
+	            "<svg class=\"plot timeline\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
+	            "aria-label=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	            W, H);
+	for (int i = 0; i < nr; i++) {
+		double y = T + i * lane;
+		strbuf_addf(out,
+		            "<rect class=\"lane%s\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
+		            "height=\"%.0f\"/><text class=\"tick\" x=\"%.0f\" y=\"%.0f\" "
+		            "text-anchor=\"end\">stream %d</text>\n",
+		            i % 2 ? " odd" : "", L, y, W - L - R, lane, L - 6, y + lane / 2 + 4,
+		            streams[i]);
+	}
+	double step = nice_step(t1 - t0);
+	for (double t = ceil(t0 / step) * step; t <= t1 + step * 1e-9; t += step) {
+		double x = L + (t - t0) * scale;
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
+		            "y2=\"%.0f\"/><text class=\"tick\" x=\"%.1f\" y=\"%.0f\" "
+		            "text-anchor=\"middle\">",
+		            x, T, x, T + nr * lane, x, T + nr * lane + 16);
+		double tt = t - t0;
+		if (step >= 1 && tt < 1000)
+			strbuf_addf(out, "%.0f µs", tt);
+		else
+			add_us(out, tt);
+		strbuf_adds(out, "</text>\n");
+	}
+	cJSON_ArrayForEach(ev, evs)
+	{
+		double s, dur;
+		if (!jnum(ev, "start_us", &s))
+			continue;
+		dur = jnum(ev, "dur_us", &dur) && dur > 0 ? dur : 0;
+		int st = jnum(ev, "stream", &d) ? (int)d : 0, lanei = 0;
+		for (int i = 0; i < nr; i++)
+			if (streams[i] == st)
+				lanei = i;
+		const char *kind = jstr(ev, "kind");
+		int k = jnum(ev, "node", &d) ? rmodel_find(m, (int)d) : -1;
+		const struct rnode *p = k >= 0 ? &m->nodes[k] : NULL;
+		const char *name = jstr(ev, "name");
+		if (!name)
+			name = p ? p->name : kind ? kind : "event";
+		double x = L + (s - t0) * scale, w = fmax(dur * scale, 1.5), y = T + lanei * lane;
+		const char *fill = "#4e79a7";
+		if (kind && !strcmp(kind, "copy"))
+			fill = "#2ca02c";
+		else if (kind && !strcmp(kind, "set"))
+			fill = "#9c755f";
+		else if (p)
+			fill = family_colour(p->family);
+		int sync = kind && !strcmp(kind, "sync");
+		if (sync)
+			strbuf_addf(out,
+			            "<rect class=\"sync\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+			            "height=\"%.0f\"><title>",
+			            x - 1, y + 1, fmax(w, 2.5), lane - 2);
+		else
+			strbuf_addf(out,
+			            "<rect class=\"ev\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" "
+			            "height=\"%.0f\" fill=\"%s\"%s><title>",
+			            x, y + 4, w, lane - 8, fill,
+			            p && p->cand >= 0 ? " stroke=\"#1f6fb2\" stroke-width=\"2\""
+			                              : "");
+		strbuf_add_html(out, name);
+		strbuf_addf(out, "\n%s at ", kind ? kind : "event");
+		add_us(out, s - t0);
+		strbuf_adds(out, ", ");
+		add_us(out, dur);
+		strbuf_adds(out, "</title></rect>\n");
+		/* The name inside the box when at least 5 characters fit. */
+		int fit = (int)((w - 6) / 6.2);
+		if (!sync && fit >= 5) {
+			size_t len = strlen(name);
+			strbuf_addf(out, "<text class=\"evlabel\" x=\"%.1f\" y=\"%.0f\">", x + 3,
+			            y + lane / 2 + 4);
+			if ((int)len <= fit) {
+				strbuf_add_html(out, name);
+			} else {
+				struct strbuf cut = STRBUF_INIT;
+				size_t c = (size_t)fit - 1;
+				while (c && ((unsigned char)name[c] & 0xC0) == 0x80)
+					c--;
+				strbuf_add(&cut, name, c);
+				strbuf_add_html(out, cut.buf);
+				strbuf_adds(out, "…");
+				strbuf_release(&cut);
+			}
+			strbuf_adds(out, "</text>\n");
+		}
+	}
+	strbuf_adds(out, "</svg>\n");
+	return n;
+}

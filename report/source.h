@@ -1,0 +1,37 @@
+/*
+ * source.h - the text of the user's source lines, for the report: "train.py:13" becomes the
+ * line's text when the file can be read. Files are looked up as given when absolute, else
+ * relative to each directory the summary offers (traces[].cwd, then the summary's own
+ * directory, then the current directory). Absence is normal: the report still shows file:line.
+ */
+#ifndef AICPROF_REPORT_SOURCE_H
+#define AICPROF_REPORT_SOURCE_H
+
+struct srcfile;
+
+struct srccache {
+	struct srcfile *files;
+	int nr, alloc;
+	char **dirs;
+	int nr_dirs, alloc_dirs;
+};
+
+/* An empty cache with no directories; release with srccache_release(). */
+void srccache_init(struct srccache *c);
+void srccache_add_dir(struct srccache *c, const char *dir);
+void srccache_release(struct srccache *c);
+
+/*
+ * Splits "file:line" (at the last colon followed by digits) into a new string *file the caller
+ * frees and *line. Returns 0, or -1 (nothing allocated) when loc has no line.
+ */
+int source_split(const char *loc, char **file, long *line);
+
+/*
+ * The text of line (1-based) of file, leading and trailing blanks trimmed, at most 240 bytes;
+ * owned by the cache, valid until srccache_release(). NULL when the file cannot be read, is
+ * not text, or is shorter. Files over 8 MiB are not read. Never fails otherwise.
+ */
+const char *source_line(struct srccache *c, const char *file, long line);
+
+#endif

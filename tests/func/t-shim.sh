@@ -1,0 +1,53 @@
+# The shim inside programs that never use CUDA (this machine has no GPU): nothing changes.
+. "$(dirname "$0")/lib.sh"
+S=$B/libaicprof.so
+cd "$tmp" || exit 1
+
+LD_PRELOAD=$S /bin/true; rc=$?
+check "/bin/true: exit code 0" test "$rc" = 0
+LD_PRELOAD=$S /bin/sh -c 'exit 42'; rc=$?
+check "sh -c 'exit 42': exit code 42" test "$rc" = 42
+out=$(LD_PRELOAD=$S /bin/echo hello 2>&1)
+check "echo: output unchanged, nothing on stderr" test "$out" = "hello"
+check "no trace from programs without CUDA" sh -c '! ls aicprof.*.aicp.jsonl >/dev/null 2>&1'
+
+LD_PRELOAD=$S cat /proc/self/maps >maps.txt
+check "CUPTI is not loaded into a program that never initialises CUDA" sh -c '! grep -q libcupti maps.txt'
+check "the CUDA driver is not loaded either" sh -c '! grep -q "libcuda\.so" maps.txt'
+check "libunwind is not loaded either" sh -c '! grep -q "libunwind" maps.txt'
+
+out=$(LD_PRELOAD=$S python3 -c 'import os; print("py", os.getpid() > 0)' 2>&1); rc=$?
+check "python3 -c: output and exit code unchanged" test "$out" = "py True" -a "$rc" = 0
+LD_PRELOAD=$S python3 -c 'import sys; sys.exit(7)'; rc=$?
+check "python3 sys.exit(7): 7" test "$rc" = 7
+LD_PRELOAD=$S python3 -c 'raise SystemExit("bye")' 2>err.txt; rc=$?
+check "python3 uncaught SystemExit: 1 and its message" sh -c "test $rc = 1 && grep -q bye err.txt"
+
+out=$(LD_PRELOAD=$S python3 -c '
+import os
+pid = os.fork()
+if pid == 0:
+    print("child"); os._exit(3)
+_, st = os.waitpid(pid, 0)
+print("parent", os.waitstatus_to_exitcode(st))' 2>&1)
+check "fork: child and parent run, child exit code seen" test "$(echo $out)" = "child parent 3"
+
+LD_PRELOAD=$S python3 -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'; rc=$?
+check "SIGTERM: killed by the signal (143)" test "$rc" = 143
+LD_PRELOAD=$S sh -c 'kill -INT $$'; rc=$?
+check "SIGINT: killed by the signal (130)" test "$rc" = 130
+
+err=$(AICPROF_DEPTH=99 AICPROF_ATTRIB=maybe LD_PRELOAD=$S /bin/true 2>&1); rc=$?
+check "bad settings: exit code unchanged" test "$rc" = 0
+check "bad settings: one aicprof line each" test "$(echo "$err" | grep -c '^aicprof: ignoring AICPROF_')" = 2
+err=$(AICPROF_QUIET=1 AICPROF_DEPTH=99 LD_PRELOAD=$S /bin/true 2>&1)
+check "AICPROF_QUIET silences them" test -z "$err"
+
+env=$(LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
+check "PYTORCH_CUDA_ALLOC_CONF set to cudaMallocAsync by default" test "$env" = "backend:cudaMallocAsync"
+env=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
+check "the user's PYTORCH_CUDA_ALLOC_CONF is kept" test "$env" = "expandable_segments:True"
+env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
+check "AICPROF_ALLOC_BACKEND=0 leaves it unset" test "$env" = "None"
+err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
+check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1

@@ -1,0 +1,147 @@
+/* test-config.c - the shim's configuration: defaults, each variable, bad values, output paths. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "preload/config.h"
+
+static const char *env[32][2];
+static int nenv;
+
+static const char *lookup(const char *name)
+{
+	for (int i = 0; i < nenv; i++)
+		if (!strcmp(env[i][0], name))
+			return env[i][1];
+	return NULL;
+}
+
+static void set(const char *k, const char *v)
+{
+	env[nenv][0] = k;
+	env[nenv][1] = v;
+	nenv++;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	nenv = 0;
+	return 0;
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct config c;
+	struct config_msgs m;
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 0);
+	assert_string_equal(c.output, "aicprof.%p.aicp.jsonl");
+	assert_int_equal(c.attrib, 1);
+	assert_int_equal(c.depth, 4);
+	assert_int_equal(c.alloc_backend, 1);
+	assert_int_equal(c.max_mb, 2048);
+	assert_int_equal(c.writes, WRITES_INFER);
+	assert_int_equal(c.args, 1);
+	assert_int_equal(c.eager, 0);
+}
+
+static void test_every_variable(void **state)
+{
+	(void)state;
+	set("AICPROF_OUTPUT", "run.%r.jsonl");
+	set("AICPROF_ATTRIB", "off");
+	set("AICPROF_DEPTH", "7");
+	set("AICPROF_ALLOC_BACKEND", "0");
+	set("AICPROF_MAX_MB", "10");
+	set("AICPROF_DELAY", "2.5");
+	set("AICPROF_RANGE", "train");
+	set("AICPROF_QUIET", "yes");
+	set("AICPROF_WRITES", "probe");
+	set("AICPROF_PROBE_COUNT", "5");
+	set("AICPROF_EAGER", "true");
+	set("AICPROF_ARGS", "0");
+	struct config c;
+	struct config_msgs m;
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 0);
+	assert_string_equal(c.output, "run.%r.jsonl");
+	assert_int_equal(c.attrib, 0);
+	assert_int_equal(c.depth, 7);
+	assert_int_equal(c.alloc_backend, 0);
+	assert_int_equal(c.max_mb, 10);
+	assert_true(c.delay_s > 2.49 && c.delay_s < 2.51);
+	assert_string_equal(c.range, "train");
+	assert_int_equal(c.quiet, 1);
+	assert_int_equal(c.writes, WRITES_PROBE);
+	assert_int_equal(c.probe_count, 5);
+	assert_int_equal(c.eager, 1);
+	assert_int_equal(c.args, 0);
+}
+
+static void test_bad_values_keep_defaults(void **state)
+{
+	(void)state;
+	set("AICPROF_DEPTH", "99");
+	set("AICPROF_ATTRIB", "maybe");
+	set("AICPROF_MAX_MB", "12abc");
+	set("AICPROF_DELAY", "-1");
+	set("AICPROF_WRITES", "always");
+	set("AICPROF_OUTPUT", "");
+	struct config c;
+	struct config_msgs m;
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 6);
+	assert_int_equal(c.depth, 4);
+	assert_int_equal(c.attrib, 1);
+	assert_int_equal(c.max_mb, 2048);
+	assert_true(c.delay_s == 0);
+	assert_int_equal(c.writes, WRITES_INFER);
+	assert_string_equal(c.output, "aicprof.%p.aicp.jsonl");
+	int found = 0;
+	for (int i = 0; i < m.n; i++)
+		found += strstr(m.msg[i], "AICPROF_DEPTH='99'") && strstr(m.msg[i], "out of range");
+	assert_int_equal(found, 1);
+}
+
+static void test_long_value_is_refused(void **state)
+{
+	(void)state;
+	static char big[2000];
+	memset(big, 'x', sizeof(big) - 1);
+	set("AICPROF_OUTPUT", big);
+	struct config c;
+	struct config_msgs m;
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 1);
+	assert_non_null(strstr(m.msg[0], "too long"));
+	assert_string_equal(c.output, "aicprof.%p.aicp.jsonl");
+}
+
+static void test_output_path(void **state)
+{
+	(void)state;
+	char out[64];
+	assert_int_equal(config_output_path("a.%p.%r.%h.%%.%x", 42, "3", "gpu1", out, sizeof(out)), 0);
+	assert_string_equal(out, "a.42.3.gpu1.%.%x");
+	assert_int_equal(config_output_path("%r", 1, NULL, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "0");
+	assert_int_equal(config_output_path("0123456789%p", 123456, NULL, NULL, out, 12), -1);
+	assert_int_equal(config_output_path("trailing%", 1, NULL, NULL, out, sizeof(out)), 0);
+	assert_string_equal(out, "trailing%");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_defaults, setup),
+		cmocka_unit_test_setup(test_every_variable, setup),
+		cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),
+		cmocka_unit_test_setup(test_long_value_is_refused, setup),
+		cmocka_unit_test_setup(test_output_path, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

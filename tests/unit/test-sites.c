@@ -1,0 +1,191 @@
+/* test-sites.c - Python source attribution inside an embedded interpreter (no GPU needed):
+ * the same call site gives the same site id, another line another id, the user's frames and
+ * lines are right, and each of the three ways a launching thread is attributed works: holding
+ * the GIL, having released it (the only thread state, or with another thread alive: the raw
+ * walker), and a C thread with no thread state (inherited). */
+#include <Python.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/ring.h"
+#include "preload/shim.h"
+#include "preload/sites.h"
+#include "preload/writer.h"
+
+static char path[256];
+
+/* probe.site(mode): mode 0 holds the GIL, 1 releases it around the attribution (as PyTorch's
+ * bindings do around a launch), 2 asks from a fresh C thread with no thread state. Returns
+ * (site id or -1, inherited). */
+struct req {
+	uint32_t site;
+	int inh, found;
+};
+
+static void *c_thread(void *arg)
+{
+	struct req *r = arg;
+	r->found = sites_current(&r->site, &r->inh);
+	return NULL;
+}
+
+static PyObject *probe_site(PyObject *self, PyObject *args)
+{
+	(void)self;
+	int mode = 0;
+	if (!PyArg_ParseTuple(args, "i", &mode))
+		return NULL;
+	struct req r = {0, 0, 0};
+	if (mode == 0) {
+		r.found = sites_current(&r.site, &r.inh);
+	} else if (mode == 1) {
+		Py_BEGIN_ALLOW_THREADS r.found = sites_current(&r.site, &r.inh);
+		Py_END_ALLOW_THREADS
+	} else {
+		pthread_t t;
+		Py_BEGIN_ALLOW_THREADS pthread_create(&t, NULL, c_thread, &r);
+		pthread_join(t, NULL);
+		Py_END_ALLOW_THREADS
+	}
+	return Py_BuildValue("(ii)", r.found ? (int)r.site : -1, r.inh);
+}
+
+static PyMethodDef methods[] = {{"site", probe_site, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "probe", NULL, -1, methods,
+				 NULL,			NULL, NULL, NULL};
+static PyObject *init_probe(void)
+{
+	return PyModule_Create(&mod);
+}
+
+static int run(const char *code)
+{
+	return PyRun_SimpleString(code);
+}
+
+static long get_int(const char *expr)
+{
+	PyObject *m = PyImport_AddModule("__main__");
+	PyObject *d = PyModule_GetDict(m);
+	PyObject *v = PyRun_String(expr, Py_eval_input, d, d);
+	long x = v ? PyLong_AsLong(v) : -99;
+	Py_XDECREF(v);
+	return x;
+}
+
+/* The site record with id, from the trace (caller deletes). */
+static cJSON *site_record(long id)
+{
+	writer_drain();
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char line[16384];
+	cJSON *found = NULL;
+	while (!found && fgets(line, sizeof(line), f)) {
+		cJSON *j = cJSON_Parse(line);
+		cJSON *t = j ? cJSON_GetObjectItem(j, "t") : NULL;
+		if (t && !strcmp(t->valuestring, "site") &&
+		    cJSON_GetObjectItem(j, "id")->valueint == id)
+			found = j;
+		else
+			cJSON_Delete(j);
+	}
+	fclose(f);
+	return found;
+}
+
+static const char *program = "import probe, threading\n"
+			     "def inner(mode):\n"
+			     "    return probe.site(mode)\n"
+			     "def outer(mode):\n"
+			     "    a = inner(mode)\n"
+			     "    b = inner(mode)\n"
+			     "    return a, b\n";
+
+static void test_gil_held(void **state)
+{
+	(void)state;
+	assert_int_equal(run(program), 0);
+	assert_int_equal(run("r = outer(0)\nsame = [inner(0) for _ in range(3)]"), 0);
+	long a = get_int("r[0][0]"), b = get_int("r[1][0]");
+	assert_true(a >= 0 && b >= 0);
+	assert_int_not_equal(a, b); /* lines 5 and 6 of the program: two sites */
+	assert_int_equal(get_int("r[0][1]"), 0);
+	assert_int_equal(get_int("len(set(s for s, _ in same))"), 1);
+	cJSON *s = site_record(a);
+	assert_non_null(s);
+	cJSON *fr = cJSON_GetObjectItem(s, "frames");
+	assert_true(cJSON_GetArraySize(fr) >= 2);
+	cJSON *f0 = cJSON_GetArrayItem(fr, 0);
+	assert_string_equal(cJSON_GetObjectItem(f0, "file")->valuestring, "<string>");
+	assert_string_equal(cJSON_GetObjectItem(f0, "func")->valuestring, "inner");
+	assert_int_equal(cJSON_GetObjectItem(f0, "line")->valueint, 3);
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(f0, "user")));
+	cJSON *f1 = cJSON_GetArrayItem(fr, 1);
+	assert_string_equal(cJSON_GetObjectItem(f1, "func")->valuestring, "outer");
+	assert_int_equal(cJSON_GetObjectItem(f1, "line")->valueint, 5);
+	cJSON_Delete(s);
+}
+
+static void test_gil_released_only_thread(void **state)
+{
+	(void)state;
+	assert_int_equal(run("r0, r1 = [outer(m) for m in (0, 1)]"), 0);
+	/* the same sites as with the GIL held: the shim took the GIL, nobody else could hold it */
+	assert_int_equal(get_int("r1[0][0]"), get_int("r0[0][0]"));
+	assert_int_equal(get_int("r1[1][0]"), get_int("r0[1][0]"));
+	assert_int_equal(get_int("r1[0][1]"), 0);
+}
+
+static void test_gil_released_other_thread_alive(void **state)
+{
+	(void)state;
+	/* a second Python thread exists (blocked): the shim must not take the GIL, and reads the
+	 * frames without it (the raw walker learnt its offsets in the tests above) */
+	assert_int_equal(run("ev = threading.Event()\n"
+			     "t = threading.Thread(target=ev.wait)\n"
+			     "t.start()\n"
+			     "r0, r2 = [outer(m) for m in (0, 1)]\n"
+			     "ev.set(); t.join()"),
+			 0);
+	assert_int_equal(get_int("r2[0][0]"), get_int("r0[0][0]"));
+	assert_int_equal(get_int("r2[1][0]"), get_int("r0[1][0]"));
+	assert_int_equal(get_int("r2[0][1]"), 0);
+}
+
+static void test_thread_without_python(void **state)
+{
+	(void)state;
+	assert_int_equal(run("r0, r3 = [outer(m) for m in (0, 2)]"), 0);
+	/* a C thread: the last Python site stands in, and says so */
+	assert_int_equal(get_int("r3[0][1]"), 1);
+	assert_int_equal(get_int("r3[0][0]"), get_int("r0[1][0]"));
+}
+
+int main(void)
+{
+	snprintf(path, sizeof(path), "/tmp/aicprof-sites-%d.jsonl", (int)getpid());
+	writer_init(path, 0, NULL, NULL);
+	PyImport_AppendInittab("probe", init_probe);
+	Py_Initialize();
+	sites_init(4);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gil_held),
+		cmocka_unit_test(test_gil_released_only_thread),
+		cmocka_unit_test(test_gil_released_other_thread_alive),
+		cmocka_unit_test(test_thread_without_python),
+	};
+	int r = cmocka_run_group_tests(tests, NULL, NULL);
+	Py_FinalizeEx();
+	writer_flush(1, "exit");
+	unlink(path);
+	return r;
+}

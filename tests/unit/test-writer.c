@@ -1,0 +1,264 @@
+/* test-writer.c - per-thread rings, the trace writer and the allocation map, without a GPU:
+ * records made from several threads come out as whole, parseable lines in order, strings
+ * before their users, the size cap holds, a bad output path costs nothing but the trace. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/ptrmap.h"
+#include "preload/record.h"
+#include "preload/ring.h"
+#include "preload/shim.h"
+#include "preload/writer.h"
+
+static char path[256];
+
+static const char *api_name(unsigned a)
+{
+	return a == 7 ? "cuMemAllocAsync" : "?";
+}
+
+static void header(struct jbuf *b)
+{
+	jb_s(b, ",\"format\":1,\"test\":true");
+}
+
+static void put(int64_t id, uint64_t ptr)
+{
+	struct r_alloc *r = ring_reserve(sizeof(*r));
+	assert_non_null(r);
+	memset(r, 0, sizeof(*r));
+	r->h = (struct rec_hdr){R_ALLOC, 0, sizeof(*r)};
+	r->seq = shim_seq();
+	r->id = id;
+	r->ptr = ptr;
+	r->size = 4096;
+	r->api = 7;
+	r->tid = shim_tid();
+	ring_commit();
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	ring_reset_after_fork();
+	writer_reset_after_fork();
+	snprintf(path, sizeof(path), "/tmp/aicprof-test-%d.jsonl", (int)getpid());
+	unlink(path);
+	writer_init(path, 0, header, api_name);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+/* Reads the trace: returns the parsed lines (caller frees) and their count in *n. */
+static cJSON **read_lines(int *n, int *bad)
+{
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	cJSON **v = NULL;
+	*n = *bad = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (line[len - 1] != '\n') {
+			(*bad)++;
+			continue;
+		}
+		cJSON *j = cJSON_Parse(line);
+		if (!j) {
+			(*bad)++;
+			continue;
+		}
+		v = realloc(v, sizeof(*v) * (size_t)(*n + 1));
+		v[(*n)++] = j;
+	}
+	free(line);
+	fclose(f);
+	return v;
+}
+
+static void free_lines(cJSON **v, int n)
+{
+	for (int i = 0; i < n; i++)
+		cJSON_Delete(v[i]);
+	free(v);
+}
+
+static const char *type(cJSON *j)
+{
+	cJSON *t = cJSON_GetObjectItem(j, "t");
+	return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+static void test_nothing_recorded_writes_nothing(void **state)
+{
+	(void)state;
+	assert_int_equal(writer_drain(), 0);
+	writer_flush(1, "exit");
+	assert_int_equal(access(path, F_OK), -1);
+}
+
+static void *thread_main(void *arg)
+{
+	long t = (long)arg;
+	for (int i = 0; i < 500; i++)
+		put(t * 1000 + i, 0x700000000000ull + (uint64_t)i);
+	return NULL;
+}
+
+static void test_threads_round_trip(void **state)
+{
+	(void)state;
+	writer_meta("{\"t\":\"str\",\"id\":0,\"s\":\"k<a&b>\"}", 31);
+	pthread_t th[4];
+	for (long i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, thread_main, (void *)(i + 1));
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	writer_flush(1, "exit");
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, 1 + 1 + 2000 + 1);
+	assert_string_equal(type(v[0]), "header");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(v[0], "test")));
+	assert_string_equal(type(v[1]), "str");
+	assert_string_equal(type(v[n - 1]), "end");
+	assert_int_equal(cJSON_GetObjectItem(v[n - 1], "records")->valueint, n);
+	assert_string_equal(cJSON_GetObjectItem(v[n - 1], "reason")->valuestring, "exit");
+	/* each thread's records in its own order, every id once */
+	int last[5] = {-1, -1, -1, -1, -1}, count = 0;
+	for (int i = 2; i < n - 1; i++) {
+		assert_string_equal(type(v[i]), "alloc");
+		assert_string_equal(cJSON_GetObjectItem(v[i], "api")->valuestring, "cuMemAllocAsync");
+		int id = cJSON_GetObjectItem(v[i], "id")->valueint;
+		int t = id / 1000, k = id % 1000;
+		assert_true(t >= 1 && t <= 4);
+		assert_int_equal(k, last[t] + 1);
+		last[t] = k;
+		count++;
+	}
+	assert_int_equal(count, 2000);
+	free_lines(v, n);
+}
+
+static void test_ring_wraps(void **state)
+{
+	(void)state;
+	/* several times the ring's size, drained as it goes */
+	int total = (int)(3 * RING_SIZE / sizeof(struct r_alloc));
+	for (int i = 0; i < total; i++) {
+		put(i, 0x1000);
+		if (i % 5000 == 0)
+			writer_drain();
+	}
+	writer_flush(1, "exit");
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, total + 2);
+	for (int i = 1; i < n - 1; i++)
+		assert_int_equal(cJSON_GetObjectItem(v[i], "id")->valueint, i - 1);
+	free_lines(v, n);
+}
+
+static void test_cap(void **state)
+{
+	(void)state;
+	writer_init(path, 8192, header, api_name);
+	for (int i = 0; i < 1000; i++)
+		put(i, 0x2000);
+	writer_flush(1, "exit");
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_true(n > 3 && n < 200);
+	cJSON *end = v[n - 1];
+	assert_string_equal(type(end), "end");
+	assert_string_equal(cJSON_GetObjectItem(end, "reason")->valuestring, "cap");
+	cJSON *dropped = cJSON_GetObjectItem(cJSON_GetObjectItem(end, "dropped"), "records");
+	assert_int_equal(dropped->valueint + (n - 2), 1000);
+	free_lines(v, n);
+}
+
+static void test_unwritable_path(void **state)
+{
+	(void)state;
+	writer_init("/nonexistent-dir/x/trace.jsonl", 0, header, api_name);
+	put(1, 0x3000);
+	writer_drain();
+	put(2, 0x3000); /* still accepted: producers never block on a dead writer */
+	writer_flush(1, "exit");
+	struct writer_stats st;
+	writer_stats(&st);
+	assert_int_equal(st.failed, 1);
+}
+
+static void test_ptrmap(void **state)
+{
+	(void)state;
+	ptrmap_clear();
+	uint64_t off;
+	int64_t a = ptrmap_add(0x10000, 0x1000);
+	int64_t b = ptrmap_add(0x20000, 0x100);
+	assert_int_not_equal(a, b);
+	assert_int_equal(ptrmap_find(0x10000, &off), a);
+	assert_int_equal(off, 0);
+	assert_int_equal(ptrmap_find(0x10fff, &off), a);
+	assert_int_equal(off, 0xfff);
+	assert_int_equal(ptrmap_find(0x11000, &off), -1);
+	assert_int_equal(ptrmap_find(0x200ff, &off), b);
+	assert_int_equal(ptrmap_find(0xffff, &off), -1);
+	uint64_t lo, hi;
+	ptrmap_bounds(&lo, &hi);
+	assert_int_equal(lo, 0x10000);
+	assert_int_equal(hi, 0x20100);
+	/* an overlapping allocation replaces the stale one */
+	int64_t c = ptrmap_add(0x10800, 0x1000);
+	assert_int_equal(ptrmap_find(0x10000, &off), -1);
+	assert_int_equal(ptrmap_find(0x10900, &off), c);
+	uint64_t size = 0;
+	assert_int_equal(ptrmap_remove(0x10800, &size), c);
+	assert_int_equal(size, 0x1000);
+	assert_int_equal(ptrmap_remove(0x10800, &size), -1);
+	assert_int_equal(ptrmap_count(), 1);
+	/* many, in random order */
+	ptrmap_clear();
+	srand(7);
+	for (int i = 0; i < 5000; i++)
+		ptrmap_add(0x100000000ull + (uint64_t)((i * 7919) % 5000) * 0x1000, 0x800);
+	assert_int_equal(ptrmap_count(), 5000);
+	for (int i = 0; i < 5000; i++) {
+		uint64_t base = 0x100000000ull + (uint64_t)i * 0x1000;
+		assert_true(ptrmap_find(base + 0x7ff, &off) >= 0);
+		assert_int_equal(ptrmap_find(base + 0x800, &off), -1);
+	}
+	ptrmap_clear();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_nothing_recorded_writes_nothing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+		cmocka_unit_test(test_ptrmap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
