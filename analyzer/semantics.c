@@ -169,7 +169,7 @@ static const struct sem_rule rules[] = {
 
     /* --- Reduce.cuh: reduce_kernel<nt, output_vec_size, ReduceOp<scalar_t, ops_t, index_t,
      * out_scalar_t, vt0>>(ReduceOp op) --- */
-    {"torch-reduce", "reduce_kernel<", FAM_REDUCTION, NULL, R_FUNCTOR, RL_REDUCE, NULL},
+    {"torch-reduce", "^reduce_kernel<", FAM_REDUCTION, NULL, R_FUNCTOR, RL_REDUCE, NULL},
     /* Loss.cu / NLLLoss2d: nll_loss_{forward,backward}_reduce_cuda_kernel_2d */
     {"torch-nll-loss-backward", "nll_loss_backward", FAM_REDUCTION, "nll_loss", R_BWD, RL_NONE,
      NULL},
@@ -233,6 +233,10 @@ static const struct sem_rule rules[] = {
 
     /* --- cuBLAS / cuBLASLt / CUTLASS GEMMs (names from the libraries, not from PyTorch):
      * sm90_xmma_gemm_*, nvjet_*, cutlass*gemm*, ampere_*gemm*, gemv*, splitKreduce --- */
+    /* the second pass of a split-K GEMM (cublasLt::splitKreduce_kernel<...>): before the GEMM
+     * rows, whose "cublas" it also contains */
+    {"cublas-splitk-reduce", "splitKreduce_kernel|reduce_1Block_kernel", FAM_GEMM,
+     "gemm_splitk_reduce", R_VENDOR, RL_NONE, NULL},
     /* a GEMM whose name says it applies a GELU or bias epilogue (cuBLASLt's *_gelu_*,
      * *_bias_* kernels). Not "relu": cuBLAS picks cutlass_80_tensorop_*_s16816gemm_relu_*
      * kernels for plain matmuls (pytorch/pytorch#181718 lists them), so "relu" in a CUTLASS
@@ -243,8 +247,6 @@ static const struct sem_rule rules[] = {
      "gemm|nvjet_|sgemm|hgemm|gemv|gemmk1|gemmSN|xmma_|cutlass::Kernel|"
      "cutlass_|cublas|dot_kernel",
      FAM_GEMM, "gemm", R_VENDOR, RL_NONE, LF_GEMM},
-    {"cublas-splitk-reduce", "splitKreduce_kernel|reduce_1Block_kernel", FAM_GEMM,
-     "gemm_splitk_reduce", R_VENDOR, RL_NONE, LF_GEMM},
 
     /* --- libraries' own memset kernels (names starting "memset"): their only pointer is the
      * one they write. A user kernel named "fill_kernel" is not assumed to be one --- */
@@ -308,7 +310,9 @@ static const struct functor_rule functors[] = {
     {"DivFunctor|div_true_kernel|div_trunc_kernel|div_floor_kernel", EW, "div", EWF, "DivFunctor"},
     {"::sub_kernel|SubFunctor", EW, "sub", EWF, NULL},
     {"::maximum_kernel|::minimum_kernel|::fmax_kernel|::fmin_kernel", EW, "max", EWF, NULL},
-    {"::mse_kernel|smooth_l1|::huber_kernel|::l1_kernel", EW, "loss", EWF, NULL},
+    {"mse_backward", EW, "mse_loss_backward", EWF | R_BWD, NULL},
+    {"::mse_kernel", EW, "mse_loss", EWF, NULL},
+    {"smooth_l1|::huber_kernel|::l1_kernel", EW, "loss", EWF, NULL},
     {"lerp_kernel|addcmul_cuda_kernel|addcdiv_cuda_kernel", EW, "pointwise", EWF, NULL},
     /* where / masked_fill (TensorCompare.cu, Indexing.cu) */
     {"::masked_fill_kernel", EW, "masked_fill", EWF, NULL},
@@ -571,13 +575,24 @@ static const struct dtype_word vendor_types[] = {
     {"i32", DT_I32},       {"int64", DT_I64},  {"i64", DT_I64},
 };
 
-/* nvjet_<a><c><d>_...: a = A/B element type (h half, t bfloat16, s single, q fp8, d double) */
+/*
+ * nvjet_[smNN_]<a><c><d>_...: a = A/B element type (h half, t bfloat16, s single, q fp8, d
+ * double); CUDA 13's cuBLAS puts the architecture first ("nvjet_sm90_tst_...", recorded with a
+ * bf16 model on an H200)
+ */
 static enum dtype nvjet_dtype(const char *base)
 {
 	const char *p = strstr(base, "nvjet_");
 	if (!p)
 		return DT_UNKNOWN;
 	p += 6;
+	if (p[0] == 's' && p[1] == 'm' && isdigit((unsigned char)p[2])) {
+		p += 2;
+		while (isalnum((unsigned char)*p))
+			p++;
+		if (*p == '_')
+			p++;
+	}
 	switch (*p) {
 	case 'h':
 		return DT_F16;
@@ -955,14 +970,15 @@ int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigne
 		 * them captured by the functor, which ATen's functors only read (values mostly; a
 		 * philox seed pointer under graph capture). Fewer than K pointers: unknown.
 		 * The legacy elementwise_kernel<nt, vt, lambda>(N, lambda) holds the data array in
-		 * its lambda (its offset calculator holds strides): when K is known from the
-		 * functor's arity it must equal nptrs, otherwise its first pointer is the output.
+		 * its lambda next to an offset calculator whose strides can look like addresses
+		 * (real traces show it): by count alone it is known only when K, from the
+		 * functor's arity, equals nptrs; sem_roles_at() finds the array by position.
 		 */
 		char *d = name ? demangle(name) : NULL;
 		int k = elementwise_ntensors(d, r->roles == RL_EW_ARRAY);
 		free(d);
 		if (nptrs > 64 || (k > 0 && nptrs < k) ||
-		    (k > 0 && r->roles == RL_EW_LEGACY && nptrs != k))
+		    (r->roles == RL_EW_LEGACY && (k <= 0 || nptrs != k)))
 			return 0;
 		int first = k > 0 ? nptrs - k : 0;
 		fill(role, 0, nptrs, ROLE_READ);
@@ -1038,6 +1054,173 @@ int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigne
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Positional layouts: for the rows whose kernels' parameter lists are known, one character per
+ * parameter, in order (parameters past the string's end hold no pointers):
+ *
+ *	'.'	no pointer expected: one found there is a value that only looks like an address
+ *	'R' 'W' 'X'	a pointer or a TensorInfo (data pointer first) read / written / both: the
+ *		pointer at byte offset 0; anything else in the parameter is not a pointer
+ *	'r' 'x'	a struct whose pointers, at any offset, are read / read and written
+ *	'A'	the elementwise loops' std::array<char*, K> data: offset 0 written, others read
+ *	'L'	the legacy loop's lambda, which holds the offset calculator (strides, whose
+ *		32-bit pairs can look like addresses: seen in real traces), the functor and the
+ *		std::array<char*, K> data: the last run of K pointers at consecutive words is the
+ *		data (first written, the rest read), with K from the name ("{lambda(float,
+ *		bool)#1}": 3); anything else is not a pointer. K unknown: the last run of two or
+ *		more, when there is just one such run
+ *	'O'	Reduce.cuh's ReduceOp, whose last fields are src, dst[0], dst[1], acc_buf,
+ *		cta_buf, semaphores, base_idx, accumulate, final_output, noutputs: src is 64
+ *		bytes from its end, then dst[0], dst[1] (written), the scratch buffers (both)
+ */
+static const struct {
+	const char *rule;
+	const char *params;
+} param_layouts[] = {
+    /* CUDALoops.cuh: (int N, func_t f, array_t data, [calculators, loader, storer]) */
+    {"torch-vectorized-elementwise", ".rA"},
+    {"torch-unrolled-elementwise", ".rA"},
+    /* elementwise_kernel<nt, vt, lambda>(int N, lambda) */
+    {"torch-elementwise", ".L"},
+    /* Dropout.cu: (TensorInfo a, TensorInfo b, TensorInfo c, n, p, PhiloxCudaState) */
+    {"torch-fused-dropout", "RWW..r"},
+    /* layer_norm_kernel.cu */
+    {"torch-vectorized-rms-norm", "..RRRWWW"},
+    {"torch-vectorized-layer-norm", "..RRRWWW"},
+    {"torch-rowwise-moments", "..RWW"},
+    {"torch-layer-norm-forward", ".RRRRRW"},
+    {"torch-layer-norm-grad-input", "RRRRRW"},
+    {"torch-gamma-beta-backward", "..RRRRWW"},
+    /* SoftMax.cu / PersistentSoftmax.cuh: (out, in, ..., mask at 5) and (gradInput, grad,
+     * output, ..., mask at 6) */
+    {"torch-log-softmax", "WR...R"},
+    {"torch-log-softmax-warp", "WR...R"},
+    {"torch-softmax", "WR...R"},
+    {"torch-log-softmax-backward", "WRR...R"},
+    {"torch-log-softmax-warp-backward", "WRR...R"},
+    {"torch-softmax-backward", "WRR...R"},
+    {"torch-spatial-softmax-backward", "WRR"},
+    /* Reduce.cuh: reduce_kernel(ReduceOp) */
+    {"torch-reduce", "O"},
+    /* MultiTensorApply.cuh: (TensorListMetadata, callable, args...: lr, grad_scale and
+     * found_inf pointers are read) */
+    {"torch-multi-tensor-apply", "xrrrrrrrrrrrrrrr"},
+    /* Indexing.cu: (TensorInfo dst, src, indices, ...); Shape.cu: (T* out, inputs, ...) */
+    {"torch-index-select", "WRR"},
+    {"torch-cat", "Wr"},
+    /* TriangularOps.cu: (TensorInfo result, TensorInfo self, ...) */
+    {"torch-triu", "WR"},
+    {"torch-tril", "WR"},
+};
+
+static const char *params_of(const struct op_sem *s)
+{
+	if (!s || !s->rule)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(param_layouts); i++)
+		if (!strcmp(s->rule, param_layouts[i].rule))
+			return param_layouts[i].params;
+	return NULL;
+}
+
+/* Role of a pointer at byte offset off of a parameter of size size laid out as c. */
+static unsigned char role_at(char c, unsigned off, unsigned size)
+{
+	switch (c) {
+	case 'R':
+		return off == 0 ? ROLE_READ : ROLE_UNKNOWN;
+	case 'W':
+		return off == 0 ? ROLE_WRITE : ROLE_UNKNOWN;
+	case 'X':
+		return off == 0 ? ROLE_READWRITE : ROLE_UNKNOWN;
+	case 'r':
+		return ROLE_READ;
+	case 'x':
+		return ROLE_READWRITE;
+	case 'A':
+		return off == 0 ? ROLE_WRITE : (off % 8 == 0 ? ROLE_READ : ROLE_UNKNOWN);
+	case 'O':
+		if (size < 64 || off < size - 64 || off % 8)
+			return ROLE_UNKNOWN;
+		switch ((off - (size - 64)) / 8) {
+		case 0:
+			return ROLE_READ; /* src */
+		case 1:
+		case 2:
+			return ROLE_WRITE; /* dst[0], dst[1] */
+		case 3:
+		case 4:
+		case 5:
+			return ROLE_READWRITE; /* acc_buf, cta_buf, semaphores */
+		}
+		return ROLE_UNKNOWN;
+	}
+	return ROLE_UNKNOWN;
+}
+
+/*
+ * The 'L' parameter: find the data array (see above) among the pointers in it. Returns 0 (all
+ * of its pointers ROLE_UNKNOWN) when it cannot be told.
+ */
+static int legacy_data_roles(const char *name, int nptrs, const struct sem_ptr *ptr,
+                             const char *params, unsigned char *role)
+{
+	char *d = name ? demangle(name) : NULL;
+	int k = elementwise_ntensors(d, 0);
+	free(d);
+	size_t np = strlen(params);
+	int start = -1, runs = 0;
+	/* runs of pointers of the 'L' parameter at consecutive 8-byte words, in trace order */
+	for (int i = 0; i < nptrs;) {
+		int a = ptr[i].arg;
+		if (a < 0 || (size_t)a >= np || params[a] != 'L') {
+			i++;
+			continue;
+		}
+		int j = i + 1;
+		while (j < nptrs && ptr[j].arg == a && ptr[j].off == ptr[j - 1].off + 8)
+			j++;
+		int len = j - i;
+		if (k > 0 ? len >= k : len >= 2) {
+			start = k > 0 ? j - k : i;
+			runs++;
+		}
+		i = j;
+	}
+	if (start < 0 || (k <= 0 && runs != 1))
+		return 0;
+	int len = k > 0 ? k : 0;
+	if (!len)
+		while (start + len < nptrs && ptr[start + len].arg == ptr[start].arg &&
+		       (len == 0 || ptr[start + len].off == ptr[start + len - 1].off + 8))
+			len++;
+	role[start] = ROLE_WRITE;
+	for (int i = start + 1; i < start + len; i++)
+		role[i] = ROLE_READ;
+	return 1;
+}
+
+int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const struct sem_ptr *ptr,
+                 unsigned char *role)
+{
+	if (nptrs <= 0 || !role)
+		return 0;
+	const char *params = params_of(s);
+	if (!params || !ptr)
+		return sem_roles_named(name, s, nptrs, role);
+	size_t np = strlen(params);
+	int legacy = 0;
+	for (int i = 0; i < nptrs; i++) {
+		int a = ptr[i].arg;
+		char c = a >= 0 && (size_t)a < np ? params[a] : '.';
+		role[i] = role_at(c, ptr[i].off, ptr[i].argsize);
+		legacy |= c == 'L';
+	}
+	if (legacy)
+		return legacy_data_roles(name, nptrs, ptr, params, role);
+	return 1;
 }
 
 /* ---------------------------------------------------------------- names */

@@ -82,6 +82,26 @@ int sem_roles(const struct op_sem *s, int nptrs, unsigned char *role);
  */
 int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigned char *role);
 
+/* Where the trace found one pointer: "args"[].i, the "p" entry's offset, that argument's "n". */
+struct sem_ptr {
+	int arg;          /* index of the kernel parameter that held it */
+	unsigned off;     /* its byte offset within that parameter */
+	unsigned argsize; /* the parameter's size in bytes */
+};
+
+/*
+ * sem_roles() by position, the exact form: for the families whose parameter lists are known
+ * (ATen's elementwise loops, dropout, layer norm, softmax, reduce, multi_tensor_apply, index
+ * select, cat, tril/triu) each pointer's role comes from the parameter that holds it and its
+ * offset there, so pointers a functor captures and values that only look like addresses (a
+ * pair of 32-bit strides inside a ReduceOp, seen in real traces) are told apart. Such a value
+ * gets ROLE_UNKNOWN while the call still returns 1: treat it as no argument. Families without a
+ * positional layout fall back to sem_roles_named(name, ...). Never reads past ptr[nptrs - 1]
+ * or writes past role[nptrs - 1].
+ */
+int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const struct sem_ptr *ptr,
+                 unsigned char *role);
+
 /* Bytes per element of t (0 when unknown). Static name of t ("bf16"). Family name ("gemm"). */
 size_t dtype_size(enum dtype t);
 const char *dtype_name(enum dtype t);

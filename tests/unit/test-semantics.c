@@ -239,6 +239,233 @@ static const struct kcase cases[] = {
 	/* a memset kernel of a library (illustrative name, not from a trace) */
 	{"driver memset kernel", "memset32_aligned1D", FAM_MEMSET, "fill", DT_UNKNOWN, 0, 1,
 	 "memset"},
+	/* --- every kernel name in the samples' traces (samples/traces/*_train and chain, recorded
+	 * on an H200 with PyTorch 2.11 + CUDA 13), exactly as the trace's "str" records hold them;
+	 * the expected values are the ones docs/accuracy.md reviews --- */
+	/* chain.aicp.jsonl: sum_reduce */
+	{"chain.aicp.jsonl: sum_reduce",
+	 "_Z10sum_reducePfPKfi",
+	 FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* chain.aicp.jsonl: relu */
+	{"chain.aicp.jsonl: relu",
+	 "_Z4reluPfPKfi",
+	 FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* chain.aicp.jsonl: scale */
+	{"chain.aicp.jsonl: scale",
+	 "_Z5scalePfPKffi",
+	 FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* chain.aicp.jsonl: square */
+	{"chain.aicp.jsonl: square",
+	 "_Z6squarePfPKfi",
+	 FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* chain.aicp.jsonl: add_bias */
+	{"chain.aicp.jsonl: add_bias",
+	 "_Z8add_biasPfPKfS1_ii",
+	 FAM_OTHER, "unknown", DT_UNKNOWN, 0, 0, "none"},
+	/* mlp_train.aicp.jsonl: reduce_kernel<128, 4, ReduceOp<…, sum_functor<BFloat16, float, BFloat16>, …>> */
+	{"mlp_train.aicp.jsonl: reduce_kernel<128, 4, ReduceOp<…, sum_functor<BFloat16, float, BFloat16>, …>>",
+	 "_ZN2at6native13reduce_kernelILi128ELi4ENS0_8ReduceOpIN3c108BFloat16ENS0_14func_wrapper_tIS4_ZNS0_11sum_functorIS4_fS4_EclERNS_14TensorIteratorEEUlffE_EEjS4_Li4ELi8EEEEEvT1_",
+	 FAM_REDUCTION, "sum", DT_BF16, 0, 0, "torch-reduce"},
+	/* attention_train.aicp.jsonl: reduce_kernel<128, 4, ReduceOp<…, sum_functor<float, float, float>, …>> */
+	{"attention_train.aicp.jsonl: reduce_kernel<128, 4, ReduceOp<…, sum_functor<float, float, float>, …>>",
+	 "_ZN2at6native13reduce_kernelILi128ELi4ENS0_8ReduceOpIfNS0_14func_wrapper_tIfZNS0_11sum_functorIfffEclERNS_14TensorIteratorEEUlffE_EEjfLi4ELi4EEEEEvT1_",
+	 FAM_REDUCTION, "sum", DT_F32, 0, 0, "torch-reduce"},
+	/* attention_train.aicp.jsonl: reduce_kernel<512, 1, ReduceOp<…, MeanOps<float, float, float, float>, …>> */
+	{"attention_train.aicp.jsonl: reduce_kernel<512, 1, ReduceOp<…, MeanOps<float, float, float, float>, …>>",
+	 "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_7MeanOpsIffffEEjfLi4ELi4EEEEEvT1_",
+	 FAM_REDUCTION, "mean", DT_F32, 0, 0, "torch-reduce"},
+	/* attention_train.aicp.jsonl: triu_tril_kernel<bool, int, false, 8, false> */
+	{"attention_train.aicp.jsonl: triu_tril_kernel<bool, int, false, 8, false>",
+	 "_ZN2at6native16triu_tril_kernelIbiLb0ELi8ELb0EEEvNS_4cuda6detail10TensorInfoIT_T0_EENS4_IKS5_S6_EEllS6_",
+	 FAM_ELEMENTWISE, "tril", DT_BOOL, 0, 1, "torch-tril"},
+	/* attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<MulFunctor<float>>> */
+	{"attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<MulFunctor<float>>>",
+	 "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastINS0_13BUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_",
+	 FAM_ELEMENTWISE, "mul", DT_F32, 0, 1, "torch-elementwise"},
+	/* attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<direct_copy_kernel_cuda>> */
+	{"attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<direct_copy_kernel_cuda>>",
+	 "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_23direct_copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_EEvS4_RKT_EUliE_EEviT1_",
+	 FAM_COPY, "copy", DT_F32, 0, 1, "torch-elementwise"},
+	/* mlp_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<mse_backward_cuda_kernel>> */
+	{"mlp_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<mse_backward_cuda_kernel>>",
+	 "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_24mse_backward_cuda_kernelERNS_14TensorIteratorERKN3c106ScalarEENKUlvE_clEvENKUlvE0_clEvEUlfffE_EEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_",
+	 FAM_ELEMENTWISE, "mse_loss_backward", DT_F32, 1, 1, "torch-elementwise"},
+	/* attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<masked_fill_kernel>> */
+	{"attention_train.aicp.jsonl: elementwise_kernel<128, 2, gpu_kernel_impl_nocast<masked_fill_kernel>>",
+	 "_ZN2at6native18elementwise_kernelILi128ELi2EZNS0_22gpu_kernel_impl_nocastIZZZNS0_44_GLOBAL__N__50c743a2_11_Indexing_cu_89862edb18masked_fill_kernelERNS_14TensorIteratorERKN3c106ScalarEENKUlvE_clEvENKUlvE5_clEvEUlfbE_EEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_",
+	 FAM_ELEMENTWISE, "masked_fill", DT_F32, 0, 1, "torch-elementwise"},
+	/* mlp_train.aicp.jsonl: unrolled_elementwise_kernel<CUDAFunctor_add<float>, array<char*, 3>, 4, …> */
+	{"mlp_train.aicp.jsonl: unrolled_elementwise_kernel<CUDAFunctor_add<float>, array<char*, 3>, 4, …>",
+	 "_ZN2at6native27unrolled_elementwise_kernelINS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EELi4E23TrivialOffsetCalculatorILi2EjES7_ILi1EjENS0_6memory12LoadWithCastILi2EEENSA_13StoreWithCastILi1EEEEEviT_T0_T2_T3_T4_T5_",
+	 FAM_ELEMENTWISE, "add", DT_F32, 0, 1, "torch-unrolled-elementwise"},
+	/* mlp_train.aicp.jsonl: unrolled_elementwise_kernel<direct_copy_kernel_cuda, array<char*, 2>, 4, …> */
+	{"mlp_train.aicp.jsonl: unrolled_elementwise_kernel<direct_copy_kernel_cuda, array<char*, 2>, 4, …>",
+	 "_ZN2at6native27unrolled_elementwise_kernelIZZZNS0_23direct_copy_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE1_clEvENKUlvE5_clEvEUlfE_St5arrayIPcLm2EELi4E23TrivialOffsetCalculatorILi1EjESB_NS0_6memory12LoadWithCastILi1EEENSC_13StoreWithCastILi1EEEEEviT_T0_T2_T3_T4_T5_",
+	 FAM_COPY, "cast", DT_F32, 0, 1, "torch-unrolled-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, FillFunctor<bool>, array<char*, 1>> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, FillFunctor<bool>, array<char*, 1>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIbEESt5arrayIPcLm1EEEEviT0_T1_",
+	 FAM_MEMSET, "fill", DT_BOOL, 0, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1>> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, FillFunctor<float>, array<char*, 1>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+	 FAM_MEMSET, "fill", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, MulFunctor<float>, array<char*, 2>> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, MulFunctor<float>, array<char*, 2>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13AUnaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm2EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "mul", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, MulFunctor<float>, array<char*, 3>> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, MulFunctor<float>, array<char*, 3>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEESt5arrayIPcLm3EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "mul", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, bitwise_not_kernel_cuda, array<char*, 2>> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, bitwise_not_kernel_cuda, array<char*, 2>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZNS0_23bitwise_not_kernel_cudaERNS_18TensorIteratorBaseEEUlbE_St5arrayIPcLm2EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "logical", DT_BOOL, 0, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, masked_scale_kernel<bool, float, float>, …> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, masked_scale_kernel<bool, float, float>, …>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZNS0_43_GLOBAL__N__50f1b6c4_10_Dropout_cu_0e96ed3819masked_scale_kernelIbffEEvRNS_6TensorERKS4_S7_T1_EUlfbE_St5arrayIPcLm3EEEEviT0_S8_",
+	 FAM_ELEMENTWISE, "dropout_backward", DT_F32, 1, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>, …> */
+	{"attention_train.aicp.jsonl: vectorized_elementwise_kernel<4, pow_tensor_scalar_kernel_impl<float, float>, …>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZNS0_51_GLOBAL__N__b1108092_12_PowKernel_cu_751192d7_2139629pow_tensor_scalar_kernel_implIffEEvRNS_18TensorIteratorBaseET0_EUlfE_St5arrayIPcLm2EEEEviS6_T1_",
+	 FAM_ELEMENTWISE, "pow", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* mlp_train.aicp.jsonl: vectorized_elementwise_kernel<4, mse_kernel_cuda, array<char*, 3>> */
+	{"mlp_train.aicp.jsonl: vectorized_elementwise_kernel<4, mse_kernel_cuda, array<char*, 3>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_15mse_kernel_cudaERNS_18TensorIteratorBaseEENKUlvE_clEvENKUlvE0_clEvEUlffE_St5arrayIPcLm3EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "mse_loss", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, bfloat16_copy_kernel_cuda, array<char*, 2>> */
+	{"mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, bfloat16_copy_kernel_cuda, array<char*, 2>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi8EZNS0_25bfloat16_copy_kernel_cudaERNS_18TensorIteratorBaseEEUlfE_St5arrayIPcLm2EEEEviT0_T1_",
+	 FAM_COPY, "cast", DT_F32, 0, 1, "torch-vectorized-elementwise"},
+	/* mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, masked_scale_kernel<bool, BFloat16, float>, …> */
+	{"mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, masked_scale_kernel<bool, BFloat16, float>, …>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi8EZNS0_43_GLOBAL__N__50f1b6c4_10_Dropout_cu_0e96ed3819masked_scale_kernelIbN3c108BFloat16EfEEvRNS_6TensorERKS6_S9_T1_EUlS5_bE_St5arrayIPcLm3EEEEviT0_SA_",
+	 FAM_ELEMENTWISE, "dropout_backward", DT_BF16, 1, 1, "torch-vectorized-elementwise"},
+	/* mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, GeluCUDAKernelImpl, array<char*, 2>> */
+	{"mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, GeluCUDAKernelImpl, array<char*, 2>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_18GeluCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16EE_St5arrayIPcLm2EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "gelu", DT_BF16, 0, 1, "torch-vectorized-elementwise"},
+	/* mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, GeluBackwardCUDAKernelImpl, array<char*, 3>> */
+	{"mlp_train.aicp.jsonl: vectorized_elementwise_kernel<8, GeluBackwardCUDAKernelImpl, array<char*, 3>>",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_26GeluBackwardCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16ES8_E_St5arrayIPcLm3EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "gelu_backward", DT_BF16, 1, 1, "torch-vectorized-elementwise"},
+	/* attention_train.aicp.jsonl: CatArrayBatchedCopy<4, unsigned int, 3, 64, 64> */
+	{"attention_train.aicp.jsonl: CatArrayBatchedCopy<4, unsigned int, 3, 64, 64>",
+	 "_ZN2at6native40_GLOBAL__N__0f1a8107_8_Shape_cu_49f7391c19CatArrayBatchedCopyINS1_10OpaqueTypeILj4EEEjLi3ELi64ELi64EEEvPT_NS1_25CatArrInputTensorMetadataIS5_T0_XT2_EXT3_EEENS1_16TensorSizeStrideIS8_Lj4EEEiS8_",
+	 FAM_INDEX, "cat", DT_UNKNOWN, 0, 0, "torch-cat"},
+	/* mlp_train.aicp.jsonl: fused_dropout_kernel_vec<BFloat16, float, unsigned int, 1, 8, bool> */
+	{"mlp_train.aicp.jsonl: fused_dropout_kernel_vec<BFloat16, float, unsigned int, 1, 8, bool>",
+	 "_ZN2at6native43_GLOBAL__N__50f1b6c4_10_Dropout_cu_0e96ed3824fused_dropout_kernel_vecIN3c108BFloat16EfjLi1ELi8EbEEvNS_4cuda6detail10TensorInfoIKT_T1_EENS7_IS8_SA_EENS7_IT4_SA_EESA_T0_NS_15PhiloxCudaStateE",
+	 FAM_ELEMENTWISE, "dropout", DT_BF16, 0, 1, "torch-fused-dropout"},
+	/* attention_train.aicp.jsonl: fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool> */
+	{"attention_train.aicp.jsonl: fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool>",
+	 "_ZN2at6native43_GLOBAL__N__50f1b6c4_10_Dropout_cu_0e96ed3824fused_dropout_kernel_vecIffjLi1ELi4EbEEvNS_4cuda6detail10TensorInfoIKT_T1_EENS5_IS6_S8_EENS5_IT4_S8_EES8_T0_NS_15PhiloxCudaStateE",
+	 FAM_ELEMENTWISE, "dropout", DT_F32, 0, 1, "torch-fused-dropout"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, UnaryOpFunctor<float, 2, 1, 1>, Sqrt<float>> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, UnaryOpFunctor<float, 2, 1, 1>, Sqrt<float>>",
+	 "_ZN2at6native50_GLOBAL__N__b6ca21f8_17_ForeachUnaryOp_cu_77fe623d25multi_tensor_apply_kernelINS1_18TensorListMetadataILi2EEENS1_14UnaryOpFunctorIfLi2ELi1ELi1EEEJNS0_4SqrtIfEEEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_unary", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, TernaryOpScalarFunctor, LerpFunctor, …> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, TernaryOpScalarFunctor, LerpFunctor, …>",
+	 "_ZN2at6native52_GLOBAL__N__4671fab5_19_ForeachTernaryOp_cu_5285c63625multi_tensor_apply_kernelINS1_18TensorListMetadataILi2EEENS1_22TernaryOpScalarFunctorIfLi2ELi2ELi0EEEJNS0_11LerpFunctorIfEEfEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_lerp", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* mlp_train.aicp.jsonl: vectorized_layer_norm_kernel<float, float, false> */
+	{"mlp_train.aicp.jsonl: vectorized_layer_norm_kernel<float, float, false>",
+	 "_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a28vectorized_layer_norm_kernelIffLb0EEEviT0_PKT_S6_S6_PS3_S7_PS4_",
+	 FAM_NORM, "layer_norm", DT_F32, 0, 0, "torch-vectorized-layer-norm"},
+	/* mlp_train.aicp.jsonl: GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, false, true, …> */
+	{"mlp_train.aicp.jsonl: GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, false, true, …>",
+	 "_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a35GammaBetaBackwardCUDAKernelTemplateIffLj32ELj32ELj256ELb0ELb1ELb0EEEvllPKT_S5_PKT0_S8_PS3_S9_",
+	 FAM_NORM, "layer_norm_backward", DT_F32, 1, 0, "torch-gamma-beta-backward"},
+	/* attention_train.aicp.jsonl: distribution_elementwise_grid_stride_kernel<…, normal_and_transform, …> */
+	{"attention_train.aicp.jsonl: distribution_elementwise_grid_stride_kernel<…, normal_and_transform, …>",
+	 "_ZN2at6native54_GLOBAL__N__d8ceb000_21_DistributionNormal_cu_0c5b6e8543distribution_elementwise_grid_stride_kernelIfLi4EZNS0_9templates4cuda20normal_and_transformIffPNS_17CUDAGeneratorImplEZZZNS4_13normal_kernelIS7_EEvRKNS_10TensorBaseEddT_ENKUlvE_clEvENKUlvE0_clEvEUlfE_EEvRNS_18TensorIteratorBaseET1_T2_EUlP24curandStatePhilox4_32_10E0_ZNS1_27distribution_nullary_kernelIff6float4S7_SM_SF_EEvSH_SJ_RKT3_T4_EUlifE_EEvlNS_15PhiloxCudaStateESI_SJ_",
+	 FAM_ELEMENTWISE, "random", DT_F32, 0, 1, "torch-random"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, PointwiseOpScalarFunctor<float, 3, 3, 0>, …, float> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, PointwiseOpScalarFunctor<float, 3, 3, 0>, …, float>",
+	 "_ZN2at6native54_GLOBAL__N__f8a10d72_21_ForeachPointwiseOp_cu_ef478fac25multi_tensor_apply_kernelINS1_18TensorListMetadataILi3EEENS1_24PointwiseOpScalarFunctorIfLi3ELi3ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_pointwise", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, PointwiseOpScalarListFunctor<float, 3, 3, 0>, …> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, PointwiseOpScalarListFunctor<float, 3, 3, 0>, …>",
+	 "_ZN2at6native54_GLOBAL__N__f8a10d72_21_ForeachPointwiseOp_cu_ef478fac25multi_tensor_apply_kernelINS1_28TensorListScalarListMetadataIfLi3EEENS1_28PointwiseOpScalarListFunctorIfLi3ELi3ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_pointwise", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarFunctor<float, 1, 1, 0>, …, float> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarFunctor<float, 1, 1, 0>, …, float>",
+	 "_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_apply_kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt10multipliesIfEfEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_binary", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarFunctor<float, 1, 1, 0>, …> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarFunctor<float, 1, 1, 0>, …>",
+	 "_ZN2at6native57_GLOBAL__N__e658eeb9_24_ForeachBinaryOpScalar_cu_86b9896c25multi_tensor_apply_kernelINS1_18TensorListMetadataILi1EEENS1_21BinaryOpScalarFunctorIfLi1ELi1ELi0EEEJSt4plusIfEfEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_binary", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarListFunctor<float, 1, 1, 0>, …> */
+	{"attention_train.aicp.jsonl: multi_tensor_apply_kernel<…, BinaryOpScalarListFunctor<float, 1, 1, 0>, …>",
+	 "_ZN2at6native61_GLOBAL__N__538ad94b_28_ForeachBinaryOpScalarList_cu_dda10a6925multi_tensor_apply_kernelINS1_28TensorListScalarListMetadataIfLi1EEENS1_25BinaryOpScalarListFunctorIfLi1ELi1ELi0EEEJSt7dividesIfEEEEvT_T0_DpT1_",
+	 FAM_OPTIMIZER, "foreach_binary", DT_F32, 0, 0, "torch-multi-tensor-apply"},
+	/* attention_train.aicp.jsonl: softmax_warp_forward<float, float, float, 8, false, false> */
+	{"attention_train.aicp.jsonl: softmax_warp_forward<float, float, float, 8, false, false>",
+	 "_ZN43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6320softmax_warp_forwardIfffLi8ELb0ELb0EEEvPT0_PKT_iiiPKbib",
+	 FAM_SOFTMAX, "softmax", DT_F32, 0, 0, "torch-softmax"},
+	/* attention_train.aicp.jsonl: softmax_warp_backward<float, float, float, 8, false, false> */
+	{"attention_train.aicp.jsonl: softmax_warp_backward<float, float, float, 8, false, false>",
+	 "_ZN43_GLOBAL__N__b6de9c8c_10_SoftMax_cu_9f978f6321softmax_warp_backwardIfffLi8ELb0ELb0EEEvPT0_PKT_S5_iiiPKb",
+	 FAM_SOFTMAX, "softmax_backward", DT_F32, 1, 0, "torch-softmax-backward"},
+	/* attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nt_align1> */
+	{"attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nt_align1>",
+	 "_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_nt_align1EEvNT_6ParamsE",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nt_align1> */
+	{"attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_128x64_8x5_nt_align1>",
+	 "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x64_8x5_nt_align1EEvNT_6ParamsE",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1> */
+	{"attention_train.aicp.jsonl: Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nt_align1>",
+	 "_ZN7cutlass7Kernel2I43cutlass_80_simt_sgemm_256x128_8x4_nt_align1EEvNT_6ParamsE",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: splitKreduce_kernel<32, 16, int, float, float, float, float, false, float, …> */
+	{"attention_train.aicp.jsonl: splitKreduce_kernel<32, 16, int, float, float, float, float, false, float, …>",
+	 "_ZN8cublasLt19splitKreduce_kernelILi32ELi16EiffffLb0EfffLb1ELb0ELb0ELb0EEEvNS_18cublasSplitKParamsIT4_EEPKT2_PKT8_PT7_PT3_PKS2_SF_PKT9_S6_PSG_PvlPS2_PiSL_SL_SF_SF_SF_SF_SF_",
+	 FAM_GEMM, "gemm_splitk_reduce", DT_F32, 0, 0, "cublas-splitk-reduce"},
+	/* mlp_train.aicp.jsonl: nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN */
+	{"mlp_train.aicp.jsonl: nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN",
+	 "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN",
+	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm"},
+	/* mlp_train.aicp.jsonl: nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT */
+	{"mlp_train.aicp.jsonl: nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+	 "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
+	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm"},
+	/* mlp_train.aicp.jsonl: nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT */
+	{"mlp_train.aicp.jsonl: nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
+	 "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_bias_TNT",
+	 FAM_GEMM, "gemm", DT_BF16, 0, 0, "cublas-gemm-epilogue"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_split_k_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_split_k_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_split_k_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_nt_n_tilesize32x32x8_stage3_warpsize1x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x32x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x32x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x32x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
+	/* attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas */
+	{"attention_train.aicp.jsonl: sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+	 FAM_GEMM, "gemm", DT_F32, 0, 0, "cublas-gemm"},
 };
 /* clang-format on */
 
@@ -409,6 +636,86 @@ static void test_roles_softmax_reduce_optim(void **state)
 	/* tril: (result, self) */
 	assert_int_equal(roles_of(K("tril"), 2, r, 1), 1);
 	expect_roles(r, "WR");
+}
+
+/* Positions as the traces hold them: {"args"[].i, "p" offset, "args"[].n}. */
+static int roles_at(const char *name, const struct sem_ptr *p, int n, unsigned char *role)
+{
+	struct op_sem s;
+	sem_classify(name, &s);
+	memset(role, 0xee, 16);
+	int r = sem_roles_at(name, &s, n, p, role);
+	for (int i = n; i < 16; i++)
+		assert_int_equal(role[i], 0xee);
+	return r;
+}
+
+static void test_roles_at(void **state)
+{
+	unsigned char r[16];
+	/* attention_probe: reduce_kernel<MeanOps> whose ReduceOp (1048 bytes) holds a 32-bit
+	 * stride pair at 160 that looks like an address; src at 984, dst[0], cta_buf, semaphores */
+	const struct sem_ptr mean[] = {
+	    {0, 160, 1048}, {0, 984, 1048}, {0, 992, 1048}, {0, 1016, 1048}, {0, 1024, 1048}};
+	assert_int_equal(roles_at(K("mean f32"), mean, 5, r), 1);
+	expect_roles(r, "?RWXX");
+	/* attention_probe: legacy copy loop, lambda of 536 bytes: a stride at 224, data at 504 */
+	const struct sem_ptr copy[] = {{1, 224, 536}, {1, 504, 536}, {1, 512, 536}};
+	const char *legacy_copy = NULL, *legacy_mfill = NULL, *legacy_mse = NULL;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strstr(cases[i].what, "gpu_kernel_impl_nocast<direct_copy_kernel_cuda>"))
+			legacy_copy = cases[i].name;
+		if (strstr(cases[i].what, "gpu_kernel_impl_nocast<masked_fill_kernel>"))
+			legacy_mfill = cases[i].name;
+		if (strstr(cases[i].what, "gpu_kernel_impl_nocast<mse_backward_cuda_kernel>"))
+			legacy_mse = cases[i].name;
+	}
+	assert_non_null(legacy_copy);
+	assert_non_null(legacy_mfill);
+	assert_non_null(legacy_mse);
+	assert_int_equal(roles_at(legacy_copy, copy, 3, r), 1);
+	expect_roles(r, "?WR");
+	/* by count alone this one is not known (3 pointers, 2 tensors) */
+	struct op_sem s;
+	sem_classify(legacy_copy, &s);
+	assert_int_equal(sem_roles_named(legacy_copy, &s, 3, r), 0);
+	/* masked_fill (in place: data[0] == data[1]) and mse_backward, from the probes */
+	const struct sem_ptr mf[] = {{1, 192, 656}, {1, 208, 656}, {1, 248, 656},
+	                             {1, 608, 656}, {1, 616, 656}, {1, 624, 656}};
+	assert_int_equal(roles_at(legacy_mfill, mf, 6, r), 1);
+	expect_roles(r, "???WRR");
+	const struct sem_ptr mse[] = {{1, 568, 760}, {1, 624, 760}, {1, 704, 760},
+	                              {1, 712, 760}, {1, 720, 760}, {1, 728, 760}};
+	assert_int_equal(roles_at(legacy_mse, mse, 6, r), 1);
+	expect_roles(r, "??WRRR");
+	/* no run of K consecutive words: not known */
+	const struct sem_ptr gap[] = {{1, 608, 656}, {1, 624, 656}, {1, 640, 656}};
+	assert_int_equal(roles_at(legacy_mfill, gap, 3, r), 0);
+	expect_roles(r, "???");
+	/* layer norm with and without gamma/beta: by parameter index */
+	const struct sem_ptr ln[] = {{2, 0, 8}, {3, 0, 8}, {4, 0, 8},
+	                             {5, 0, 8}, {6, 0, 8}, {7, 0, 8}};
+	assert_int_equal(roles_at(K("layer norm f32"), ln, 6, r), 1);
+	expect_roles(r, "RRRWWW");
+	const struct sem_ptr ln4[] = {{2, 0, 8}, {5, 0, 8}, {6, 0, 8}, {7, 0, 8}};
+	assert_int_equal(roles_at(K("layer norm f32"), ln4, 4, r), 1);
+	expect_roles(r, "RWWW");
+	/* dropout: TensorInfo data pointers first; a TensorInfo size pair is not a pointer; the
+	 * philox state's seed pointer is read */
+	const struct sem_ptr dr[] = {
+	    {0, 0, 216}, {1, 0, 216}, {1, 96, 216}, {2, 0, 216}, {5, 0, 24}};
+	assert_int_equal(roles_at(K("dropout f32"), dr, 5, r), 1);
+	expect_roles(r, "RW?WR");
+	/* vectorized loop: a pointer the functor captures, then data[0], data[1] */
+	const struct sem_ptr ew[] = {{1, 0, 8}, {2, 0, 16}, {2, 8, 16}};
+	assert_int_equal(roles_at(K("gelu f32 vectorized"), ew, 3, r), 1);
+	expect_roles(r, "RWR");
+	/* families without a positional layout fall back to the count rules */
+	const struct sem_ptr g[] = {{0, 0, 8}, {1, 0, 8}, {2, 0, 8}};
+	assert_int_equal(roles_at("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", g, 3, r), 0);
+	expect_roles(r, "???");
+	assert_int_equal(roles_at(K("fill f32"), NULL, 1, r), 1); /* no positions: by count */
+	expect_roles(r, "W");
 }
 
 static void test_roles_unknown(void **state)
