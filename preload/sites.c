@@ -99,9 +99,8 @@ static struct {
 	int ts_off, cf_off; /* tstate word holding the frame (cf_off < 0: directly) */
 	int code_off, prev_off, instr_off;
 	long code_delta; /* instruction pointer - code object - lasti */
-	int skip_cstack; /* 3.12+: frames owned by the C stack (owner byte 70 == 3) */
 } raw;
-enum { FRAME_OBJ_F_FRAME = 24, OWNER_OFF = 70 };
+enum { FRAME_OBJ_F_FRAME = 24 };
 
 #define SYM(f, name) py.f = (__typeof__(py.f))dlsym(RTLD_DEFAULT, name)
 
@@ -372,8 +371,8 @@ static uintptr_t raw_top(PyThreadState *ts)
 	return raw.cf_off < 0 ? v : v ? rd(v + (uintptr_t)raw.cf_off) : 0;
 }
 
-/* Walks interpreter frames from f; every code object must already be in the cache. Returns
- * the count, or -1 when a code object is unknown (the caller then falls back). */
+/* Walks interpreter frames from f, keeping those whose code object is in the cache (named
+ * while the GIL was held). Returns the count. */
 static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 {
 	int n = 0;
@@ -381,11 +380,9 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 	     walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
 		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
 		struct code_ent *ce = code_find(code);
-		if (!ce) {
-			if (raw.skip_cstack && *(volatile unsigned char *)(f + OWNER_OFF) == 3)
-				continue; /* a frame owned by the C stack: no code of its own */
-			return -1;
-		}
+		if (!ce)
+			continue; /* never seen with the GIL (or a C-stack frame): can't be named,
+				     so it stays out of the site; the user's frames above it count */
 		long lasti = (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) -
 			     raw.code_delta;
 		out[n++] = (struct pyframe){ce, (int)lasti};
@@ -410,8 +407,6 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 	raw.state = -1;
 	if (!top || n_api < 3 || !py.Frame_GetLasti)
 		RAW_FAIL;
-	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
-	raw.skip_cstack = ver && *ver >= 0x030c0000;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);
 	PyObject *back = py.Frame_GetBack(top);
 	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
