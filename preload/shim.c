@@ -220,9 +220,12 @@ static struct sigaction old_term, old_int;
 
 static void on_signal(int sig)
 {
-	/* Best effort: the rings are ours and the writer's lock is only held by the writer
-	 * thread for short periods; the default action follows at once. */
-	finish("signal");
+	/* The writer thread does the flushing (writer_request_final): this thread may hold any
+	 * lock when the signal lands. At most 2 s, then the default action regardless. */
+	if (start_ok && !inside) {
+		inside = 1;
+		writer_request_final("signal", 2000);
+	}
 	sigaction(sig, sig == SIGTERM ? &old_term : &old_int, NULL);
 	raise(sig);
 }
@@ -289,6 +292,7 @@ static int start(void)
 		goto out;
 	}
 	atexit(at_exit);
+	writer_set_before_final(cupti_flush);
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	start_ok = 1;

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +45,10 @@ static int thread_running;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static int wake_flag, stop_flag;
+static volatile sig_atomic_t final_req;
+static const char *volatile final_reason;
+static sem_t final_done;
+static void (*before_final)(void);
 
 #define OUTBUF (1u << 20)
 static char outbuf[OUTBUF];
@@ -482,6 +487,14 @@ static void *writer_main(void *arg)
 			pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
 		wake_flag = 0;
 		pthread_mutex_unlock(&wake_lock);
+		if (final_req) {
+			if (before_final)
+				before_final();
+			writer_flush(1, final_reason ? final_reason : "signal");
+			sem_post(&final_done);
+			pthread_mutex_lock(&wake_lock);
+			break;
+		}
 		writer_drain();
 		pthread_mutex_lock(&wake_lock);
 	}
@@ -497,10 +510,36 @@ static void wake(void)
 	pthread_mutex_unlock(&wake_lock);
 }
 
+void writer_set_before_final(void (*fn)(void))
+{
+	before_final = fn;
+}
+
+int writer_request_final(const char *reason, int timeout_ms)
+{
+	if (!thread_running || closed)
+		return closed ? 0 : -1;
+	final_reason = reason;
+	final_req = 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (sem_timedwait(&final_done, &ts) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
 int writer_start(void)
 {
 	if (thread_running)
 		return 0;
+	sem_init(&final_done, 0, 0);
 	ring_wake = wake;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
@@ -582,6 +621,7 @@ void writer_reset_after_fork(void)
 	meta_len = meta_cap = 0;
 	thread_running = 0;
 	stop_flag = wake_flag = 0;
+	final_req = 0;
 	outlen = 0;
 	atomic_store(&activity_drops, 0);
 }

@@ -34,6 +34,15 @@ int writer_start(void);
  */
 void writer_flush(int final, const char *reason);
 
+/*
+ * For signal handlers: asks the writer thread to run before_final() (CUPTI's flush), drain and
+ * close the trace with reason, and waits for it at most timeout_ms. Async-signal-safe: it only
+ * sets a flag and waits on a semaphore, so a signal that lands on a thread holding any lock
+ * (ours, CUPTI's, the driver's) cannot deadlock the handler. Returns 0 when the trace was closed.
+ */
+int writer_request_final(const char *reason, int timeout_ms);
+void writer_set_before_final(void (*fn)(void));
+
 /* Drains without the thread (used by tests). Returns the number of lines written. */
 long writer_drain(void);
 

@@ -208,6 +208,30 @@ static void test_unwritable_path(void **state)
 	assert_int_equal(st.failed, 1);
 }
 
+static int flushed_before;
+static void before(void)
+{
+	flushed_before = 1;
+}
+
+/* The signal path: the writer thread closes the trace, the caller only waits. */
+static void test_final_from_signal_path(void **state)
+{
+	(void)state;
+	writer_set_before_final(before);
+	assert_int_equal(writer_start(), 0);
+	for (int i = 0; i < 100; i++)
+		put(i, 0x4000);
+	assert_int_equal(writer_request_final("signal", 2000), 0);
+	assert_int_equal(flushed_before, 1);
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, 102);
+	assert_string_equal(cJSON_GetObjectItem(v[n - 1], "reason")->valuestring, "signal");
+	free_lines(v, n);
+}
+
 static void test_ptrmap(void **state)
 {
 	(void)state;
@@ -259,6 +283,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
 		cmocka_unit_test(test_ptrmap),
+		cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
