@@ -93,6 +93,26 @@ g=$(grep -c '"t":"kernel".*"graph":' "$out/graphs.aicp.jsonl")
 want=$(sed -n 's/^graph kernels //p' "$out/graphs.stdout")
 t "graphs: every kernel of every replay recorded ($g of $want)" test "${g:-0}" -ge "${want:-1}"
 
+# 6c. PyTorch's expandable segments: virtual-memory mappings are recorded, pointers map to them
+PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True rec expandable "$PY" -c 'import torch; x = torch.randn(1<<20, device="cuda"); print(float((x*2).sum()))'; rc=$?
+t "expandable segments: exit 0 ($rc)" test "$rc" = 0
+t "expandable segments: cuMemMap recorded" grep -q '"t":"vmm".*"api":"cuMemMap"' "$out/expandable.aicp.jsonl"
+t "expandable segments: kernel pointers map to the reserved range" sh -c "grep '\"t\":\"launch\"' '$out/expandable.aicp.jsonl' | grep -q '\"p\":\[\[0,\"0x[0-9a-f]*\",[0-9]'"
+
+# 6d. fork before CUDA: the child that uses CUDA writes its own trace, and so does the parent
+rm -f "$out"/fork.*.aicp.jsonl
+AICPROF_OUTPUT="$out/fork.%p.aicp.jsonl" LD_PRELOAD=$SHIM "$PY" -c '
+import os
+pid = os.fork()
+if pid == 0:
+    import torch; torch.ones(8, device="cuda").add_(1); torch.cuda.synchronize(); os._exit(0)
+os.waitpid(pid, 0)
+import torch; torch.ones(8, device="cuda").mul_(2); torch.cuda.synchronize()' >"$out/fork.stdout" 2>&1; rc=$?
+t "fork: exit 0 ($rc)" test "$rc" = 0
+n=$(ls "$out"/fork.*.aicp.jsonl 2>/dev/null | wc -l)
+t "fork: parent and child each wrote a trace ($n)" test "$n" = 2
+for f in "$out"/fork.*.aicp.jsonl; do chk basic "$f"; done
+
 # 7. overhead per launch, interleaved, medians (a benchmark, not a pass/fail test)
 : >"$out/bench.jsonl"
 for round in 1 2 3; do
