@@ -18,9 +18,10 @@ struct subcommand {
 };
 
 static const struct subcommand commands[] = {
-	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
-	 "run a program under the shim and write its trace"},
-	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
+    {"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
+     "run a program under the shim and write its trace"},
+    {"report", cmd_report, "report DIR",
+     "write report.html, graph.dot/.svg and trace.perfetto.json"},
 };
 
 static void usage(FILE *f)
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-46s %s\n", commands[i].usage, commands[i].help);
 	fprintf(f, "\nRun 'aicprof <command> --help' for a command's options.\n"
-		   "To profile without the command: LD_PRELOAD=libaicprof.so PROGRAM [ARGS...]\n");
+	           "To profile without the command: LD_PRELOAD=libaicprof.so PROGRAM [ARGS...]\n");
 }
 
 int main(int argc, char **argv)

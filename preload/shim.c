@@ -168,8 +168,8 @@ static void header(struct jbuf *b)
 	char cwd[PATH_MAX] = "";
 	if (getcwd(cwd, sizeof(cwd)))
 		jb_key(b, "cwd"), jb_str(b, cwd);
-	static const char *rk[][2] = {{"RANK", "rank"}, {"LOCAL_RANK", "local_rank"},
-				      {"WORLD_SIZE", "world_size"}};
+	static const char *rk[][2] = {
+	    {"RANK", "rank"}, {"LOCAL_RANK", "local_rank"}, {"WORLD_SIZE", "world_size"}};
 	for (size_t i = 0; i < 3; i++) {
 		const char *v = getenv(rk[i][0]);
 		if (v && *v) {
@@ -259,7 +259,8 @@ static void after_fork_child(void)
 		const char *rank = getenv("RANK");
 		char host[256] = "";
 		gethostname(host, sizeof(host) - 1);
-		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) == 0)
+		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) ==
+		    0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
 		writer_start();
 	}
@@ -279,7 +280,7 @@ static int start(void)
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, path,
-			       sizeof(path))) {
+	                       sizeof(path))) {
 		shim_say("output path '%s' is too long: not recording", shim_cfg.output);
 		goto out;
 	}
@@ -354,8 +355,8 @@ __attribute__((constructor)) static void aicprof_init(void)
 		free(real);
 		if (!ours) {
 			shim_say("another tool injects into CUDA (CUDA_INJECTION64_PATH=%s): "
-				 "aicprof steps aside",
-				 inj);
+			         "aicprof steps aside",
+			         inj);
 			inside = 0;
 			return;
 		}

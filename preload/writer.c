@@ -55,7 +55,7 @@ static char outbuf[OUTBUF];
 static size_t outlen;
 
 void writer_init(const char *path, uint64_t cap_bytes, void (*header)(struct jbuf *),
-		 const char *(*api_name)(unsigned))
+                 const char *(*api_name)(unsigned))
 {
 	snprintf(out_path, sizeof(out_path), "%s", path);
 	cap = cap_bytes;
@@ -87,8 +87,9 @@ void writer_meta(const char *line, size_t len)
 static void fail(const char *what, int err)
 {
 	if (!st.failed)
-		shim_say("cannot write trace '%s' (%s: %s); the program continues, the trace ends here",
-			 out_path, what, strerror(err));
+		shim_say(
+		    "cannot write trace '%s' (%s: %s); the program continues, the trace ends here",
+		    out_path, what, strerror(err));
 	st.failed = 1;
 	if (fd >= 0)
 		close(fd);
@@ -188,7 +189,8 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 	jb_key(b, "api"), jb_str(b, api(r->api));
 	jb_key(b, "fn"), jb_u64(b, r->fn);
 	jb_s(b, ",\"grid\":[");
-	jb_u64(b, r->grid[0]), jb_s(b, ","), jb_u64(b, r->grid[1]), jb_s(b, ","), jb_u64(b, r->grid[2]);
+	jb_u64(b, r->grid[0]), jb_s(b, ","), jb_u64(b, r->grid[1]), jb_s(b, ","),
+	    jb_u64(b, r->grid[2]);
 	jb_s(b, "],\"block\":[");
 	jb_u64(b, r->block[0]), jb_s(b, ","), jb_u64(b, r->block[1]), jb_s(b, ",");
 	jb_u64(b, r->block[2]);
@@ -268,15 +270,15 @@ static void fmt_kernel(struct jbuf *b, const struct r_kernel *r)
 
 static const char *copy_kind(unsigned k)
 {
-	static const char *n[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD",
-				  "DtoA", "DtoD", "HtoH", "PtoP"};
+	static const char *n[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+	                          "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 	return k < sizeof(n) / sizeof(n[0]) ? n[k] : "unknown";
 }
 
 static const char *mem_kind(unsigned k)
 {
-	static const char *n[] = {"unknown", "pageable", "pinned", "device", "array", "managed",
-				  "device_static", "managed_static"};
+	static const char *n[] = {"unknown", "pageable", "pinned",        "device",
+	                          "array",   "managed",  "device_static", "managed_static"};
 	return k < sizeof(n) / sizeof(n[0]) ? n[k] : "unknown";
 }
 
@@ -300,7 +302,8 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_MEMCPY:
 	case R_MEMSET: {
 		const struct r_mem *r = (const void *)h;
-		jb_s(b, h->type == R_MEMCPY ? "{\"t\":\"memcpy\",\"seq\":" : "{\"t\":\"memset\",\"seq\":");
+		jb_s(b, h->type == R_MEMCPY ? "{\"t\":\"memcpy\",\"seq\":"
+		                            : "{\"t\":\"memset\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);
@@ -344,9 +347,9 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_FREE:
 	case R_VMM: {
 		const struct r_alloc *r = (const void *)h;
-		jb_s(b, h->type == R_ALLOC ? "{\"t\":\"alloc\",\"seq\":"
-		     : h->type == R_FREE  ? "{\"t\":\"free\",\"seq\":"
-					  : "{\"t\":\"vmm\",\"seq\":");
+		jb_s(b, h->type == R_ALLOC  ? "{\"t\":\"alloc\",\"seq\":"
+		        : h->type == R_FREE ? "{\"t\":\"free\",\"seq\":"
+		                            : "{\"t\":\"vmm\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);
@@ -366,8 +369,8 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_WAIT: {
 		const struct r_sync *r = (const void *)h;
 		jb_s(b, h->type == R_SYNC    ? "{\"t\":\"sync\",\"seq\":"
-		     : h->type == R_EVREC ? "{\"t\":\"event_record\",\"seq\":"
-					  : "{\"t\":\"stream_wait\",\"seq\":");
+		        : h->type == R_EVREC ? "{\"t\":\"event_record\",\"seq\":"
+		                             : "{\"t\":\"stream_wait\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);

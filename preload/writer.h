@@ -19,7 +19,7 @@
 /* Sets the output path (already expanded), the size cap in bytes (0: none), the header
  * callback (appends the header's fields after {"t":"header"), and the API name table. */
 void writer_init(const char *path, uint64_t cap_bytes, void (*header)(struct jbuf *),
-		 const char *(*api_name)(unsigned));
+                 const char *(*api_name)(unsigned));
 
 /* Queues one formatted line (without the newline); copies it. Safe from any thread. */
 void writer_meta(const char *line, size_t len);

@@ -144,7 +144,8 @@ static void test_threads_round_trip(void **state)
 	int last[5] = {-1, -1, -1, -1, -1}, count = 0;
 	for (int i = 2; i < n - 1; i++) {
 		assert_string_equal(type(v[i]), "alloc");
-		assert_string_equal(cJSON_GetObjectItem(v[i], "api")->valuestring, "cuMemAllocAsync");
+		assert_string_equal(cJSON_GetObjectItem(v[i], "api")->valuestring,
+		                    "cuMemAllocAsync");
 		int id = cJSON_GetObjectItem(v[i], "id")->valueint;
 		int t = id / 1000, k = id % 1000;
 		assert_true(t >= 1 && t <= 4);
@@ -277,13 +278,13 @@ static void test_ptrmap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_nothing_recorded_writes_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
-		cmocka_unit_test(test_ptrmap),
-		cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nothing_recorded_writes_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+	    cmocka_unit_test(test_ptrmap),
+	    cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
