@@ -209,6 +209,27 @@ static void test_unwritable_path(void **state)
 	assert_int_equal(st.failed, 1);
 }
 
+/* A full disk: the trace stops, one line, nothing else happens (the program runs on). */
+static void test_disk_full(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0) {
+		fail_msg("/dev/full is not writable here");
+		return;
+	}
+	writer_init("/dev/full", 0, header, api_name);
+	for (int i = 0; i < 3000; i++)
+		put(i, 0x5000);
+	writer_drain();
+	for (int i = 0; i < 10; i++)
+		put(i, 0x5000);
+	writer_flush(1, "exit");
+	struct writer_stats st;
+	writer_stats(&st);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.bytes, 0);
+}
+
 static int flushed_before;
 static void before(void)
 {
