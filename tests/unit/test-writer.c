@@ -304,6 +304,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
 	    cmocka_unit_test(test_ptrmap),
 	    cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
 	};
