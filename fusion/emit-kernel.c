@@ -413,8 +413,8 @@ static void emit_uniforms(struct strbuf *sb, const struct fgroup *g, int from, i
 }
 
 /* Per-element gather into in[] and uu[], for j in 0..V-1. */
-static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *use, const char *ind,
-                        const char *xfmt)
+static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *use, int from, int to,
+                        const char *ind, const char *xfmt)
 {
 	strbuf_addf(sb, "%sfloat in[%d] = {", ind, g->ninputs);
 	for (int i = 0; i < g->ninputs; i++) {
@@ -430,8 +430,15 @@ static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *us
 	strbuf_addf(sb, "%sfloat uu[%d] = {", ind, g->ndrop ? g->ndrop : 1);
 	if (!g->ndrop)
 		strbuf_adds(sb, "0.f");
-	for (int d = 0; d < g->ndrop; d++)
-		strbuf_addf(sb, "%su[%d][j]", d ? ", " : "", d);
+	for (int k = 0, d = 0; k < g->nops; k++) {
+		if (g->ops[k].drop < 0)
+			continue;
+		if (k >= from && k < to)
+			strbuf_addf(sb, "%su[%d][j]", d ? ", " : "", g->ops[k].drop);
+		else
+			strbuf_addf(sb, "%s0.f", d ? ", " : "");
+		d++;
+	}
 	strbuf_adds(sb, "};\n");
 }
 
@@ -466,7 +473,7 @@ static void emit_chain_kernel(struct strbuf *sb, const struct fgroup *g)
 	emit_uniforms(sb, g, 0, g->nops, "\t");
 	strbuf_addf(sb, "\tfloat y[%d][V];\n#pragma unroll\n\tfor (int j = 0; j < V; j++) {\n",
 	            g->nwrites);
-	emit_gather(sb, g, use, "\t\t", "x[%d]");
+	emit_gather(sb, g, use, 0, g->nops, "\t\t", "x[%d]");
 	strbuf_addf(sb, "\t\tfloat o[%d];\n\t\t%s_elem(in, uu, o);\n", g->nwrites, nm);
 	strbuf_addf(sb,
 	            "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++)\n\t\t\ty[k][j] = o[k];\n"
@@ -549,10 +556,10 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb,
 	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
 	            g->nwrites);
-	emit_gather(sb, g, pro, "\t\t\t\t", "x[%d]");
+	emit_gather(sb, g, pro, 0, g->red, "\t\t\t\t", "x[%d]");
 	strbuf_addf(
 	    sb,
-	    "\t\t\t\tfloat o[%d];\n"
+	    "\t\t\t\tfloat o[%d] = {};\n"
 	    "\t\t\t\tconst float v = %s_pro(in, uu, row, c + j, o);\n"
 	    "\t\t\t\taic_xs[c + j] = v;\n"
 	    "\t\t\t\tacc = %s;\n"
@@ -601,10 +608,10 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb,
 	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
 	            g->nwrites);
-	emit_gather(sb, g, epi, "\t\t\t\t", "x[%d]");
+	emit_gather(sb, g, epi, g->red + 1, g->nops, "\t\t\t\t", "x[%d]");
 	strbuf_addf(
 	    sb,
-	    "\t\t\t\tfloat o[%d];\n"
+	    "\t\t\t\tfloat o[%d] = {};\n"
 	    "\t\t\t\t%s_epi(aic_xs[c + j], s0, s1, in, uu, row, c + j, o);\n"
 	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
 	    "\t\t\t}\n",
