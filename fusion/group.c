@@ -49,6 +49,17 @@ static int valid_name(const char *s)
 	return 1;
 }
 
+/* JSON type of f, for messages. */
+static const char *jtype(const cJSON *f)
+{
+	return cJSON_IsString(f)   ? "a string"
+	       : cJSON_IsBool(f)   ? "a boolean"
+	       : cJSON_IsArray(f)  ? "an array"
+	       : cJSON_IsObject(f) ? "an object"
+	       : cJSON_IsNull(f)   ? "null"
+	                           : "a number";
+}
+
 /* A non-negative integer field; absent is -2 when optional, an error when required. */
 static int get_long(struct pctx *c, const cJSON *o, const char *path, const char *key, int required,
                     long *out)
@@ -61,7 +72,7 @@ static int get_long(struct pctx *c, const cJSON *o, const char *path, const char
 		return 0;
 	}
 	if (!cJSON_IsNumber(f))
-		return perr(c, "%sfield '%s' must be a number", path, key);
+		return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
 	double d = f->valuedouble;
 	if (d != floor(d) || d < 1 || d > 9e15)
 		return perr(c, "%sfield '%s' must be a positive integer, not %g", path, key, d);
@@ -94,7 +105,7 @@ static int get_number(struct pctx *c, const cJSON *o, const char *path, const ch
 			            path, key, s);
 		return 0;
 	}
-	return perr(c, "%sfield '%s' must be a number", path, key);
+	return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
 }
 
 static const char *get_string(struct pctx *c, const cJSON *o, const char *path, const char *key,
@@ -107,7 +118,7 @@ static const char *get_string(struct pctx *c, const cJSON *o, const char *path, 
 		return NULL;
 	}
 	if (!cJSON_IsString(f)) {
-		perr(c, "%sfield '%s' must be a string", path, key);
+		perr(c, "%sfield '%s' must be a string, not %s", path, key, jtype(f));
 		return NULL;
 	}
 	return f->valuestring;
@@ -169,7 +180,7 @@ static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, 
 		return NULL;
 	}
 	if (!cJSON_IsArray(f)) {
-		perr(c, "%sfield '%s' must be an array", path, key);
+		perr(c, "%sfield '%s' must be an array, not %s", path, key, jtype(f));
 		return NULL;
 	}
 	return f;

@@ -155,7 +155,7 @@ static void test_parse_bad(void **state)
 	(void)state;
 	parse_bad("bad-unknown-op.json", "ops[1]", "unknown op 'frobnicate'");
 	parse_bad("bad-missing-field.json", "ops[0] (dropout)", "missing field 'p'");
-	parse_bad("bad-wrong-type.json", "'numel'", "must be a number");
+	parse_bad("bad-wrong-type.json", "'numel'", "must be a number, not a string");
 	parse_bad("bad-undefined-arg.json", "undefined name 'bias'", NULL);
 	parse_bad("bad-cycle.json", "'b' is defined by a later op", "cycle");
 	parse_bad("no-such-file.json", "cannot open", NULL);
