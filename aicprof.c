@@ -18,10 +18,11 @@ struct subcommand {
 };
 
 static const struct subcommand commands[] = {
-    {"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
-     "run a program under the shim and write its trace"},
-    {"report", cmd_report, "report DIR",
-     "write report.html, graph.dot/.svg and trace.perfetto.json"},
+	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
+	 "run a program under the shim and write its trace"},
+	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
+	{"fuse", cmd_fuse, "fuse OUTDIR|--group G.json -o FUSEDDIR", "generate fused CUDA kernels"},
+	{"bench", cmd_bench, "bench FUSEDDIR", "build, check, tune and time fused kernels on a GPU"},
 };
 
 static void usage(FILE *f)
