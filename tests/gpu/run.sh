@@ -115,7 +115,8 @@ for f in "$out"/fork.*.aicp.jsonl; do chk basic "$f"; done
 
 # 7. overhead per launch, interleaved, medians (a benchmark, not a pass/fail test)
 : >"$out/bench.jsonl"
-for round in 1 2 3; do
+rounds="1 2 3"; [ "${GPU_BENCH:-1}" = 0 ] && rounds=
+for round in $rounds; do
 	"$PY" tests/gpu/bench_launch.py bare >>"$out/bench.jsonl" 2>/dev/null
 	AICPROF_OUTPUT=$out/bench.shim.aicp.jsonl LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py shim >>"$out/bench.jsonl" 2>/dev/null
 	AICPROF_OUTPUT=$out/bench.noattr.aicp.jsonl AICPROF_ATTRIB=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py noattr >>"$out/bench.jsonl" 2>/dev/null
@@ -123,7 +124,7 @@ for round in 1 2 3; do
 	AICPROF_OUTPUT=$out/bench.min.aicp.jsonl AICPROF_ATTRIB=0 AICPROF_ARGS=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py noattr_noargs >>"$out/bench.jsonl" 2>/dev/null
 	AICPROF_OUTPUT=$out/bench.noact.aicp.jsonl AICPROF_ATTRIB=0 AICPROF_ARGS=0 AICPROF_ACTIVITY=0 LD_PRELOAD=$SHIM "$PY" tests/gpu/bench_launch.py callbacks_only >>"$out/bench.jsonl" 2>/dev/null
 done
-"$PY" - "$out/bench.jsonl" <<'PYEOF'
+[ -n "$rounds" ] && "$PY" - "$out/bench.jsonl" <<'PYEOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 med = {m: statistics.median(r["us_per_launch"] for r in rows if r["mode"] == m) for m in ("bare", "shim", "noattr", "noattr_noargs", "callbacks_only", "profiler") if any(r["mode"] == m for r in rows)}
