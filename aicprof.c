@@ -23,6 +23,8 @@ static const struct subcommand commands[] = {
 	{"analyze", cmd_analyze, "analyze TRACE... [-o DIR]",
 	 "rebuild the op graph and VRAM ledger, find fusions, write DIR/summary.json"},
 	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
+	{"fuse", cmd_fuse, "fuse OUTDIR|--group G.json -o FUSEDDIR", "generate fused CUDA kernels"},
+	{"bench", cmd_bench, "bench FUSEDDIR", "build, check, tune and time fused kernels on a GPU"},
 };
 
 static void usage(FILE *f)
@@ -31,7 +33,7 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-46s %s\n", commands[i].usage, commands[i].help);
 	fprintf(f, "\nRun 'aicprof <command> --help' for a command's options.\n"
-		   "To profile without the command: LD_PRELOAD=libaicprof.so PROGRAM [ARGS...]\n");
+	           "To profile without the command: LD_PRELOAD=libaicprof.so PROGRAM [ARGS...]\n");
 }
 
 int main(int argc, char **argv)

@@ -9,5 +9,7 @@
 int cmd_record(int argc, char **argv);  /* preload/cmd-record.c */
 int cmd_analyze(int argc, char **argv); /* analyzer/cmd-analyze.c */
 int cmd_report(int argc, char **argv);  /* report/cmd-report.c */
+int cmd_fuse(int argc, char **argv);    /* fusion/cmd-fuse.c */
+int cmd_bench(int argc, char **argv);   /* fusion/cmd-bench.c */
 
 #endif

@@ -171,12 +171,23 @@ void strbuf_add_html(struct strbuf *sb, const char *s)
 {
 	for (; s && *s; s++) {
 		switch (*s) {
-		case '<': strbuf_adds(sb, "&lt;"); break;
-		case '>': strbuf_adds(sb, "&gt;"); break;
-		case '&': strbuf_adds(sb, "&amp;"); break;
-		case '"': strbuf_adds(sb, "&quot;"); break;
-		case '\'': strbuf_adds(sb, "&#39;"); break;
-		default: strbuf_add(sb, s, 1);
+		case '<':
+			strbuf_adds(sb, "&lt;");
+			break;
+		case '>':
+			strbuf_adds(sb, "&gt;");
+			break;
+		case '&':
+			strbuf_adds(sb, "&amp;");
+			break;
+		case '"':
+			strbuf_adds(sb, "&quot;");
+			break;
+		case '\'':
+			strbuf_adds(sb, "&#39;");
+			break;
+		default:
+			strbuf_add(sb, s, 1);
 		}
 	}
 }
@@ -186,14 +197,30 @@ void strbuf_add_json(struct strbuf *sb, const char *s)
 	strbuf_add(sb, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
 		switch (*p) {
-		case '"': strbuf_adds(sb, "\\\""); break;
-		case '\\': strbuf_adds(sb, "\\\\"); break;
-		case '\n': strbuf_adds(sb, "\\n"); break;
-		case '\r': strbuf_adds(sb, "\\r"); break;
-		case '\t': strbuf_adds(sb, "\\t"); break;
-		case '<': strbuf_adds(sb, "\\u003c"); break; /* safe inside <script> */
-		case '>': strbuf_adds(sb, "\\u003e"); break;
-		case '&': strbuf_adds(sb, "\\u0026"); break;
+		case '"':
+			strbuf_adds(sb, "\\\"");
+			break;
+		case '\\':
+			strbuf_adds(sb, "\\\\");
+			break;
+		case '\n':
+			strbuf_adds(sb, "\\n");
+			break;
+		case '\r':
+			strbuf_adds(sb, "\\r");
+			break;
+		case '\t':
+			strbuf_adds(sb, "\\t");
+			break;
+		case '<':
+			strbuf_adds(sb, "\\u003c");
+			break; /* safe inside <script> */
+		case '>':
+			strbuf_adds(sb, "\\u003e");
+			break;
+		case '&':
+			strbuf_adds(sb, "\\u0026");
+			break;
 		default:
 			if (*p < 0x20)
 				strbuf_addf(sb, "\\u%04x", *p);
@@ -221,7 +248,8 @@ int write_file_atomic(const char *path, const void *data, size_t len)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			error("cannot write '%s': %s", path, w < 0 ? strerror(errno) : "short write");
+			error("cannot write '%s': %s", path,
+			      w < 0 ? strerror(errno) : "short write");
 			close(fd);
 			unlink(tmp.buf);
 			strbuf_release(&tmp);

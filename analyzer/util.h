@@ -21,9 +21,9 @@ __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) int error(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void warning(const char *fmt, ...);
 __attribute__((format(printf, 3, 4))) int error_at(const char *file, long line, const char *fmt,
-						 ...);
-__attribute__((format(printf, 3, 4))) void warning_at(const char *file, long line,
-						    const char *fmt, ...);
+                                                   ...);
+__attribute__((format(printf, 3, 4))) void warning_at(const char *file, long line, const char *fmt,
+                                                      ...);
 __attribute__((noreturn)) void bug_fl(const char *file, int line, const char *fmt, ...);
 #define BUG(...) bug_fl(__FILE__, __LINE__, __VA_ARGS__)
 
@@ -38,7 +38,7 @@ char *xstrdup(const char *s);
 #define ALLOC_GROW(arr, nr, alloc)                                                                 \
 	do {                                                                                       \
 		if ((nr) >= (alloc)) {                                                             \
-			(alloc) = (alloc) ? (alloc) * 2 : 16;                                      \
+			(alloc) = (alloc) ? (alloc)*2 : 16;                                        \
 			if ((alloc) <= (nr))                                                       \
 				(alloc) = (nr) + 1;                                                \
 			(arr) = xrealloc((arr), sizeof(*(arr)) * (alloc));                         \
@@ -51,7 +51,10 @@ struct strbuf {
 	char *buf;
 	size_t len, alloc;
 };
-#define STRBUF_INIT {NULL, 0, 0}
+#define STRBUF_INIT                                                                                \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 void strbuf_grow(struct strbuf *sb, size_t extra);
 void strbuf_add(struct strbuf *sb, const void *data, size_t len);
 void strbuf_adds(struct strbuf *sb, const char *s);

@@ -68,7 +68,8 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	if (i >= argc) {
-		error("no program to record; usage: aicprof record [-o FILE] [--] PROGRAM [ARGS...]");
+		error(
+		    "no program to record; usage: aicprof record [-o FILE] [--] PROGRAM [ARGS...]");
 		return 129;
 	}
 	char *shim = find_shim();

@@ -32,7 +32,7 @@ static int parse_bool(const char *var, const char *v, int *out, struct config_ms
 }
 
 static int parse_long(const char *var, const char *v, long lo, long hi, long *out,
-		      struct config_msgs *m)
+                      struct config_msgs *m)
 {
 	char *end;
 	errno = 0;
@@ -52,7 +52,7 @@ static int parse_long(const char *var, const char *v, long lo, long hi, long *ou
 }
 
 static int parse_double(const char *var, const char *v, double lo, double hi, double *out,
-			struct config_msgs *m)
+                        struct config_msgs *m)
 {
 	char *end;
 	errno = 0;
@@ -65,8 +65,7 @@ static int parse_double(const char *var, const char *v, double lo, double hi, do
 	return 0;
 }
 
-static int parse_str(const char *var, const char *v, char *out, size_t outsz,
-		     struct config_msgs *m)
+static int parse_str(const char *var, const char *v, char *out, size_t outsz, struct config_msgs *m)
 {
 	if (!*v) {
 		add_msg(m, var, v, "empty");
@@ -136,7 +135,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 }
 
 int config_output_path(const char *pat, long pid, const char *rank, const char *host, char *out,
-		       size_t outsz)
+                       size_t outsz)
 {
 	size_t n = 0;
 	char tmp[64];
@@ -146,11 +145,24 @@ int config_output_path(const char *pat, long pid, const char *rank, const char *
 		if (*p == '%' && p[1]) {
 			p++;
 			switch (*p) {
-			case 'p': snprintf(tmp, sizeof(tmp), "%ld", pid); add = tmp; break;
-			case 'r': add = rank && *rank ? rank : "0"; break;
-			case 'h': add = host && *host ? host : "localhost"; break;
-			case '%': add = "%"; break;
-			default: one[0] = '%'; add = one; p--; break;
+			case 'p':
+				snprintf(tmp, sizeof(tmp), "%ld", pid);
+				add = tmp;
+				break;
+			case 'r':
+				add = rank && *rank ? rank : "0";
+				break;
+			case 'h':
+				add = host && *host ? host : "localhost";
+				break;
+			case '%':
+				add = "%";
+				break;
+			default:
+				one[0] = '%';
+				add = one;
+				p--;
+				break;
 			}
 		} else {
 			add = one;

@@ -13,20 +13,21 @@
 enum writes_mode { WRITES_INFER = 0, WRITES_PROBE = 1 };
 
 struct config {
-	char output[512];     /* AICPROF_OUTPUT: path pattern, %p pid, %r rank, %h host, %% */
-	int attrib;           /* AICPROF_ATTRIB: source attribution on (1) or off (0) */
-	int depth;            /* AICPROF_DEPTH: user frames kept per site, 1..16 */
-	int alloc_backend;    /* AICPROF_ALLOC_BACKEND: 1 sets cudaMallocAsync unless the user set one */
-	long max_mb;          /* AICPROF_MAX_MB: trace size cap in MiB, 0 = none */
-	double delay_s;       /* AICPROF_DELAY: seconds after start before recording */
-	char range[128];      /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
-	int quiet;            /* AICPROF_QUIET: no "aicprof:" lines at all */
-	int debug;            /* AICPROF_DEBUG: extra diagnostics on stderr */
+	char output[512];  /* AICPROF_OUTPUT: path pattern, %p pid, %r rank, %h host, %% */
+	int attrib;        /* AICPROF_ATTRIB: source attribution on (1) or off (0) */
+	int depth;         /* AICPROF_DEPTH: user frames kept per site, 1..16 */
+	int alloc_backend; /* AICPROF_ALLOC_BACKEND: 1 sets cudaMallocAsync unless the user set one
+	                    */
+	long max_mb;       /* AICPROF_MAX_MB: trace size cap in MiB, 0 = none */
+	double delay_s;    /* AICPROF_DELAY: seconds after start before recording */
+	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
+	int quiet;         /* AICPROF_QUIET: no "aicprof:" lines at all */
+	int debug;         /* AICPROF_DEBUG: extra diagnostics on stderr */
 	enum writes_mode writes; /* AICPROF_WRITES: "infer" or "probe" (calibration) */
-	int probe_count;      /* AICPROF_PROBE_COUNT: launches per kernel name to calibrate */
-	int eager;            /* AICPROF_EAGER: subscribe in the constructor, not at cuInit */
-	int args;             /* AICPROF_ARGS: record kernel arguments (1) or not (0) */
-	int activity;         /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
+	int probe_count;         /* AICPROF_PROBE_COUNT: launches per kernel name to calibrate */
+	int eager;               /* AICPROF_EAGER: subscribe in the constructor, not at cuInit */
+	int args;                /* AICPROF_ARGS: record kernel arguments (1) or not (0) */
+	int activity; /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
 };
 
 /* Up to this many messages, each at most CONFIG_MSG_LEN bytes. */
@@ -42,13 +43,14 @@ struct config_msgs {
  * (NULL: unset). Bad values keep the default and append a message naming the variable and the
  * value to *msgs (which may be NULL). Never allocates, never fails.
  */
-void config_load(struct config *c, const char *(*lookup)(const char *name), struct config_msgs *msgs);
+void config_load(struct config *c, const char *(*lookup)(const char *name),
+                 struct config_msgs *msgs);
 
 /*
  * Expands the output pattern into out (size outsz): %p pid, %r rank (or "0" when unset... see
  * README), %h host, %% a percent sign. Returns 0, or -1 when the result does not fit.
  */
 int config_output_path(const char *pattern, long pid, const char *rank, const char *host, char *out,
-		       size_t outsz);
+                       size_t outsz);
 
 #endif

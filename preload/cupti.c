@@ -37,42 +37,42 @@
 
 /* ---- late-bound functions ---------------------------------------------------------------- */
 
-#define CUPTI_FUNCS(X)                                                                            \
-	X(cuptiSubscribe, CUptiResult, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))   \
-	X(cuptiUnsubscribe, CUptiResult, (CUpti_SubscriberHandle))                                \
-	X(cuptiEnableCallback, CUptiResult,                                                       \
-	  (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))            \
-	X(cuptiActivityEnable, CUptiResult, (CUpti_ActivityKind))                                 \
-	X(cuptiActivityDisable, CUptiResult, (CUpti_ActivityKind))                                \
-	X(cuptiActivityRegisterCallbacks, CUptiResult,                                            \
-	  (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                  \
-	X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))        \
-	X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))        \
-	X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                         \
-	X(cuptiGetVersion, CUptiResult, (uint32_t *))                                             \
-	X(cuptiGetTimestamp, CUptiResult, (uint64_t *))                                           \
+#define CUPTI_FUNCS(X)                                                                             \
+	X(cuptiSubscribe, CUptiResult, (CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))     \
+	X(cuptiUnsubscribe, CUptiResult, (CUpti_SubscriberHandle))                                 \
+	X(cuptiEnableCallback, CUptiResult,                                                        \
+	  (uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId))              \
+	X(cuptiActivityEnable, CUptiResult, (CUpti_ActivityKind))                                  \
+	X(cuptiActivityDisable, CUptiResult, (CUpti_ActivityKind))                                 \
+	X(cuptiActivityRegisterCallbacks, CUptiResult,                                             \
+	  (CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc))                   \
+	X(cuptiActivityGetNextRecord, CUptiResult, (uint8_t *, size_t, CUpti_Activity **))         \
+	X(cuptiActivityGetNumDroppedRecords, CUptiResult, (CUcontext, uint32_t, size_t *))         \
+	X(cuptiActivityFlushAll, CUptiResult, (uint32_t))                                          \
+	X(cuptiGetVersion, CUptiResult, (uint32_t *))                                              \
+	X(cuptiGetTimestamp, CUptiResult, (uint64_t *))                                            \
 	X(cuptiGetResultString, CUptiResult, (CUptiResult, const char **))
 
-#define CU_FUNCS(X)                                                                               \
-	X(cuFuncGetParamInfo, "cuFuncGetParamInfo", CUresult, (CUfunction, size_t, size_t *, size_t *)) \
-	X(cuKernelGetParamInfo, "cuKernelGetParamInfo", CUresult,                                 \
-	  (CUkernel, size_t, size_t *, size_t *))                                                 \
-	X(cuFuncGetName, "cuFuncGetName", CUresult, (const char **, CUfunction))                  \
-	X(cuKernelGetName, "cuKernelGetName", CUresult, (const char **, CUkernel))                \
-	X(cuFuncLoad, "cuFuncLoad", CUresult, (CUfunction))                                       \
-	X(cuDeviceGetCount, "cuDeviceGetCount", CUresult, (int *))                                \
-	X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice *, int))                                \
-	X(cuDeviceGetName, "cuDeviceGetName", CUresult, (char *, int, CUdevice))                  \
-	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult,                                 \
-	  (int *, CUdevice_attribute, CUdevice))                                                  \
-	X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult, (size_t *, CUdevice))                \
-	X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *))                            \
-	X(cuCtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                 \
-	X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *, CUdeviceptr, size_t))               \
-	X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult,                                   \
-	  (CUstream, CUstreamCaptureStatus *))
+#define CU_FUNCS(X)                                                                                \
+	X(cuFuncGetParamInfo, "cuFuncGetParamInfo", CUresult,                                      \
+	  (CUfunction, size_t, size_t *, size_t *))                                                \
+	X(cuKernelGetParamInfo, "cuKernelGetParamInfo", CUresult,                                  \
+	  (CUkernel, size_t, size_t *, size_t *))                                                  \
+	X(cuFuncGetName, "cuFuncGetName", CUresult, (const char **, CUfunction))                   \
+	X(cuKernelGetName, "cuKernelGetName", CUresult, (const char **, CUkernel))                 \
+	X(cuFuncLoad, "cuFuncLoad", CUresult, (CUfunction))                                        \
+	X(cuDeviceGetCount, "cuDeviceGetCount", CUresult, (int *))                                 \
+	X(cuDeviceGet, "cuDeviceGet", CUresult, (CUdevice *, int))                                 \
+	X(cuDeviceGetName, "cuDeviceGetName", CUresult, (char *, int, CUdevice))                   \
+	X(cuDeviceGetAttribute, "cuDeviceGetAttribute", CUresult,                                  \
+	  (int *, CUdevice_attribute, CUdevice))                                                   \
+	X(cuDeviceTotalMem, "cuDeviceTotalMem_v2", CUresult, (size_t *, CUdevice))                 \
+	X(cuDriverGetVersion, "cuDriverGetVersion", CUresult, (int *))                             \
+	X(cuCtxSynchronize, "cuCtxSynchronize", CUresult, (void))                                  \
+	X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult, (void *, CUdeviceptr, size_t))                \
+	X(cuStreamIsCapturing, "cuStreamIsCapturing", CUresult, (CUstream, CUstreamCaptureStatus *))
 
-#define DECL_CUPTI(name, ret, args) static ret(*p_##name) args;
+#define DECL_CUPTI(name, ret, args)    static ret(*p_##name) args;
 #define DECL_CU(field, sym, ret, args) static ret(*p_##field) args;
 CUPTI_FUNCS(DECL_CUPTI)
 CU_FUNCS(DECL_CU)
@@ -82,24 +82,31 @@ static int started;
 
 /* ---- API names (indexes stored in records) ---------------------------------------------- */
 
-#define APIS(X)                                                                                   \
-	X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)    \
-	X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch)          \
-	X(cuGraphLaunch_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)        \
-	X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                    \
-	X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync) X(cuMemFreeAsync_ptsz) \
-	X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemcpy)         \
-	X(cuMemcpyAsync) X(cuMemcpy_ptds) X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2)               \
-	X(cuMemcpyDtoH_v2) X(cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)    \
-	X(cuMemcpyDtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(cuMemcpyDtoHAsync_v2_ptsz)        \
-	X(cuMemcpyDtoDAsync_v2_ptsz) X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2_ptds)             \
-	X(cuMemcpyDtoD_v2_ptds) X(cuMemcpyPeer) X(cuMemcpyPeerAsync) X(cuMemsetD8_v2)            \
-	X(cuMemsetD16_v2) X(cuMemsetD32_v2) X(cuMemsetD8Async) X(cuMemsetD16Async)              \
-	X(cuMemsetD32Async) X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async_ptsz)                     \
-	X(cuMemsetD32Async_ptsz) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz)              \
-	X(cuCtxSynchronize) X(cuEventSynchronize) X(cuStreamWaitEvent) X(cuStreamWaitEvent_ptsz) \
-	X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventRecordWithFlags)                         \
-	X(cuEventRecordWithFlags_ptsz)
+#define APIS(X)                                                                                    \
+	X(cuLaunchKernel)                                                                          \
+	X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(                     \
+	    cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch)          \
+	    X(cuGraphLaunch_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(   \
+	        cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                \
+	        X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync) X(               \
+	            cuMemFreeAsync_ptsz) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)    \
+	            X(cuMemUnmap) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpy_ptds)                    \
+	                X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(             \
+	                    cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)       \
+	                    X(cuMemcpyDtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(                \
+	                        cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2_ptsz)            \
+	                        X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2_ptds) X(                 \
+	                            cuMemcpyDtoD_v2_ptds) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)     \
+	                            X(cuMemsetD8_v2) X(cuMemsetD16_v2) X(cuMemsetD32_v2)           \
+	                                X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) \
+	                                    X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async_ptsz)       \
+	                                        X(cuMemsetD32Async_ptsz) X(cuStreamSynchronize) X( \
+	                                            cuStreamSynchronize_ptsz) X(cuCtxSynchronize)  \
+	                                            X(cuEventSynchronize) X(cuStreamWaitEvent)     \
+	                                                X(cuStreamWaitEvent_ptsz) X(cuEventRecord) \
+	                                                    X(cuEventRecord_ptsz)                  \
+	                                                        X(cuEventRecordWithFlags)          \
+	                                                            X(cuEventRecordWithFlags_ptsz)
 
 enum api_idx {
 #define ENUM_API(n) A_##n,
@@ -107,10 +114,10 @@ enum api_idx {
 };
 static const char *const api_names[] = {
 #define NAME_API(n) #n,
-	APIS(NAME_API)};
+    APIS(NAME_API)};
 static const CUpti_CallbackId api_cbid[] = {
 #define CBID_API(n) CUPTI_DRIVER_TRACE_CBID_##n,
-	APIS(CBID_API)};
+    APIS(CBID_API)};
 static int16_t cbid_to_api[1024];
 
 const char *cupti_api_name(unsigned a)
@@ -189,7 +196,7 @@ static uint32_t intern(const char *s)
 struct fn_ent {
 	_Atomic(void *) f; /* published last */
 	uint32_t name;
-	int32_t err;   /* 0, or CUresult of the failed layout query */
+	int32_t err; /* 0, or CUresult of the failed layout query */
 	int nparams;
 	uint32_t *off, *size;
 	_Atomic int probes; /* calibrated launches so far */
@@ -254,7 +261,8 @@ static struct fn_ent *fn_lookup(CUfunction f)
 		if (!k) {
 			e = &fns[i];
 			const char *name = NULL;
-			if (!p_cuFuncGetName || p_cuFuncGetName(&name, f) != CUDA_SUCCESS || !name) {
+			if (!p_cuFuncGetName || p_cuFuncGetName(&name, f) != CUDA_SUCCESS ||
+			    !name) {
 				name = NULL;
 				if (p_cuKernelGetName)
 					p_cuKernelGetName(&name, (CUkernel)f);
@@ -272,7 +280,8 @@ static struct fn_ent *fn_lookup(CUfunction f)
 					e->err = -1;
 				} else {
 					memcpy(e->off, off, sizeof(uint32_t) * (size_t)e->nparams);
-					memcpy(e->size, size, sizeof(uint32_t) * (size_t)e->nparams);
+					memcpy(e->size, size,
+					       sizeof(uint32_t) * (size_t)e->nparams);
 				}
 			}
 			atomic_store_explicit(&e->f, (void *)f, memory_order_release);
@@ -345,7 +354,7 @@ static int want_probe(struct fn_ent *e, CUstream s)
 
 /* Collects the pointers of a launch's parameters into ptrs; returns their count. */
 static int scan_ptrs(struct fn_ent *e, const struct launch *l, struct r_arg *args,
-		     struct r_ptr *ptrs)
+                     struct r_ptr *ptrs)
 {
 	uint64_t lo, hi;
 	ptrmap_bounds(&lo, &hi);
@@ -422,7 +431,7 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	uint32_t site = 0;
 	int inh = 0, has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
 	size_t len = REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
-			       sizeof(struct r_ptr) * (size_t)np);
+	                       sizeof(struct r_ptr) * (size_t)np);
 	struct r_launch *r = ring_reserve(len);
 	if (!r)
 		return;
@@ -462,14 +471,14 @@ static void on_launch(const CUpti_CallbackData *cb, enum api_idx api)
 	case A_cuLaunchCooperativeKernel_ptsz: {
 		/* the cooperative form has the same leading fields, without extra */
 		const cuLaunchKernel_params *q = p;
-		l = (struct launch){q->f,
-				    {q->gridDimX, q->gridDimY, q->gridDimZ},
-				    {q->blockDimX, q->blockDimY, q->blockDimZ},
-				    q->sharedMemBytes,
-				    q->hStream,
-				    q->kernelParams,
-				    (api == A_cuLaunchKernel || api == A_cuLaunchKernel_ptsz) ? q->extra
-											: NULL};
+		l = (struct launch){
+		    q->f,
+		    {q->gridDimX, q->gridDimY, q->gridDimZ},
+		    {q->blockDimX, q->blockDimY, q->blockDimZ},
+		    q->sharedMemBytes,
+		    q->hStream,
+		    q->kernelParams,
+		    (api == A_cuLaunchKernel || api == A_cuLaunchKernel_ptsz) ? q->extra : NULL};
 		break;
 	}
 	case A_cuLaunchKernelEx:
@@ -479,12 +488,12 @@ static void on_launch(const CUpti_CallbackData *cb, enum api_idx api)
 		if (!c)
 			return;
 		l = (struct launch){q->f,
-				    {c->gridDimX, c->gridDimY, c->gridDimZ},
-				    {c->blockDimX, c->blockDimY, c->blockDimZ},
-				    c->sharedMemBytes,
-				    c->hStream,
-				    q->kernelParams,
-				    q->extra};
+		                    {c->gridDimX, c->gridDimY, c->gridDimZ},
+		                    {c->blockDimX, c->blockDimY, c->blockDimZ},
+		                    c->sharedMemBytes,
+		                    c->hStream,
+		                    q->kernelParams,
+		                    q->extra};
 		break;
 	}
 	default:
@@ -496,7 +505,7 @@ static void on_launch(const CUpti_CallbackData *cb, enum api_idx api)
 /* ---- allocations ------------------------------------------------------------------------- */
 
 static void put_alloc(enum rec_type t, enum api_idx api, uint64_t ptr, uint64_t size, int64_t id,
-		      CUstream s)
+                      CUstream s)
 {
 	struct r_alloc *r = ring_reserve(sizeof(*r));
 	if (!r)
@@ -518,7 +527,8 @@ static void on_alloc(const CUpti_CallbackData *cb, enum api_idx api)
 {
 	if (cb->callbackSite != CUPTI_API_EXIT)
 		return;
-	CUresult res = cb->functionReturnValue ? *(CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
+	CUresult res =
+	    cb->functionReturnValue ? *(CUresult *)cb->functionReturnValue : CUDA_SUCCESS;
 	const void *p = cb->functionParams;
 	if (res != CUDA_SUCCESS)
 		return;
@@ -577,7 +587,8 @@ static void on_alloc(const CUpti_CallbackData *cb, enum api_idx api)
 	case A_cuMemMap:
 	case A_cuMemUnmap: {
 		if (api == A_cuMemMap)
-			ptr = ((const cuMemMap_params *)p)->ptr, size = ((const cuMemMap_params *)p)->size;
+			ptr = ((const cuMemMap_params *)p)->ptr,
+			size = ((const cuMemMap_params *)p)->size;
 		else
 			ptr = ((const cuMemUnmap_params *)p)->ptr,
 			size = ((const cuMemUnmap_params *)p)->size;
@@ -670,9 +681,9 @@ static void on_mem(const CUpti_CallbackData *cb, enum api_idx api)
 		unsigned w = api == A_cuMemsetD8_v2 ? 1 : api == A_cuMemsetD16_v2 ? 2 : 4;
 		t = R_MEMSET;
 		dst = q->dstDevice, bytes = q->N * w;
-		value = api == A_cuMemsetD32_v2 ? q->ui
-			: api == A_cuMemsetD16_v2 ? ((const cuMemsetD16_v2_params *)p)->us
-						  : ((const cuMemsetD8_v2_params *)p)->uc;
+		value = api == A_cuMemsetD32_v2   ? q->ui
+		        : api == A_cuMemsetD16_v2 ? ((const cuMemsetD16_v2_params *)p)->us
+		                                  : ((const cuMemsetD8_v2_params *)p)->uc;
 		break;
 	}
 	case A_cuMemsetD8Async:
@@ -682,8 +693,8 @@ static void on_mem(const CUpti_CallbackData *cb, enum api_idx api)
 	case A_cuMemsetD16Async_ptsz:
 	case A_cuMemsetD32Async_ptsz: {
 		unsigned w = (api == A_cuMemsetD8Async || api == A_cuMemsetD8Async_ptsz)     ? 1
-			     : (api == A_cuMemsetD16Async || api == A_cuMemsetD16Async_ptsz) ? 2
-											     : 4;
+		             : (api == A_cuMemsetD16Async || api == A_cuMemsetD16Async_ptsz) ? 2
+		                                                                             : 4;
 		t = R_MEMSET;
 		if (w == 1) {
 			const cuMemsetD8Async_params *q = p;
@@ -737,13 +748,15 @@ static void on_sync(const CUpti_CallbackData *cb, enum api_idx api)
 	switch (api) {
 	case A_cuStreamSynchronize:
 	case A_cuStreamSynchronize_ptsz:
-		t = R_SYNC, stream = (uint64_t)(uintptr_t)((const cuStreamSynchronize_params *)p)->hStream;
+		t = R_SYNC,
+		stream = (uint64_t)(uintptr_t)((const cuStreamSynchronize_params *)p)->hStream;
 		break;
 	case A_cuCtxSynchronize:
 		t = R_SYNC;
 		break;
 	case A_cuEventSynchronize:
-		t = R_SYNC, event = (uint64_t)(uintptr_t)((const cuEventSynchronize_params *)p)->hEvent;
+		t = R_SYNC,
+		event = (uint64_t)(uintptr_t)((const cuEventSynchronize_params *)p)->hEvent;
 		break;
 	case A_cuStreamWaitEvent:
 	case A_cuStreamWaitEvent_ptsz: {
@@ -832,7 +845,7 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *d)
 		break;
 	case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
 		put_range(R_PUSH, 0,
-			  attr_text(((const nvtxDomainRangePushEx_params *)p)->core.eventAttrib));
+		          attr_text(((const nvtxDomainRangePushEx_params *)p)->core.eventAttrib));
 		break;
 	case CUPTI_CBID_NVTX_nvtxRangePop:
 	case CUPTI_CBID_NVTX_nvtxDomainRangePop:
@@ -840,15 +853,15 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *d)
 		break;
 	case CUPTI_CBID_NVTX_nvtxRangeStartA:
 		put_range(R_RSTART, rv ? *(const nvtxRangeId_t *)rv : 0,
-			  ((const nvtxRangeStartA_params *)p)->message);
+		          ((const nvtxRangeStartA_params *)p)->message);
 		break;
 	case CUPTI_CBID_NVTX_nvtxRangeStartEx:
 		put_range(R_RSTART, rv ? *(const nvtxRangeId_t *)rv : 0,
-			  attr_text(((const nvtxRangeStartEx_params *)p)->eventAttrib));
+		          attr_text(((const nvtxRangeStartEx_params *)p)->eventAttrib));
 		break;
 	case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
 		put_range(R_RSTART, rv ? *(const nvtxRangeId_t *)rv : 0,
-			  attr_text(((const nvtxDomainRangeStartEx_params *)p)->core.eventAttrib));
+		          attr_text(((const nvtxDomainRangeStartEx_params *)p)->core.eventAttrib));
 		break;
 	case CUPTI_CBID_NVTX_nvtxRangeEnd:
 		put_range(R_REND, ((const nvtxRangeEnd_params *)p)->id, NULL);
@@ -865,18 +878,23 @@ static void on_nvtx(CUpti_CallbackId id, const CUpti_NvtxData *d)
 }
 
 static const CUpti_CallbackId nvtx_cbids[] = {
-	CUPTI_CBID_NVTX_nvtxRangePushA,	      CUPTI_CBID_NVTX_nvtxRangePushEx,
-	CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
-	CUPTI_CBID_NVTX_nvtxDomainRangePop,    CUPTI_CBID_NVTX_nvtxRangeStartA,
-	CUPTI_CBID_NVTX_nvtxRangeStartEx,      CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
-	CUPTI_CBID_NVTX_nvtxRangeEnd,	      CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
-	CUPTI_CBID_NVTX_nvtxMarkA,
+    CUPTI_CBID_NVTX_nvtxRangePushA,
+    CUPTI_CBID_NVTX_nvtxRangePushEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangePushEx,
+    CUPTI_CBID_NVTX_nvtxRangePop,
+    CUPTI_CBID_NVTX_nvtxDomainRangePop,
+    CUPTI_CBID_NVTX_nvtxRangeStartA,
+    CUPTI_CBID_NVTX_nvtxRangeStartEx,
+    CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+    CUPTI_CBID_NVTX_nvtxRangeEnd,
+    CUPTI_CBID_NVTX_nvtxDomainRangeEnd,
+    CUPTI_CBID_NVTX_nvtxMarkA,
 };
 
 /* ---- the callback ------------------------------------------------------------------------ */
 
 static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId id,
-			      const void *data)
+                              const void *data)
 {
 	(void)ud;
 	if (!shim_enter())
@@ -901,7 +919,7 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 	} else if (dom == CUPTI_CB_DOMAIN_NVTX) {
 		on_nvtx(id, data);
 	} else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
-		   id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+	           id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
 		if (p_cuptiActivityFlushAll)
 			p_cuptiActivityFlushAll(1);
 	}
@@ -941,7 +959,7 @@ static void put_kernel(const CUpti_ActivityKernel10 *k)
 }
 
 static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
-				  size_t valid)
+                                  size_t valid)
 {
 	(void)stream;
 	shim_enter();
@@ -1009,8 +1027,9 @@ const char *cupti_find_library(void)
 	if (env && *env && access(env, R_OK) == 0)
 		return strncpy(cupti_path, env, sizeof(cupti_path) - 1);
 	const char *homes[] = {getenv("CUDA_HOME"), getenv("CUDA_PATH"), "/usr/local/cuda"};
-	const char *subs[] = {"extras/CUPTI/lib64/libcupti.so", "targets/x86_64-linux/lib/libcupti.so",
-			      "lib64/libcupti.so", "targets/sbsa-linux/lib/libcupti.so"};
+	const char *subs[] = {"extras/CUPTI/lib64/libcupti.so",
+	                      "targets/x86_64-linux/lib/libcupti.so", "lib64/libcupti.so",
+	                      "targets/sbsa-linux/lib/libcupti.so"};
 	for (size_t i = 0; i < 3; i++) {
 		if (!homes[i] || !*homes[i])
 			continue;
@@ -1068,7 +1087,7 @@ int cupti_start(void)
 		shim_say("cannot load CUPTI (set AICPROF_CUPTI or CUDA_HOME): not recording");
 		return -1;
 	}
-#define LOAD_CUPTI(name, ret, args)                                                               \
+#define LOAD_CUPTI(name, ret, args)                                                                \
 	if (!(p_##name = (ret(*) args)dlsym(h, #name))) {                                          \
 		shim_say("CUPTI lacks %s: not recording", #name);                                  \
 		return -1;                                                                         \
@@ -1089,7 +1108,7 @@ int cupti_start(void)
 	CUptiResult r = p_cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)callback, NULL);
 	if (r != CUPTI_SUCCESS) {
 		shim_say("cannot subscribe to CUPTI (%s): another tool holds it; not recording",
-			 cupti_err(r));
+		         cupti_err(r));
 		return -1;
 	}
 	for (int i = 0; i < A__COUNT; i++)
@@ -1097,7 +1116,7 @@ int cupti_start(void)
 	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
 		p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
 	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-			      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
 	    (shim_cfg.activity &&
 	     (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)) {
@@ -1164,7 +1183,8 @@ void cupti_header_fields(struct jbuf *b)
 		jb_key(b, "mem_clock_khz"), jb_i64(b, mclk);
 		jb_key(b, "bus_width_bits"), jb_i64(b, bus);
 		/* DDR: two transfers a clock */
-		uint64_t bw = (uint64_t)mclk * 1000ull * 2ull * (uint64_t)bus / 8ull / 1000000000ull;
+		uint64_t bw =
+		    (uint64_t)mclk * 1000ull * 2ull * (uint64_t)bus / 8ull / 1000000000ull;
 		jb_key(b, "peak_bw_gbs"), jb_u64(b, bw);
 		jb_key(b, "total_mem"), jb_u64(b, mem);
 		jb_key(b, "l2_bytes"), jb_i64(b, l2);
@@ -1185,8 +1205,8 @@ static int yielded;
  * with reason "yielded", unsubscribes, and lets the caller subscribe, so the other tool works
  * exactly as it would without aicprof. Otherwise the call passes straight through.
  */
-__attribute__((visibility("default"))) CUptiResult
-cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
+__attribute__((visibility("default"))) CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s,
+                                                                  CUpti_CallbackFunc cb, void *ud)
 {
 	static CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
 	if (!real && p_cuptiSubscribe)
@@ -1197,17 +1217,18 @@ cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud)
 		void *h = open_cupti();
 		if (h)
 			real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
-					       void *))dlsym(h, "cuptiSubscribe");
+			                       void *))dlsym(h, "cuptiSubscribe");
 	}
 	if (!real)
 		real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(
-			RTLD_NEXT, "cuptiSubscribe");
+		    RTLD_NEXT, "cuptiSubscribe");
 	if (!real)
 		return CUPTI_ERROR_NOT_INITIALIZED;
 	if (started && !yielded && shim_enter()) {
 		yielded = 1;
-		shim_say("another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "
-			 "and ends its trace here");
+		shim_say(
+		    "another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "
+		    "and ends its trace here");
 		p_cuptiActivityFlushAll(1);
 		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);

@@ -36,7 +36,7 @@ enum rec_type {
 
 struct r_arg {
 	uint32_t off, size;
-	uint64_t val;        /* raw value, parameters of at most 8 bytes */
+	uint64_t val;       /* raw value, parameters of at most 8 bytes */
 	uint16_t first_ptr; /* index into the record's pointer array */
 	uint16_t nptr;
 	uint32_t pad;

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RING_SIZE (1u << 20) /* bytes per thread */
+#define RING_SIZE    (1u << 20) /* bytes per thread */
 #define RING_WAIT_MS 200
 
 struct rec_hdr {

@@ -168,8 +168,8 @@ static void header(struct jbuf *b)
 	char cwd[PATH_MAX] = "";
 	if (getcwd(cwd, sizeof(cwd)))
 		jb_key(b, "cwd"), jb_str(b, cwd);
-	static const char *rk[][2] = {{"RANK", "rank"}, {"LOCAL_RANK", "local_rank"},
-				      {"WORLD_SIZE", "world_size"}};
+	static const char *rk[][2] = {
+	    {"RANK", "rank"}, {"LOCAL_RANK", "local_rank"}, {"WORLD_SIZE", "world_size"}};
 	for (size_t i = 0; i < 3; i++) {
 		const char *v = getenv(rk[i][0]);
 		if (v && *v) {
@@ -220,9 +220,12 @@ static struct sigaction old_term, old_int;
 
 static void on_signal(int sig)
 {
-	/* Best effort: the rings are ours and the writer's lock is only held by the writer
-	 * thread for short periods; the default action follows at once. */
-	finish("signal");
+	/* The writer thread does the flushing (writer_request_final): this thread may hold any
+	 * lock when the signal lands. At most 2 s, then the default action regardless. */
+	if (start_ok && !inside) {
+		inside = 1;
+		writer_request_final("signal", 2000);
+	}
 	sigaction(sig, sig == SIGTERM ? &old_term : &old_int, NULL);
 	raise(sig);
 }
@@ -256,7 +259,8 @@ static void after_fork_child(void)
 		const char *rank = getenv("RANK");
 		char host[256] = "";
 		gethostname(host, sizeof(host) - 1);
-		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) == 0)
+		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) ==
+		    0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
 		writer_start();
 	}
@@ -276,7 +280,7 @@ static int start(void)
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
 	if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, path,
-			       sizeof(path))) {
+	                       sizeof(path))) {
 		shim_say("output path '%s' is too long: not recording", shim_cfg.output);
 		goto out;
 	}
@@ -289,6 +293,7 @@ static int start(void)
 		goto out;
 	}
 	atexit(at_exit);
+	writer_set_before_final(cupti_flush);
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	start_ok = 1;
@@ -350,8 +355,8 @@ __attribute__((constructor)) static void aicprof_init(void)
 		free(real);
 		if (!ours) {
 			shim_say("another tool injects into CUDA (CUDA_INJECTION64_PATH=%s): "
-				 "aicprof steps aside",
-				 inj);
+			         "aicprof steps aside",
+			         inj);
 			inside = 0;
 			return;
 		}

@@ -95,13 +95,12 @@ static struct code_ent *codes;
 
 /* The raw walker (see raw_calibrate): offsets learned from this interpreter, not assumed. */
 static struct {
-	int state; /* 0 not tried, 1 usable, -1 failed */
+	int state;          /* 0 not tried, 1 usable, -1 failed */
 	int ts_off, cf_off; /* tstate word holding the frame (cf_off < 0: directly) */
 	int code_off, prev_off, instr_off;
 	long code_delta; /* instruction pointer - code object - lasti */
-	int skip_cstack; /* 3.12+: frames owned by the C stack (owner byte 70 == 3) */
 } raw;
-enum { FRAME_OBJ_F_FRAME = 24, OWNER_OFF = 70 };
+enum { FRAME_OBJ_F_FRAME = 24 };
 
 #define SYM(f, name) py.f = (__typeof__(py.f))dlsym(RTLD_DEFAULT, name)
 
@@ -138,11 +137,11 @@ void sites_init(int d)
 	SYM(DecRef, "Py_DecRef");
 	SYM(Err_Clear, "PyErr_Clear");
 	py.ok = table && codes && py.IsInitialized && py.GILState_Check && py.GILState_Ensure &&
-		py.GILState_Release && py.GILState_GetThisThreadState &&
-		py.ThreadState_GetInterpreter && py.Interp_ThreadHead && py.ThreadState_Next &&
-		py.Eval_GetFrame && py.Frame_GetBack && py.Frame_GetCode && py.Frame_GetLineNumber &&
-		py.Object_GetAttrString && py.Unicode_AsUTF8 && py.IncRef && py.DecRef &&
-		py.Err_Clear;
+	        py.GILState_Release && py.GILState_GetThisThreadState &&
+	        py.ThreadState_GetInterpreter && py.Interp_ThreadHead && py.ThreadState_Next &&
+	        py.Eval_GetFrame && py.Frame_GetBack && py.Frame_GetCode &&
+	        py.Frame_GetLineNumber && py.Object_GetAttrString && py.Unicode_AsUTF8 &&
+	        py.IncRef && py.DecRef && py.Err_Clear;
 	if (!py.Frame_GetLasti || !py.Code_Addr2Location)
 		raw.state = -1; /* before 3.11: no raw walker */
 	if (!py.ok) {
@@ -151,7 +150,7 @@ void sites_init(int d)
 			unw_bt = (int (*)(void **, int))dlsym(h, "unw_backtrace");
 	}
 	shim_debug("attribution: python %s, libunwind %s", py.ok ? "yes" : "no",
-		   unw_bt ? "yes" : "no");
+	           unw_bt ? "yes" : "no");
 }
 
 uint32_t sites_count(void)
@@ -310,7 +309,8 @@ static int site_of(struct pyframe *all, int n, uint32_t *site)
 			jb_s(&b, "{\"file\":"), jb_str(&b, rel(fr[i].ce->file));
 			jb_key(&b, "line"), jb_i64(&b, line);
 			if (col >= 0 && eline == line)
-				jb_key(&b, "col"), jb_i64(&b, col), jb_key(&b, "end_col"), jb_i64(&b, ecol);
+				jb_key(&b, "col"), jb_i64(&b, col), jb_key(&b, "end_col"),
+				    jb_i64(&b, ecol);
 			jb_key(&b, "func"), jb_str(&b, fr[i].ce->name);
 			jb_key(&b, "user"), jb_s(&b, fr[i].ce->user ? "true" : "false");
 			jb_s(&b, "}");
@@ -372,8 +372,8 @@ static uintptr_t raw_top(PyThreadState *ts)
 	return raw.cf_off < 0 ? v : v ? rd(v + (uintptr_t)raw.cf_off) : 0;
 }
 
-/* Walks interpreter frames from f; every code object must already be in the cache. Returns
- * the count, or -1 when a code object is unknown (the caller then falls back). */
+/* Walks interpreter frames from f, keeping those whose code object is in the cache (named
+ * while the GIL was held). Returns the count. */
 static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 {
 	int n = 0;
@@ -381,13 +381,12 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 	     walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
 		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
 		struct code_ent *ce = code_find(code);
-		if (!ce) {
-			if (raw.skip_cstack && *(volatile unsigned char *)(f + OWNER_OFF) == 3)
-				continue; /* a frame owned by the C stack: no code of its own */
-			return -1;
-		}
-		long lasti = (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) -
-			     raw.code_delta;
+		if (!ce)
+			continue; /* never seen with the GIL (or a C-stack frame): can't be named,
+			             so it stays out of the site; the user's frames above it count
+			           */
+		long lasti =
+		    (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) - raw.code_delta;
 		out[n++] = (struct pyframe){ce, (int)lasti};
 	}
 	return n;
@@ -400,18 +399,16 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max)
  * mapped: the thread state, frames the API handed out, or this thread's stack. On any
  * disagreement the raw walker stays off and such threads fall back to inheritance.
  */
-#define RAW_FAIL                                                                   \
-	do {                                                                       \
-		shim_debug("raw frame walker off (check at line %d failed)", __LINE__); \
-		return;                                                            \
+#define RAW_FAIL                                                                                   \
+	do {                                                                                       \
+		shim_debug("raw frame walker off (check at line %d failed)", __LINE__);            \
+		return;                                                                            \
 	} while (0)
 static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api, int n_api)
 {
 	raw.state = -1;
 	if (!top || n_api < 3 || !py.Frame_GetLasti)
 		RAW_FAIL;
-	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
-	raw.skip_cstack = ver && *ver >= 0x030c0000;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);
 	PyObject *back = py.Frame_GetBack(top);
 	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
@@ -485,8 +482,8 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 			RAW_FAIL;
 	raw.state = 1;
 	shim_debug("python frames readable without the GIL (thread state word %d/%d, frame words "
-		   "%d %d %d)",
-		   raw.ts_off, raw.cf_off, raw.code_off, raw.prev_off, raw.instr_off);
+	           "%d %d %d)",
+	           raw.ts_off, raw.cf_off, raw.code_off, raw.prev_off, raw.instr_off);
 }
 
 /* Attribution with the GIL held. */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,13 +45,17 @@ static int thread_running;
 static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake_cond = PTHREAD_COND_INITIALIZER;
 static int wake_flag, stop_flag;
+static volatile sig_atomic_t final_req;
+static const char *volatile final_reason;
+static sem_t final_done;
+static void (*before_final)(void);
 
 #define OUTBUF (1u << 20)
 static char outbuf[OUTBUF];
 static size_t outlen;
 
 void writer_init(const char *path, uint64_t cap_bytes, void (*header)(struct jbuf *),
-		 const char *(*api_name)(unsigned))
+                 const char *(*api_name)(unsigned))
 {
 	snprintf(out_path, sizeof(out_path), "%s", path);
 	cap = cap_bytes;
@@ -82,8 +87,9 @@ void writer_meta(const char *line, size_t len)
 static void fail(const char *what, int err)
 {
 	if (!st.failed)
-		shim_say("cannot write trace '%s' (%s: %s); the program continues, the trace ends here",
-			 out_path, what, strerror(err));
+		shim_say(
+		    "cannot write trace '%s' (%s: %s); the program continues, the trace ends here",
+		    out_path, what, strerror(err));
 	st.failed = 1;
 	if (fd >= 0)
 		close(fd);
@@ -183,7 +189,8 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 	jb_key(b, "api"), jb_str(b, api(r->api));
 	jb_key(b, "fn"), jb_u64(b, r->fn);
 	jb_s(b, ",\"grid\":[");
-	jb_u64(b, r->grid[0]), jb_s(b, ","), jb_u64(b, r->grid[1]), jb_s(b, ","), jb_u64(b, r->grid[2]);
+	jb_u64(b, r->grid[0]), jb_s(b, ","), jb_u64(b, r->grid[1]), jb_s(b, ","),
+	    jb_u64(b, r->grid[2]);
 	jb_s(b, "],\"block\":[");
 	jb_u64(b, r->block[0]), jb_s(b, ","), jb_u64(b, r->block[1]), jb_s(b, ",");
 	jb_u64(b, r->block[2]);
@@ -263,15 +270,15 @@ static void fmt_kernel(struct jbuf *b, const struct r_kernel *r)
 
 static const char *copy_kind(unsigned k)
 {
-	static const char *n[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD",
-				  "DtoA", "DtoD", "HtoH", "PtoP"};
+	static const char *n[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+	                          "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
 	return k < sizeof(n) / sizeof(n[0]) ? n[k] : "unknown";
 }
 
 static const char *mem_kind(unsigned k)
 {
-	static const char *n[] = {"unknown", "pageable", "pinned", "device", "array", "managed",
-				  "device_static", "managed_static"};
+	static const char *n[] = {"unknown", "pageable", "pinned",        "device",
+	                          "array",   "managed",  "device_static", "managed_static"};
 	return k < sizeof(n) / sizeof(n[0]) ? n[k] : "unknown";
 }
 
@@ -295,7 +302,8 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_MEMCPY:
 	case R_MEMSET: {
 		const struct r_mem *r = (const void *)h;
-		jb_s(b, h->type == R_MEMCPY ? "{\"t\":\"memcpy\",\"seq\":" : "{\"t\":\"memset\",\"seq\":");
+		jb_s(b, h->type == R_MEMCPY ? "{\"t\":\"memcpy\",\"seq\":"
+		                            : "{\"t\":\"memset\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);
@@ -339,9 +347,9 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_FREE:
 	case R_VMM: {
 		const struct r_alloc *r = (const void *)h;
-		jb_s(b, h->type == R_ALLOC ? "{\"t\":\"alloc\",\"seq\":"
-		     : h->type == R_FREE  ? "{\"t\":\"free\",\"seq\":"
-					  : "{\"t\":\"vmm\",\"seq\":");
+		jb_s(b, h->type == R_ALLOC  ? "{\"t\":\"alloc\",\"seq\":"
+		        : h->type == R_FREE ? "{\"t\":\"free\",\"seq\":"
+		                            : "{\"t\":\"vmm\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);
@@ -361,8 +369,8 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_WAIT: {
 		const struct r_sync *r = (const void *)h;
 		jb_s(b, h->type == R_SYNC    ? "{\"t\":\"sync\",\"seq\":"
-		     : h->type == R_EVREC ? "{\"t\":\"event_record\",\"seq\":"
-					  : "{\"t\":\"stream_wait\",\"seq\":");
+		        : h->type == R_EVREC ? "{\"t\":\"event_record\",\"seq\":"
+		                             : "{\"t\":\"stream_wait\",\"seq\":");
 		jb_u64(b, r->seq);
 		jb_key(b, "ts"), jb_u64(b, r->ts);
 		jb_key(b, "tid"), jb_u64(b, r->tid);
@@ -482,6 +490,14 @@ static void *writer_main(void *arg)
 			pthread_cond_timedwait(&wake_cond, &wake_lock, &ts);
 		wake_flag = 0;
 		pthread_mutex_unlock(&wake_lock);
+		if (final_req) {
+			if (before_final)
+				before_final();
+			writer_flush(1, final_reason ? final_reason : "signal");
+			sem_post(&final_done);
+			pthread_mutex_lock(&wake_lock);
+			break;
+		}
 		writer_drain();
 		pthread_mutex_lock(&wake_lock);
 	}
@@ -497,10 +513,36 @@ static void wake(void)
 	pthread_mutex_unlock(&wake_lock);
 }
 
+void writer_set_before_final(void (*fn)(void))
+{
+	before_final = fn;
+}
+
+int writer_request_final(const char *reason, int timeout_ms)
+{
+	if (!thread_running || closed)
+		return closed ? 0 : -1;
+	final_reason = reason;
+	final_req = 1;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	while (sem_timedwait(&final_done, &ts) < 0)
+		if (errno != EINTR)
+			return -1;
+	return 0;
+}
+
 int writer_start(void)
 {
 	if (thread_running)
 		return 0;
+	sem_init(&final_done, 0, 0);
 	ring_wake = wake;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
@@ -582,6 +624,7 @@ void writer_reset_after_fork(void)
 	meta_len = meta_cap = 0;
 	thread_running = 0;
 	stop_flag = wake_flag = 0;
+	final_req = 0;
 	outlen = 0;
 	atomic_store(&activity_drops, 0);
 }

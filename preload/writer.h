@@ -19,7 +19,7 @@
 /* Sets the output path (already expanded), the size cap in bytes (0: none), the header
  * callback (appends the header's fields after {"t":"header"), and the API name table. */
 void writer_init(const char *path, uint64_t cap_bytes, void (*header)(struct jbuf *),
-		 const char *(*api_name)(unsigned));
+                 const char *(*api_name)(unsigned));
 
 /* Queues one formatted line (without the newline); copies it. Safe from any thread. */
 void writer_meta(const char *line, size_t len);
@@ -33,6 +33,15 @@ int writer_start(void);
  * from the exit path while other threads still record (their later records are dropped).
  */
 void writer_flush(int final, const char *reason);
+
+/*
+ * For signal handlers: asks the writer thread to run before_final() (CUPTI's flush), drain and
+ * close the trace with reason, and waits for it at most timeout_ms. Async-signal-safe: it only
+ * sets a flag and waits on a semaphore, so a signal that lands on a thread holding any lock
+ * (ours, CUPTI's, the driver's) cannot deadlock the handler. Returns 0 when the trace was closed.
+ */
+int writer_request_final(const char *reason, int timeout_ms);
+void writer_set_before_final(void (*fn)(void));
 
 /* Drains without the thread (used by tests). Returns the number of lines written. */
 long writer_drain(void);

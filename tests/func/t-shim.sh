@@ -1,6 +1,7 @@
 # The shim inside programs that never use CUDA (this machine has no GPU): nothing changes.
 . "$(dirname "$0")/lib.sh"
 S=$B/libaicprof.so
+unset AICPROF_QUIET
 cd "$tmp" || exit 1
 
 LD_PRELOAD=$S /bin/true; rc=$?

@@ -3,12 +3,13 @@
 # fusion suite when present), and leave traces and logs in $OUT.
 #   device run: sh tests/gpu/device.sh      (carry: .devdeps, from ../shared/device/fetch-deps.sh)
 # $OUT gets: gpu.log (everything), traces.tar.gz (the recorded traces), bench.jsonl.
+# GPU_BENCH=0 skips the overhead benchmark (about 90 s).
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
 D=$PWD/.devdeps
 export PYTHONUNBUFFERED=1
-export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu:$D/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 CUDA_HOME=${CUDA_HOME:-$(ls -d /usr/local/cuda-13* /usr/local/cuda 2>/dev/null | head -1)}
 export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 {
@@ -18,7 +19,7 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	if [ -d "$D" ]; then
 		make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" \
 			EXTRA_CFLAGS="-I$D/usr/include -I$D/usr/include/cjson -I$D/usr/include/graphviz" \
-			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu" \
+			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
 	fi
 	GPU_OUT=$OUT/gpu sh tests/gpu/run.sh

@@ -125,7 +125,8 @@ static void test_output_path(void **state)
 {
 	(void)state;
 	char out[64];
-	assert_int_equal(config_output_path("a.%p.%r.%h.%%.%x", 42, "3", "gpu1", out, sizeof(out)), 0);
+	assert_int_equal(config_output_path("a.%p.%r.%h.%%.%x", 42, "3", "gpu1", out, sizeof(out)),
+	                 0);
 	assert_string_equal(out, "a.42.3.gpu1.%.%x");
 	assert_int_equal(config_output_path("%r", 1, NULL, NULL, out, sizeof(out)), 0);
 	assert_string_equal(out, "0");
@@ -137,11 +138,11 @@ static void test_output_path(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup(test_defaults, setup),
-		cmocka_unit_test_setup(test_every_variable, setup),
-		cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),
-		cmocka_unit_test_setup(test_long_value_is_refused, setup),
-		cmocka_unit_test_setup(test_output_path, setup),
+	    cmocka_unit_test_setup(test_defaults, setup),
+	    cmocka_unit_test_setup(test_every_variable, setup),
+	    cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),
+	    cmocka_unit_test_setup(test_long_value_is_refused, setup),
+	    cmocka_unit_test_setup(test_output_path, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,8 +58,8 @@ static PyObject *probe_site(PyObject *self, PyObject *args)
 }
 
 static PyMethodDef methods[] = {{"site", probe_site, METH_VARARGS, NULL}, {NULL, NULL, 0, NULL}};
-static struct PyModuleDef mod = {PyModuleDef_HEAD_INIT, "probe", NULL, -1, methods,
-				 NULL,			NULL, NULL, NULL};
+static struct PyModuleDef mod = {
+    PyModuleDef_HEAD_INIT, "probe", NULL, -1, methods, NULL, NULL, NULL, NULL};
 static PyObject *init_probe(void)
 {
 	return PyModule_Create(&mod);
@@ -103,12 +103,12 @@ static cJSON *site_record(long id)
 }
 
 static const char *program = "import probe, threading\n"
-			     "def inner(mode):\n"
-			     "    return probe.site(mode)\n"
-			     "def outer(mode):\n"
-			     "    a = inner(mode)\n"
-			     "    b = inner(mode)\n"
-			     "    return a, b\n";
+                             "def inner(mode):\n"
+                             "    return probe.site(mode)\n"
+                             "def outer(mode):\n"
+                             "    a = inner(mode)\n"
+                             "    b = inner(mode)\n"
+                             "    return a, b\n";
 
 static void test_gil_held(void **state)
 {
@@ -151,11 +151,11 @@ static void test_gil_released_other_thread_alive(void **state)
 	/* a second Python thread exists (blocked): the shim must not take the GIL, and reads the
 	 * frames without it (the raw walker learnt its offsets in the tests above) */
 	assert_int_equal(run("ev = threading.Event()\n"
-			     "t = threading.Thread(target=ev.wait)\n"
-			     "t.start()\n"
-			     "r0, r2 = [outer(m) for m in (0, 1)]\n"
-			     "ev.set(); t.join()"),
-			 0);
+	                     "t = threading.Thread(target=ev.wait)\n"
+	                     "t.start()\n"
+	                     "r0, r2 = [outer(m) for m in (0, 1)]\n"
+	                     "ev.set(); t.join()"),
+	                 0);
 	assert_int_equal(get_int("r2[0][0]"), get_int("r0[0][0]"));
 	assert_int_equal(get_int("r2[1][0]"), get_int("r0[1][0]"));
 	assert_int_equal(get_int("r2[0][1]"), 0);
@@ -178,10 +178,10 @@ int main(void)
 	Py_Initialize();
 	sites_init(4);
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_gil_held),
-		cmocka_unit_test(test_gil_released_only_thread),
-		cmocka_unit_test(test_gil_released_other_thread_alive),
-		cmocka_unit_test(test_thread_without_python),
+	    cmocka_unit_test(test_gil_held),
+	    cmocka_unit_test(test_gil_released_only_thread),
+	    cmocka_unit_test(test_gil_released_other_thread_alive),
+	    cmocka_unit_test(test_thread_without_python),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	Py_FinalizeEx();

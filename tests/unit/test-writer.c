@@ -144,7 +144,8 @@ static void test_threads_round_trip(void **state)
 	int last[5] = {-1, -1, -1, -1, -1}, count = 0;
 	for (int i = 2; i < n - 1; i++) {
 		assert_string_equal(type(v[i]), "alloc");
-		assert_string_equal(cJSON_GetObjectItem(v[i], "api")->valuestring, "cuMemAllocAsync");
+		assert_string_equal(cJSON_GetObjectItem(v[i], "api")->valuestring,
+		                    "cuMemAllocAsync");
 		int id = cJSON_GetObjectItem(v[i], "id")->valueint;
 		int t = id / 1000, k = id % 1000;
 		assert_true(t >= 1 && t <= 4);
@@ -208,6 +209,51 @@ static void test_unwritable_path(void **state)
 	assert_int_equal(st.failed, 1);
 }
 
+/* A full disk: the trace stops, one line, nothing else happens (the program runs on). */
+static void test_disk_full(void **state)
+{
+	(void)state;
+	if (access("/dev/full", W_OK) != 0) {
+		fail_msg("/dev/full is not writable here");
+		return;
+	}
+	writer_init("/dev/full", 0, header, api_name);
+	for (int i = 0; i < 3000; i++)
+		put(i, 0x5000);
+	writer_drain();
+	for (int i = 0; i < 10; i++)
+		put(i, 0x5000);
+	writer_flush(1, "exit");
+	struct writer_stats st;
+	writer_stats(&st);
+	assert_int_equal(st.failed, 1);
+	assert_int_equal(st.bytes, 0);
+}
+
+static int flushed_before;
+static void before(void)
+{
+	flushed_before = 1;
+}
+
+/* The signal path: the writer thread closes the trace, the caller only waits. */
+static void test_final_from_signal_path(void **state)
+{
+	(void)state;
+	writer_set_before_final(before);
+	assert_int_equal(writer_start(), 0);
+	for (int i = 0; i < 100; i++)
+		put(i, 0x4000);
+	assert_int_equal(writer_request_final("signal", 2000), 0);
+	assert_int_equal(flushed_before, 1);
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, 102);
+	assert_string_equal(cJSON_GetObjectItem(v[n - 1], "reason")->valuestring, "signal");
+	free_lines(v, n);
+}
+
 static void test_ptrmap(void **state)
 {
 	(void)state;
@@ -253,12 +299,14 @@ static void test_ptrmap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_nothing_recorded_writes_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
-		cmocka_unit_test(test_ptrmap),
+	    cmocka_unit_test_setup_teardown(test_nothing_recorded_writes_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
+	    cmocka_unit_test(test_ptrmap),
+	    cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,373 @@
+/*
+ * cmd-fuse.c - `aicprof fuse`: generates the fused kernels of an analysis.
+ *
+ *   aicprof fuse OUTDIR -o FUSEDDIR            candidates of OUTDIR/summary.json
+ *   aicprof fuse --group G.json... -o FUSEDDIR one or more group descriptions
+ *
+ * Every candidate ends up in FUSEDDIR/README.md, either generated (its files under
+ * FUSEDDIR/<name>/, see fusion_write_group) or as advice: the library's fused form where the
+ * analyzer named one, no group description, or a group the generator does not support (with
+ * the parser's message). Nothing is skipped silently. FUSEDDIR/groups.json lists the generated
+ * groups for `aicprof bench`. With --group, a bad description is an error and nothing is
+ * written; from a summary, it is advice.
+ */
+#include "aicprof.h"
+#include "fusion/fusion.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fuse_entry {
+	char *name;   /* generated group, or NULL for advice */
+	long cand;    /* candidate id, -1 with --group */
+	char *advice; /* why not generated */
+	char *sources;
+	struct fgroup g;
+};
+
+struct fuse_run {
+	struct fuse_entry *e;
+	int nr, alloc;
+};
+
+static void add_entry(struct fuse_run *r, struct fuse_entry *e)
+{
+	ALLOC_GROW(r->e, r->nr, r->alloc);
+	r->e[r->nr++] = *e;
+}
+
+static char *read_whole(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		strbuf_add(&sb, buf, n);
+	fclose(f);
+	strbuf_add(&sb, "", 0);
+	*len = sb.len;
+	return sb.buf;
+}
+
+static char *join_sources(const cJSON *c)
+{
+	const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "sources"), *x;
+	struct strbuf sb = STRBUF_INIT;
+	cJSON_ArrayForEach(x, s)
+	{
+		if (cJSON_IsString(x))
+			strbuf_addf(&sb, "%s%s", sb.len ? ", " : "", x->valuestring);
+	}
+	strbuf_add(&sb, "", 0);
+	return sb.buf;
+}
+
+/* Candidates of a summary: each generated or advice. Returns 0, or -1 when unreadable. */
+static int from_summary(const char *outdir, struct fuse_run *run)
+{
+	char *path = path_join(outdir, "summary.json");
+	size_t len;
+	char *text = read_whole(path, &len);
+	if (!text) {
+		error("cannot read '%s': %m", path);
+		free(path);
+		return -1;
+	}
+	cJSON *j = cJSON_ParseWithLength(text, len);
+	free(text);
+	if (!j) {
+		error("'%s' is not valid JSON", path);
+		free(path);
+		return -1;
+	}
+	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(j, "candidates"), *c;
+	if (cands && !cJSON_IsArray(cands)) {
+		cJSON_Delete(j);
+		error("%s: 'candidates' must be an array", path);
+		free(path);
+		return -1;
+	}
+	int i = 0;
+	cJSON_ArrayForEach(c, cands)
+	{
+		struct fuse_entry e = {0};
+		const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+		e.cand = cJSON_IsNumber(id) ? (long)id->valuedouble : i;
+		e.sources = join_sources(c);
+		const cJSON *lib = cJSON_GetObjectItemCaseSensitive(c, "library_form");
+		const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
+		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(c, "kind");
+		const char *ks = cJSON_IsString(kind) ? kind->valuestring : "?";
+		struct strbuf msg = STRBUF_INIT;
+		if (cJSON_IsString(lib) && *lib->valuestring) {
+			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
+			            lib->valuestring);
+		} else if (!grp || cJSON_IsNull(grp)) {
+			strbuf_addf(&msg,
+			            "%s: no group description in the summary; nothing to "
+			            "generate from",
+			            ks);
+		} else {
+			char where[96], name[32];
+			snprintf(where, sizeof(where), "%s: candidates[%d].group", path, i);
+			snprintf(name, sizeof(name), "c%ld", e.cand);
+			struct strbuf err = STRBUF_INIT;
+			if (fgroup_parse(grp, where, name, &e.g, &err))
+				strbuf_addf(&msg, "%s: not generated: %s", ks, err.buf);
+			else {
+				const cJSON *tb =
+				    cJSON_GetObjectItemCaseSensitive(c, "time_before_us");
+				if (cJSON_IsNumber(tb) && e.g.recorded_before_us <= 0)
+					e.g.recorded_before_us = tb->valuedouble;
+				e.name = xstrdup(e.g.name);
+			}
+			strbuf_release(&err);
+		}
+		if (msg.len)
+			e.advice = msg.buf;
+		add_entry(run, &e);
+		i++;
+	}
+	cJSON_Delete(j);
+	free(path);
+	return 0;
+}
+
+static void add_readme_group(struct strbuf *sb, const struct fuse_entry *e)
+{
+	const struct fgroup *g = &e->g;
+	char b1[32], b2[32];
+	strbuf_addf(sb, "\n### %s", g->name);
+	if (e->cand >= 0)
+		strbuf_addf(sb, " (candidate %ld)", e->cand);
+	strbuf_addf(sb, "\n\n- kind: %s, dtype %s, ",
+	            g->kind == FG_CHAIN ? "elementwise chain" : "reduction + epilogue",
+	            fdtype_name(g->dtype));
+	if (g->kind == FG_CHAIN)
+		strbuf_addf(sb, "%ld elements\n", g->numel);
+	else
+		strbuf_addf(sb, "%ld rows x %ld cols\n", g->rows, g->cols);
+	strbuf_adds(sb, "- ops: ");
+	for (int i = 0; i < g->nops; i++)
+		strbuf_addf(sb, "%s%s", i ? " -> " : "", g->ops[i].op->name);
+	strbuf_adds(sb, "\n- writes:");
+	for (int i = 0; i < g->nwrites; i++)
+		strbuf_addf(sb, " `%s`%s", g->values[g->writes[i].value].name,
+		            g->writes[i].kept ? " (kept: still read after the group)" : "");
+	strbuf_addf(sb, "\n- bytes moved: %s unfused, %s fused\n",
+	            fmt_bytes(fgroup_bytes_unfused(g), b1), fmt_bytes(fgroup_bytes_fused(g), b2));
+	if (e->sources && *e->sources)
+		strbuf_addf(sb, "- sources: %s\n", e->sources);
+	strbuf_addf(sb,
+	            "- files: `%s/%s_kernel.cu` (kernel and launcher), `%s/%s_math.h` (per-element "
+	            "math), `%s/%s_binding.cu` + `%s/%s.py` (PyTorch binding), `%s/%s_bench.cu` "
+	            "(bench harness), `%s/%s_cpucheck.cu` (CPU check)\n",
+	            g->name, g->name, g->name, g->name, g->name, g->name, g->name, g->name, g->name,
+	            g->name, g->name, g->name);
+	if (g->ndrop)
+		strbuf_addf(sb, "- dropout: %d op%s; see \"Dropout\" below\n", g->ndrop,
+		            g->ndrop > 1 ? "s" : "");
+}
+
+static const char readme_dropout[] =
+    "\n## Dropout\n\n"
+    "A generated dropout keeps an element with probability 1-p and scales it by 1/(1-p), as\n"
+    "`torch.nn.functional.dropout` does. Its random numbers come from Philox4x32-10 through\n"
+    "curand (`curand_init(seed, subsequence, offset)`, `curand_uniform4`), the generator\n"
+    "PyTorch's CUDA dropout uses; the Python module takes the seed and offset from PyTorch's\n"
+    "CUDA generator and advances the offset by 4 per dropout, as PyTorch's kernels do.\n\n"
+    "Identical to PyTorch: the keep probability, the scaling, the distribution, and determinism\n"
+    "for a given generator state. Not identical: the mask itself. PyTorch gives thread t of its\n"
+    "launch subsequence t and draws four numbers per grid-stride step, so which number an\n"
+    "element gets depends on PyTorch's grid and block size and vector width. The generated\n"
+    "kernel gives element i component i % 4 of subsequence i / 4, so that its mask does not\n"
+    "depend on the tuned launch parameters (and the bench harness's reference reproduces it\n"
+    "exactly). For the same generator state the masks differ from eager PyTorch's (they are\n"
+    "statistically the same); with p = 0 the outputs agree with PyTorch up to rounding. The\n"
+    "mask is not written: a backward pass must regenerate it from (seed, offset) with the same\n"
+    "mapping (`aic_uniform` in the kernel file).\n";
+
+static char *build_readme(const struct fuse_run *run, const char *origin)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int ngen = 0, nadv = 0, drop = 0;
+	for (int i = 0; i < run->nr; i++) {
+		ngen += run->e[i].name != NULL;
+		nadv += run->e[i].advice != NULL;
+		drop |= run->e[i].name && run->e[i].g.ndrop;
+	}
+	strbuf_addf(&sb,
+	            "# Fused kernels generated by aicprof fuse\n\nFrom: %s. Generated: %d; "
+	            "reported as advice: %d.\n",
+	            origin, ngen, nadv);
+	strbuf_adds(
+	    &sb, "\nEach group's kernel computes in fp32 and stores in the recorded dtypes, with "
+	         "16-byte\nvector loads and stores where the pointers are aligned (checked at "
+	         "run time; otherwise\nnarrower, down to scalar), a grid-stride loop and a "
+	         "scalar tail. Values still read after\nthe group (kept) are still written. "
+	         "`aicprof bench` builds and runs each bench harness on\na GPU: it checks the "
+	         "fused kernel against the unfused sequence, tunes block size, vector\nwidth and "
+	         "elements per thread, and writes `tune.json` beside the kernel.\n\n"
+	         "Use from PyTorch: `sys.path.insert(0, \"<group dir>\")`, `from <name> import "
+	         "<name>`; the\nfunction takes the group's inputs in order and returns its writes "
+	         "(outputs, then kept).\nRewriting the program's source to call it is left to "
+	         "you (or the patch).\n");
+	if (ngen) {
+		strbuf_adds(&sb, "\n## Generated\n");
+		for (int i = 0; i < run->nr; i++)
+			if (run->e[i].name)
+				add_readme_group(&sb, &run->e[i]);
+	}
+	if (nadv) {
+		strbuf_adds(&sb, "\n## Advice (not generated)\n\n");
+		for (int i = 0; i < run->nr; i++) {
+			const struct fuse_entry *e = &run->e[i];
+			if (!e->advice)
+				continue;
+			strbuf_addf(&sb, "- candidate %ld: %s", e->cand, e->advice);
+			if (e->sources && *e->sources)
+				strbuf_addf(&sb, " (sources: %s)", e->sources);
+			strbuf_adds(&sb, "\n");
+		}
+	}
+	if (drop)
+		strbuf_adds(&sb, readme_dropout);
+	return sb.buf;
+}
+
+static char *build_index(const struct fuse_run *run)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int first = 1;
+	strbuf_adds(&sb, "{\"groups\": [");
+	for (int i = 0; i < run->nr; i++) {
+		if (!run->e[i].name)
+			continue;
+		strbuf_addf(&sb, "%s\n  {\"name\": ", first ? "" : ",");
+		strbuf_add_json(&sb, run->e[i].name);
+		strbuf_addf(&sb, ", \"candidate\": %ld}", run->e[i].cand);
+		first = 0;
+	}
+	strbuf_adds(&sb, "],\n \"advice\": [");
+	first = 1;
+	for (int i = 0; i < run->nr; i++) {
+		if (!run->e[i].advice)
+			continue;
+		strbuf_addf(&sb, "%s\n  {\"candidate\": %ld, \"why\": ", first ? "" : ",",
+		            run->e[i].cand);
+		strbuf_add_json(&sb, run->e[i].advice);
+		strbuf_adds(&sb, "}");
+		first = 0;
+	}
+	strbuf_adds(&sb, "]}\n");
+	return sb.buf;
+}
+
+static void release_run(struct fuse_run *run)
+{
+	for (int i = 0; i < run->nr; i++) {
+		free(run->e[i].name);
+		free(run->e[i].advice);
+		free(run->e[i].sources);
+		fgroup_release(&run->e[i].g);
+	}
+	free(run->e);
+}
+
+static int usage_fuse(void)
+{
+	fprintf(stderr, "usage: aicprof fuse OUTDIR -o FUSEDDIR\n"
+	                "   or: aicprof fuse --group G.json [--group G2.json...] -o FUSEDDIR\n");
+	return 129;
+}
+
+int cmd_fuse(int argc, char **argv)
+{
+	const char *outdir = NULL, *fused = NULL;
+	const char **groups = xcalloc(argc, sizeof(*groups));
+	int ngroups = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			free(groups);
+			fprintf(stdout,
+			        "usage: aicprof fuse OUTDIR -o FUSEDDIR\n"
+			        "   or: aicprof fuse --group G.json [--group G2.json...] -o "
+			        "FUSEDDIR\n");
+			return 0;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+			fused = argv[++i];
+		else if (!strcmp(argv[i], "--group") && i + 1 < argc)
+			groups[ngroups++] = argv[++i];
+		else if (argv[i][0] == '-' || outdir) {
+			free(groups);
+			error("fuse: unexpected argument '%s'", argv[i]);
+			return usage_fuse();
+		} else
+			outdir = argv[i];
+	}
+	if (!fused || (!outdir && !ngroups) || (outdir && ngroups)) {
+		free(groups);
+		return usage_fuse();
+	}
+	struct fuse_run run = {0};
+	int rc = 0;
+	if (ngroups) {
+		for (int i = 0; i < ngroups && !rc; i++) {
+			struct fuse_entry e = {0};
+			struct strbuf err = STRBUF_INIT;
+			e.cand = -1;
+			if (fgroup_parse_file(groups[i], &e.g, &err)) {
+				rc = error("%s", err.buf);
+			} else {
+				for (int k = 0; k < run.nr; k++)
+					if (!strcmp(run.e[k].name, e.g.name))
+						rc =
+						    error("%s: group name '%s' is also the name of "
+						          "'%s'",
+						          groups[i], e.g.name, groups[k]);
+				e.name = xstrdup(e.g.name);
+			}
+			strbuf_release(&err);
+			add_entry(&run, &e);
+		}
+	} else if (from_summary(outdir, &run))
+		rc = -1;
+	if (!rc && mkdir_p(fused))
+		rc = -1;
+	for (int i = 0; !rc && i < run.nr; i++)
+		if (run.e[i].name && fusion_write_group(fused, &run.e[i].g))
+			rc = -1;
+	if (!rc) {
+		struct strbuf origin = STRBUF_INIT;
+		if (outdir)
+			strbuf_addf(&origin, "`%s/summary.json`", outdir);
+		else
+			for (int i = 0; i < ngroups; i++)
+				strbuf_addf(&origin, "%s`%s`", i ? ", " : "", groups[i]);
+		char *readme = build_readme(&run, origin.buf);
+		char *index = build_index(&run);
+		char *p1 = path_join(fused, "groups.json"), *p2 = path_join(fused, "README.md");
+		if (write_file_atomic(p1, index, strlen(index)) ||
+		    write_file_atomic(p2, readme, strlen(readme)))
+			rc = -1;
+		for (int i = 0; !rc && i < run.nr; i++) {
+			if (run.e[i].name)
+				printf("generated %s/%s\n", fused, run.e[i].name);
+			else
+				printf("advice    candidate %ld: %s\n", run.e[i].cand,
+				       run.e[i].advice);
+		}
+		free(p1);
+		free(p2);
+		free(readme);
+		free(index);
+		strbuf_release(&origin);
+	}
+	release_run(&run);
+	free(groups);
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,868 @@
+/*
+ * emit-bench.c - writes a group's checks: the standalone bench harness (<name>_bench.cu), the
+ * CPU check (<name>_cpucheck.cu), the machine-readable description (<name>.meta.json), and
+ * fusion_write_group(), which writes all of a group's files.
+ *
+ * The harness is one CUDA C++ main. It fills the inputs with fresh random values from a host
+ * RNG (seeded from the clock unless --seed is given), runs the unfused reference (one kernel per
+ * op, each writing its result to device memory in its storage type, as PyTorch eager does; 4
+ * elements per thread where aligned, like PyTorch's vectorised elementwise kernels) and the
+ * fused kernel. Before every run the writes are poisoned (all bytes 0xFF, a NaN in every float
+ * type) and afterwards every element is checked to be written and compared on the device:
+ * relative L2 error against the reference, fp32 < 1e-5, bf16/fp16 < 1e-2; dropout uses the same
+ * element-to-random mapping in both, so the masks agree exactly. Each launch configuration
+ * (block 128/256/512, vector width 1/2/4/8 up to 16 bytes, elements per thread 1/2/4 for chains)
+ * is checked and timed (CUDA events around one launch after an L2 flush, warm-up, median of
+ * samples); the fastest correct one wins. Chains without broadcast inputs are also checked at a
+ * misaligned offset (scalar fallback and tail). The device's peak is a large device-to-device
+ * cudaMemcpy timed in the same run. The last stdout line is one JSON object, read by
+ * `aicprof bench`.
+ *
+ * The CPU check is host code (built with nvcc, run anywhere): it evaluates the group's fused
+ * math functions from <name>_math.h on random inputs and compares them with a plain op-by-op
+ * evaluation in double, written from the op table's ref expressions.
+ */
+#include "fusion/fusion.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Inputs read directly by an op that wants positive values get a positive range. */
+static int wants_positive(const struct fgroup *g, int v)
+{
+	for (int i = 0; i < g->nops; i++) {
+		const struct fopnode *n = &g->ops[i];
+		const char *op = n->op->name;
+		for (int k = 0; k < n->nargs; k++)
+			if (n->arg[k] == v &&
+			    (!strcmp(op, "log") || !strcmp(op, "sqrt") || !strcmp(op, "rsqrt") ||
+			     (!strcmp(op, "div") && k == 1)))
+				return 1;
+	}
+	return 0;
+}
+
+/* The host fill call for input i into a buffer named buf. */
+static void add_fill(struct strbuf *sb, const struct fgroup *g, int i, const char *buf)
+{
+	const struct fvalue *v = &g->values[i];
+	if (v->dtype == FD_BOOL)
+		strbuf_addf(sb, "fill_mask(%s, %ld, rng)", buf, v->numel);
+	else if (wants_positive(g, i))
+		strbuf_addf(sb, "fill<%s>(%s, %ld, 0.5f, 2.f, rng)", fdtype_ctype(v->dtype), buf,
+		            v->numel);
+	else
+		strbuf_addf(sb, "fill<%s>(%s, %ld, -3.f, 3.f, rng)", fdtype_ctype(v->dtype), buf,
+		            v->numel);
+}
+
+static int has_bcast(const struct fgroup *g)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[i].numel != g->numel)
+			return 1;
+	return 0;
+}
+
+static int uses_causal(const struct fopnode *n)
+{
+	return n->causal;
+}
+
+/* The reference kernel of elementwise op k: vectors of V elements, i % m for each argument. */
+static void emit_ref_ew(struct strbuf *sb, const struct fgroup *g, int k)
+{
+	const struct fopnode *n = &g->ops[k];
+	const struct fvalue *out = &g->values[n->out];
+	strbuf_addf(sb, "\n/* ops[%d]: %s = %s(", k, out->name, n->op->name);
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, "%s%s", a ? ", " : "", g->values[n->arg[a]].name);
+	strbuf_adds(sb, ") */\ntemplate <int V>\n__device__ __forceinline__ void ");
+	strbuf_addf(sb, "ref%d_do(long i, %s *out", k, fdtype_ctype(out->dtype));
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, ", const %s *a%d, long m%d",
+		            fdtype_ctype(g->values[n->arg[a]].dtype), a, a);
+	strbuf_adds(sb, ", unsigned long long seed, unsigned long long offset)\n{\n");
+	strbuf_adds(sb, "\t(void)seed; (void)offset;\n");
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, "\tfloat x%d[V];\n\taic_ld<V>(a%d + i %% m%d, x%d);\n", a, a, a, a);
+	strbuf_adds(sb, "\tfloat y[V];\n");
+	if (n->drop >= 0)
+		strbuf_addf(sb, "\tfloat ud[V];\n\taic_uniforms<V>(seed, offset + %dull, i, ud);\n",
+		            4 * n->drop);
+	strbuf_adds(sb, "#pragma unroll\n\tfor (int j = 0; j < V; j++) {\n");
+	if (uses_causal(n))
+		strbuf_adds(sb, "\t\tconst long row = (i + j) / COLS, col = (i + j) % COLS;\n");
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, "\t\tconst float v%d = x%d[j];\n", n->arg[a], a);
+	if (n->drop >= 0)
+		strbuf_addf(sb, "\t\tfloat u[%d];\n\t\tu[%d] = ud[j];\n", n->drop + 1, n->drop);
+	strbuf_adds(sb, "\t\ty[j] = ");
+	emit_expr(sb, g, n, 0, "v%d", "u[%d]");
+	strbuf_adds(sb, ";\n\t}\n\taic_st<V>(out + i, y);\n}\n");
+
+	strbuf_addf(sb, "template <int V>\n__global__ void ref%d(long n, %s *out", k,
+	            fdtype_ctype(out->dtype));
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, ", const %s *a%d, long m%d",
+		            fdtype_ctype(g->values[n->arg[a]].dtype), a, a);
+	strbuf_adds(sb, ", unsigned long long seed, unsigned long long offset)\n{\n"
+	                "\tconst long nv = n / V;\n"
+	                "\tfor (long v = (long)blockIdx.x * blockDim.x + threadIdx.x; v < nv;\n"
+	                "\t     v += (long)gridDim.x * blockDim.x)\n");
+	strbuf_addf(sb, "\t\tref%d_do<V>(v * V, out", k);
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, ", a%d, m%d", a, a);
+	strbuf_adds(sb, ", seed, offset);\n"
+	                "\tif (V > 1 && blockIdx.x == 0)\n"
+	                "\t\tfor (long i = nv * V + threadIdx.x; i < n; i += blockDim.x)\n");
+	strbuf_addf(sb, "\t\t\tref%d_do<1>(i, out", k);
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, ", a%d, m%d", a, a);
+	strbuf_adds(sb, ", seed, offset);\n}\n");
+}
+
+/* The reference kernel of the row reduction: one block per row, three passes over global. */
+static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
+{
+	const struct fopnode *n = &g->ops[k];
+	const char *rn = n->op->name;
+	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
+	int ln = !strcmp(rn, "layer_norm");
+	strbuf_addf(sb, "\n/* ops[%d]: %s = %s, one block per row */\n", k, g->values[n->out].name,
+	            rn);
+	strbuf_addf(sb, "__global__ void ref%d(long rows, %s *out", k,
+	            fdtype_ctype(g->values[n->out].dtype));
+	for (int a = 0; a < n->nargs; a++)
+		strbuf_addf(sb, ", const %s *a%d", fdtype_ctype(g->values[n->arg[a]].dtype), a);
+	strbuf_adds(sb, ")\n{\n\t__shared__ float red[32];\n"
+	                "\tfor (long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
+	                "\t\tconst long rb = row * COLS;\n");
+	strbuf_addf(sb, "\t\tfloat acc = %s;\n", softmax ? "-INFINITY" : "0.f");
+	strbuf_addf(sb,
+	            "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
+	            "\t\t\tconst float v = aic_to_float(a0[rb + c]);\n"
+	            "\t\t\tacc = %s;\n\t\t}\n",
+	            softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"));
+	if (softmax)
+		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<true>(acc, red);\n"
+		                "\t\tfloat acc2 = 0.f;\n"
+		                "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x)\n"
+		                "\t\t\tacc2 += expf(aic_to_float(a0[rb + c]) - s0);\n"
+		                "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else if (ln)
+		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / "
+		                "(float)COLS;\n"
+		                "\t\tfloat acc2 = 0.f;\n"
+		                "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
+		                "\t\t\tconst float d = aic_to_float(a0[rb + c]) - s0;\n"
+		                "\t\t\tacc2 += d * d;\n\t\t}\n"
+		                "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else
+		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
+		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
+	if (!strcmp(rn, "softmax"))
+		strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
+	else if (!strcmp(rn, "log_softmax"))
+		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+	else {
+		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)COLS + ");
+		emit_lit(sb, n->num);
+		strbuf_adds(sb, ");\n");
+	}
+	strbuf_adds(sb,
+	            "\t\t(void)s0;\n\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n");
+	strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a0[rb + c]);\n", n->arg[0]);
+	for (int a = 1; a < n->nargs; a++)
+		strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n", n->arg[a], a);
+	strbuf_addf(sb, "\t\t\tout[rb + c] = aic_from_float<%s>(",
+	            fdtype_ctype(g->values[n->out].dtype));
+	emit_apply(sb, g, "v%d");
+	strbuf_adds(sb, ");\n\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+}
+
+static double tol_of(enum fdtype t)
+{
+	return t == FD_F32 ? 1e-5 : 1e-2;
+}
+
+static const char bench_support[] =
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n"
+    "#include <algorithm>\n#include <vector>\n\n"
+    "#define CK(x)                                                                   \\\n"
+    "\tdo {                                                                    \\\n"
+    "\t\tcudaError_t e_ = (x);                                           \\\n"
+    "\t\tif (e_ != cudaSuccess) {                                        \\\n"
+    "\t\t\tfprintf(stderr, \"%s: %s: %s\\n\", prog, #x, cudaGetErrorString(e_)); \\\n"
+    "\t\t\texit(2);                                                \\\n"
+    "\t\t}                                                               \\\n"
+    "\t} while (0)\n"
+    "static const char *prog = \"bench\";\n\n"
+    "static unsigned long long rng_next(unsigned long long &s)\n"
+    "{\n\ts ^= s << 13;\n\ts ^= s >> 7;\n\ts ^= s << 17;\n\treturn s;\n}\n"
+    "static float rng_uniform(unsigned long long &s)\n"
+    "{\n\treturn (float)((rng_next(s) >> 40) + 1) / 16777216.f;\n}\n"
+    "template <typename T> static void *fill(void *d, long n, float lo, float hi, "
+    "unsigned long long &s)\n"
+    "{\n"
+    "\tstd::vector<T> h(n);\n"
+    "\tfor (long i = 0; i < n; i++)\n"
+    "\t\th[i] = aic_from_float<T>(lo + (hi - lo) * rng_uniform(s));\n"
+    "\tCK(cudaMemcpy(d, h.data(), n * sizeof(T), cudaMemcpyHostToDevice));\n"
+    "\treturn d;\n"
+    "}\n"
+    "static __attribute__((unused)) void *fill_mask(void *d, long n, unsigned long long &s)\n"
+    "{\n"
+    "\tstd::vector<unsigned char> h(n);\n"
+    "\tfor (long i = 0; i < n; i++)\n"
+    "\t\th[i] = rng_uniform(s) < 0.3f;\n"
+    "\tCK(cudaMemcpy(d, h.data(), n, cudaMemcpyHostToDevice));\n"
+    "\treturn d;\n"
+    "}\n"
+    "static void *dalloc(size_t bytes)\n{\n\tvoid *p;\n\tCK(cudaMalloc(&p, bytes));\n"
+    "\treturn p;\n}\n"
+    "template <typename T> __device__ __forceinline__ bool aic_poisoned(T v)\n"
+    "{\n"
+    "\tconst unsigned char *p = (const unsigned char *)&v;\n"
+    "\tfor (unsigned k = 0; k < sizeof(T); k++)\n\t\tif (p[k] != 0xFF)\n\t\t\treturn false;\n"
+    "\treturn true;\n"
+    "}\n"
+    "/* acc[0] += sum (f - r)^2, acc[1] += sum r^2; cnt[0]: unwritten (poison), cnt[1]: "
+    "non-finite mismatches */\n"
+    "template <typename TF, typename TR>\n"
+    "__global__ void aic_cmp(const TF *f, const TR *r, long n, double *acc, unsigned long long "
+    "*cnt)\n"
+    "{\n"
+    "\tdouble d2 = 0, r2 = 0;\n\tunsigned long long pois = 0, bad = 0;\n"
+    "\tfor (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "\t     i += (long)gridDim.x * blockDim.x) {\n"
+    "\t\tif (aic_poisoned(f[i]) || aic_poisoned(r[i])) {\n\t\t\tpois++;\n\t\t\tcontinue;\n\t\t}\n"
+    "\t\tconst float a = aic_to_float(f[i]), b = aic_to_float(r[i]);\n"
+    "\t\tif (!isfinite(a) || !isfinite(b)) {\n"
+    "\t\t\tif (!(a == b || (isnan(a) && isnan(b))))\n\t\t\t\tbad++;\n"
+    "\t\t\tcontinue;\n\t\t}\n"
+    "\t\td2 += (double)(a - b) * (a - b);\n\t\tr2 += (double)b * b;\n"
+    "\t}\n"
+    "\tatomicAdd(&acc[0], d2);\n\tatomicAdd(&acc[1], r2);\n"
+    "\tif (pois)\n\t\tatomicAdd(&cnt[0], pois);\n\tif (bad)\n\t\tatomicAdd(&cnt[1], bad);\n"
+    "}\n"
+    "struct cmp_result {\n\tdouble rel;\n\tunsigned long long unwritten, bad;\n};\n"
+    "template <typename TF, typename TR> static cmp_result compare(const void *f, const void *r, "
+    "long n)\n"
+    "{\n"
+    "\tstatic double *acc;\n\tstatic unsigned long long *cnt;\n"
+    "\tif (!acc) {\n\t\tCK(cudaMalloc(&acc, 2 * sizeof(double)));\n"
+    "\t\tCK(cudaMalloc(&cnt, 2 * sizeof(unsigned long long)));\n\t}\n"
+    "\tCK(cudaMemset(acc, 0, 2 * sizeof(double)));\n"
+    "\tCK(cudaMemset(cnt, 0, 2 * sizeof(unsigned long long)));\n"
+    "\taic_cmp<TF, TR><<<1024, 256>>>((const TF *)f, (const TR *)r, n, acc, cnt);\n"
+    "\tCK(cudaGetLastError());\n"
+    "\tdouble h[2];\n\tunsigned long long c[2];\n"
+    "\tCK(cudaMemcpy(h, acc, sizeof(h), cudaMemcpyDeviceToHost));\n"
+    "\tCK(cudaMemcpy(c, cnt, sizeof(c), cudaMemcpyDeviceToHost));\n"
+    "\tcmp_result res;\n"
+    "\tres.rel = sqrt(h[0] / (h[1] > 1e-30 ? h[1] : 1e-30));\n"
+    "\tres.unwritten = c[0];\n\tres.bad = c[1];\n"
+    "\treturn res;\n"
+    "}\n"
+    "static void *l2_scratch;\nstatic size_t l2_bytes;\n"
+    "/* reads a buffer twice the L2's size: evicts the data under test without leaving dirty\n"
+    " * lines whose write-back would be charged to the kernel timed next */\n"
+    "__global__ void aic_l2_read(const int4 *p, long n, int *sink)\n"
+    "{\n"
+    "\tint acc = 0;\n"
+    "\tfor (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "\t     i += (long)gridDim.x * blockDim.x) {\n"
+    "\t\tconst int4 v = p[i];\n\t\tacc ^= v.x ^ v.y ^ v.z ^ v.w;\n"
+    "\t}\n"
+    "\tif (acc == 0x7fffffff)\n\t\t*sink = acc;\n"
+    "}\n"
+    "static void l2_flush(void)\n{\n"
+    "\taic_l2_read<<<aic_sm_count() * 8, 512>>>((const int4 *)l2_scratch, (long)(l2_bytes / 16),\n"
+    "\t\t\t\t\t\t (int *)l2_scratch);\n"
+    "}\n"
+    "/* median in microseconds of one run of f, each after an L2 flush */\n"
+    "template <typename F> static double median_us(F f, int samples)\n"
+    "{\n"
+    "\tcudaEvent_t a, b;\n\tCK(cudaEventCreate(&a));\n\tCK(cudaEventCreate(&b));\n"
+    "\tfor (int w = 0; w < 3; w++)\n\t\tf();\n"
+    "\tstd::vector<double> t;\n"
+    "\tfor (int k = 0; k < samples; k++) {\n"
+    "\t\tl2_flush();\n\t\tCK(cudaEventRecord(a));\n\t\tf();\n\t\tCK(cudaEventRecord(b));\n"
+    "\t\tCK(cudaEventSynchronize(b));\n\t\tfloat ms;\n"
+    "\t\tCK(cudaEventElapsedTime(&ms, a, b));\n\t\tt.push_back(ms * 1e3);\n"
+    "\t}\n"
+    "\tCK(cudaEventDestroy(a));\n\tCK(cudaEventDestroy(b));\n"
+    "\tstd::sort(t.begin(), t.end());\n\treturn t[t.size() / 2];\n"
+    "}\n"
+    "/* device peak: a large device-to-device copy (reads and writes), in GB/s */\n"
+    "static double peak_gbs(void)\n"
+    "{\n"
+    "\tsize_t fr, tot;\n\tCK(cudaMemGetInfo(&fr, &tot));\n"
+    "\tsize_t bytes = (size_t)1 << 30;\n\twhile (bytes > fr / 4)\n\t\tbytes /= 2;\n"
+    "\tvoid *a = dalloc(bytes), *b = dalloc(bytes);\n"
+    "\tCK(cudaMemset(a, 1, bytes));\n"
+    "\tconst double us = median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, "
+    "cudaMemcpyDeviceToDevice)); }, 7);\n"
+    "\tCK(cudaFree(a));\n\tCK(cudaFree(b));\n"
+    "\treturn 2.0 * bytes / us / 1e3;\n"
+    "}\n"
+    "static int ref_vec(const void *p, size_t esize, long m)\n"
+    "{\n\treturn aic_aligned(p, 4 * esize) && m % 4 == 0 ? 4 : 1;\n}\n"
+    "static unsigned ref_grid(long n, int v)\n"
+    "{\n"
+    "\tlong g = (n / v + 255) / 256;\n\tconst long cap = (long)aic_sm_count() * 16;\n"
+    "\treturn (unsigned)(g < 1 ? 1 : g > cap ? cap : g);\n"
+    "}\n";
+
+void emit_bench(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int chain = g->kind == FG_CHAIN;
+	int maxv = fgroup_max_vec(g);
+	strbuf_addf(sb,
+	            "/*\n * %s_bench.cu - generated by aicprof fuse: the bench harness of group "
+	            "'%s'.\n *\n * Builds with: nvcc -O3 -arch=sm_90 -o %s_bench %s_bench.cu\n"
+	            " * Runs the unfused reference (one kernel per op) and the fused kernel on "
+	            "fresh random\n * inputs, checks every written element against the reference, "
+	            "tunes the launch\n * parameters, times both, and prints one JSON line.\n"
+	            " *   %s_bench [--info] [--config BLOCK,VEC,EPT] [--samples N] [--seed S]\n"
+	            " */\n",
+	            nm, nm, nm, nm, nm);
+	strbuf_addf(sb, "#include \"%s_kernel.cu\"\n", nm);
+	strbuf_adds(sb, bench_support);
+	strbuf_addf(sb, "\nstatic const long N = %ldL, ROWS = %ldL, COLS = %ldL;\n", g->numel,
+	            g->rows, g->cols);
+	strbuf_addf(sb, "static const double BYTES_FUSED = %.0f, BYTES_UNFUSED = %.0f;\n",
+	            fgroup_bytes_fused(g), fgroup_bytes_unfused(g));
+	for (int k = 0; k < g->nops; k++) {
+		if (g->ops[k].op->kind == FOP_REDUCE)
+			emit_ref_red(sb, g, k);
+		else
+			emit_ref_ew(sb, g, k);
+	}
+	/* buffers: d[v] for every value (inputs and reference results), w[k] for fused writes */
+	strbuf_addf(sb, "\nstatic void *d[%d], *w[%d];\n", g->nvalues, g->nwrites);
+	strbuf_adds(sb,
+	            "static const unsigned long long SEED = 0x5eed0123456789ull, OFFSET = 8;\n");
+	strbuf_adds(sb,
+	            "\n/* the unfused sequence on elements off .. N-1 */\n"
+	            "static void run_ref(long off)\n{\n\tconst long n = N - off;\n\t(void)n;\n");
+	for (int k = 0; k < g->nops; k++) {
+		const struct fopnode *n = &g->ops[k];
+		const struct fvalue *out = &g->values[n->out];
+		if (n->op->kind == FOP_REDUCE) {
+			strbuf_addf(sb,
+			            "\tref%d<<<ref_grid(ROWS * 256, 1), 256>>>(ROWS, (%s *)d[%d]",
+			            k, fdtype_ctype(out->dtype), n->out);
+			for (int a = 0; a < n->nargs; a++)
+				strbuf_addf(sb, ", (const %s *)d[%d]",
+				            fdtype_ctype(g->values[n->arg[a]].dtype), n->arg[a]);
+			strbuf_adds(sb, ");\n");
+			continue;
+		}
+		strbuf_adds(sb, "\t{\n\t\tint v = 4;\n");
+		strbuf_addf(sb, "\t\tv = std::min(v, ref_vec((%s *)d[%d] + off, %d, n));\n",
+		            fdtype_ctype(out->dtype), n->out, fdtype_size(out->dtype));
+		for (int a = 0; a < n->nargs; a++) {
+			const struct fvalue *av = &g->values[n->arg[a]];
+			strbuf_addf(sb, "\t\tconst %s *a%d = (const %s *)d[%d] + off;\n",
+			            fdtype_ctype(av->dtype), a, fdtype_ctype(av->dtype), n->arg[a]);
+			if (av->numel == g->numel)
+				strbuf_addf(sb, "\t\tconst long m%d = n;\n", a);
+			else
+				strbuf_addf(sb, "\t\tconst long m%d = %ldL;\n", a, av->numel);
+			strbuf_addf(sb, "\t\tv = std::min(v, ref_vec(a%d, %d, m%d));\n", a,
+			            fdtype_size(av->dtype), a);
+		}
+		strbuf_adds(sb, "\t\tif (v == 4)\n");
+		for (int pass = 0; pass < 2; pass++) {
+			strbuf_addf(
+			    sb, "\t\t\tref%d<%d><<<ref_grid(n, %d), 256>>>(n, (%s *)d[%d] + off", k,
+			    pass ? 1 : 4, pass ? 1 : 4, fdtype_ctype(out->dtype), n->out);
+			for (int a = 0; a < n->nargs; a++)
+				strbuf_addf(sb, ", a%d, m%d", a, a);
+			strbuf_adds(sb, ", SEED, OFFSET);\n");
+			if (!pass)
+				strbuf_adds(sb, "\t\telse\n");
+		}
+		strbuf_adds(sb, "\t}\n");
+	}
+	strbuf_adds(sb, "}\n");
+
+	strbuf_addf(sb, "\nstatic %s_args fused_args(long off)\n{\n\t%s_args a{};\n", nm, nm);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_addf(sb, "\ta.in_%s = (const %s *)d[%d] + off;\n", g->values[i].name,
+		            fdtype_ctype(g->values[i].dtype), i);
+		if (g->values[i].numel != g->numel)
+			strbuf_addf(sb, "\ta.m_%s = %ldL;\n", g->values[i].name,
+			            g->values[i].numel);
+	}
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_addf(sb, "\ta.w_%s = (%s *)w[%d] + off;\n",
+		            g->values[g->writes[k].value].name, fdtype_ctype(g->writes[k].dtype),
+		            k);
+	strbuf_adds(sb, "\ta.n = N - off;\n\ta.rows = ROWS;\n\ta.cols = COLS;\n"
+	                "\ta.seed = SEED;\n\ta.offset = OFFSET;\n\treturn a;\n}\n");
+
+	/* poison and check */
+	strbuf_adds(sb, "\nstatic void poison_writes(void)\n{\n");
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_addf(sb, "\tCK(cudaMemset(w[%d], 0xFF, N * %d));\n", k,
+		            fdtype_size(g->writes[k].dtype));
+	strbuf_adds(sb, "}\nstatic void poison_refs(void)\n{\n");
+	for (int k = 0; k < g->nops; k++) {
+		int v = g->ops[k].out;
+		strbuf_addf(sb, "\tCK(cudaMemset(d[%d], 0xFF, N * %d));\n", v,
+		            fdtype_size(g->values[v].dtype));
+	}
+	strbuf_adds(sb, "}\n");
+	strbuf_addf(sb, "static const char *WNAME[%d] = {", g->nwrites);
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_addf(sb, "%s\"%s\"", k ? ", " : "", g->values[g->writes[k].value].name);
+	strbuf_adds(sb, "};\n");
+	strbuf_addf(sb, "static const double TOL[%d] = {", g->nwrites);
+	for (int k = 0; k < g->nwrites; k++) {
+		double t1 = tol_of(g->writes[k].dtype),
+		       t2 = tol_of(g->values[g->writes[k].value].dtype);
+		strbuf_addf(sb, "%s%g", k ? ", " : "", t1 > t2 ? t1 : t2);
+	}
+	strbuf_adds(sb, "};\n");
+	strbuf_addf(sb, "/* compares every write from element off; fills err[], returns 1 when "
+	                "all pass */\nstatic int check(long off, double *err, unsigned long long "
+	                "*unwritten)\n{\n\tint ok = 1;\n\tcmp_result r;\n\t*unwritten = 0;\n");
+	for (int k = 0; k < g->nwrites; k++) {
+		int v = g->writes[k].value;
+		strbuf_addf(
+		    sb,
+		    "\tr = compare<%s, %s>((%s *)w[%d] + off, (%s *)d[%d] + off, N - off);\n"
+		    "\terr[%d] = r.rel;\n\t*unwritten += r.unwritten;\n"
+		    "\tif (r.unwritten || r.bad || !(r.rel < TOL[%d]))\n\t\tok = 0;\n",
+		    fdtype_ctype(g->writes[k].dtype), fdtype_ctype(g->values[v].dtype),
+		    fdtype_ctype(g->writes[k].dtype), k, fdtype_ctype(g->values[v].dtype), v, k, k);
+	}
+	strbuf_adds(sb, "\treturn ok;\n}\n");
+
+	/* main */
+	strbuf_addf(sb, "\nint main(int argc, char **argv)\n{\n\tprog = \"%s_bench\";\n", nm);
+	strbuf_adds(
+	    sb, "\tint info = 0, samples = 30, cb = 0, cv = 0, ce = 0;\n"
+	        "\tunsigned long long seed = (unsigned long long)time(NULL) * 2654435761ull | 1;\n"
+	        "\tfor (int i = 1; i < argc; i++) {\n"
+	        "\t\tif (!strcmp(argv[i], \"--info\"))\n\t\t\tinfo = 1;\n"
+	        "\t\telse if (!strcmp(argv[i], \"--config\") && i + 1 < argc) {\n"
+	        "\t\t\tif (sscanf(argv[++i], \"%d,%d,%d\", &cb, &cv, &ce) != 3) {\n"
+	        "\t\t\t\tfprintf(stderr, \"%s: --config wants BLOCK,VEC,EPT\\n\", prog);\n"
+	        "\t\t\t\treturn 2;\n\t\t\t}\n"
+	        "\t\t} else if (!strcmp(argv[i], \"--samples\") && i + 1 < argc)\n"
+	        "\t\t\tsamples = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 30;\n"
+	        "\t\telse if (!strcmp(argv[i], \"--seed\") && i + 1 < argc)\n"
+	        "\t\t\tseed = strtoull(argv[++i], NULL, 0) | 1;\n"
+	        "\t\telse {\n\t\t\tfprintf(stderr, \"usage: %s [--info] [--config BLOCK,VEC,EPT] "
+	        "[--samples N] [--seed S]\\n\", prog);\n\t\t\treturn 2;\n\t\t}\n"
+	        "\t}\n"
+	        "\tint ndev = 0;\n"
+	        "\tcudaError_t e = cudaGetDeviceCount(&ndev);\n"
+	        "\tif (e != cudaSuccess || ndev == 0) {\n"
+	        "\t\tfprintf(stderr, \"%s: no CUDA device: %s\\n\", prog,\n"
+	        "\t\t\te != cudaSuccess ? cudaGetErrorString(e) : \"none found\");\n"
+	        "\t\treturn 3;\n\t}\n"
+	        "\tcudaDeviceProp prop;\n\tCK(cudaGetDeviceProperties(&prop, 0));\n"
+	        "\tif (info) {\n"
+	        "\t\tprintf(\"{\\\"device\\\":\\\"%s\\\",\\\"cc\\\":\\\"%d.%d\\\",\\\"sms\\\":%d}"
+	        "\\n\", "
+	        "prop.name, prop.major,\n\t\t       prop.minor, prop.multiProcessorCount);\n"
+	        "\t\treturn 0;\n\t}\n"
+	        "\tl2_bytes = (size_t)(prop.l2CacheSize > 0 ? prop.l2CacheSize : 1 << 24) * 2;\n"
+	        "\tl2_scratch = dalloc(l2_bytes);\n"
+	        "\tCK(cudaMemset(l2_scratch, 0, l2_bytes));\n"
+	        "\tunsigned long long rng = seed;\n");
+	for (int i = 0; i < g->nvalues; i++) {
+		const struct fvalue *v = &g->values[i];
+		strbuf_addf(sb, "\td[%d] = dalloc((size_t)%ld * %d); /* %s */\n", i, v->numel,
+		            fdtype_size(v->dtype), v->name);
+		if (i < g->ninputs) {
+			strbuf_adds(sb, "\t");
+			char buf[16];
+			snprintf(buf, sizeof(buf), "d[%d]", i);
+			add_fill(sb, g, i, buf);
+			strbuf_adds(sb, ";\n");
+		}
+	}
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_addf(sb, "\tw[%d] = dalloc((size_t)N * %d);\n", k,
+		            fdtype_size(g->writes[k].dtype));
+	strbuf_addf(sb, "\tdouble err[%d], best_err[%d];\n\tunsigned long long unwritten = 0;\n",
+	            g->nwrites, g->nwrites);
+	strbuf_addf(
+	    sb,
+	    "\t/* the reference, then every configuration: check, then time */\n"
+	    "\tpoison_refs();\n\trun_ref(0);\n\tCK(cudaDeviceSynchronize());\n"
+	    "\tstruct cfg {\n\t\tint b, v, e, ok;\n\t\tdouble us;\n\t};\n"
+	    "\tstd::vector<cfg> cfgs;\n"
+	    "\tif (cb)\n\t\tcfgs.push_back({cb, cv, ce, 0, 0});\n"
+	    "\telse\n"
+	    "\t\tfor (int b = 128; b <= 512; b *= 2)\n"
+	    "\t\t\tfor (int v = 1; v <= %s_MAX_VEC; v *= 2)\n"
+	    "\t\t\t\tfor (int e2 = 1; e2 <= %d; e2 *= 2)\n"
+	    "\t\t\t\t\tcfgs.push_back({b, v, e2, 0, 0});\n"
+	    "\tconst %s_args a = fused_args(0);\n"
+	    "\tint best = -1, all_ok = 1;\n"
+	    "\tfor (size_t k = 0; k < cfgs.size(); k++) {\n"
+	    "\t\tcfg &c = cfgs[k];\n"
+	    "\t\tpoison_writes();\n"
+	    "\t\tCK(%s_launch(a, c.b, c.v, c.e, 0));\n"
+	    "\t\tCK(cudaDeviceSynchronize());\n"
+	    "\t\tc.ok = check(0, err, &unwritten);\n"
+	    "\t\tif (!c.ok) {\n"
+	    "\t\t\tall_ok = 0;\n"
+	    "\t\t\tfprintf(stderr, \"%%s: block %%d vec %%d ept %%d: FAILED (%%llu unwritten",
+	    nm, chain ? 4 : 1, nm, nm);
+	strbuf_adds(sb, ")");
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_adds(sb, " %s rel_l2 %g");
+	strbuf_adds(sb, "\\n\", prog, c.b, c.v, c.e, unwritten");
+	for (int k = 0; k < g->nwrites; k++)
+		strbuf_addf(sb, ", WNAME[%d], err[%d]", k, k);
+	strbuf_addf(
+	    sb,
+	    ");\n\t\t\tcontinue;\n\t\t}\n"
+	    "\t\tc.us = median_us([&] { CK(%s_launch(a, c.b, c.v, c.e, 0)); }, cb ? samples "
+	    ": 10);\n"
+	    "\t\tif (best < 0 || c.us < cfgs[best].us) {\n\t\t\tbest = (int)k;\n"
+	    "\t\t\tmemcpy(best_err, err, sizeof(err));\n\t\t}\n"
+	    "\t}\n",
+	    nm);
+	/* misaligned check */
+	if (chain && !has_bcast(g))
+		strbuf_addf(
+		    sb,
+		    "\t/* misaligned by one element, odd length: the scalar fallback and "
+		    "the tail */\n"
+		    "\tint mis_ok = 1;\n"
+		    "\tif (N > 1) {\n"
+		    "\t\tpoison_refs();\n\t\trun_ref(1);\n\t\tpoison_writes();\n"
+		    "\t\tCK(%s_launch(fused_args(1), 256, %d, 2, 0));\n"
+		    "\t\tCK(cudaDeviceSynchronize());\n"
+		    "\t\tmis_ok = check(1, err, &unwritten);\n"
+		    "\t\tif (!mis_ok)\n\t\t\tfprintf(stderr, \"%%s: misaligned run FAILED "
+		    "(%%llu unwritten)\\n\", prog, unwritten);\n"
+		    "\t\tpoison_refs();\n\t\trun_ref(0);\n\t\tCK(cudaDeviceSynchronize());\n"
+		    "\t}\n",
+		    nm, maxv);
+	else
+		strbuf_adds(sb, "\tconst int mis_ok = 1;\n");
+	strbuf_addf(sb,
+	            "\tdouble before = median_us([&] { run_ref(0); }, samples);\n"
+	            "\tdouble after = 0;\n"
+	            "\tif (best >= 0 && !cb)\n"
+	            "\t\tafter = cfgs[best].us = median_us([&] { CK(%s_launch(a, cfgs[best].b, "
+	            "cfgs[best].v, cfgs[best].e, 0)); }, samples);\n"
+	            "\telse if (best >= 0)\n\t\tafter = cfgs[best].us;\n"
+	            "\tconst double peak = peak_gbs();\n"
+	            "\tconst int ok = all_ok && mis_ok && best >= 0;\n",
+	            nm);
+	strbuf_addf(
+	    sb,
+	    "\tprintf(\"{\\\"group\\\":\\\"%s\\\",\\\"kind\\\":\\\"%s\\\",\\\"dtype\\\":"
+	    "\\\"%s\\\",\\\"numel\\\":%%ld,\\\"rows\\\":%%ld,\\\"cols\\\":%%ld,\", N, ROWS, "
+	    "COLS);\n",
+	    nm, chain ? "elementwise-chain" : "reduction-epilogue", fdtype_name(g->dtype));
+	strbuf_adds(
+	    sb,
+	    "\tprintf(\"\\\"device\\\":\\\"%s\\\",\\\"cc\\\":\\\"%d.%d\\\",\\\"seed\\\":%llu,"
+	    "\\\"ok\\\":%s,\\\"misaligned_ok\\\":%s,\", prop.name,\n"
+	    "\t       prop.major, prop.minor, seed, ok ? \"true\" : \"false\", mis_ok ? \"true\" : "
+	    "\"false\");\n"
+	    "\tprintf(\"\\\"errors\\\":{\");\n"
+	    "\tfor (int k = 0; k < (int)(sizeof(WNAME) / sizeof(WNAME[0])); k++)\n"
+	    "\t\tprintf(\"%s\\\"%s\\\":{\\\"rel_l2\\\":%.3g,\\\"tol\\\":%g}\", k ? \",\" : \"\", "
+	    "WNAME[k],\n\t\t       best >= 0 ? best_err[k] : err[k], TOL[k]);\n"
+	    "\tprintf(\"},\\\"before_us\\\":%.3f,\\\"after_us\\\":%.3f,\\\"speedup\\\":%.3f,\", "
+	    "before, after,\n\t       after > 0 ? before / after : 0.0);\n"
+	    "\tprintf(\"\\\"bytes_before\\\":%.0f,\\\"bytes_after\\\":%.0f,\\\"gbs_before\\\":%.1f,"
+	    "\\\"gbs_after\\\":%.1f,\\\"peak_gbs\\\":%.1f,\",\n"
+	    "\t       BYTES_UNFUSED, BYTES_FUSED, BYTES_UNFUSED / before / 1e3,\n"
+	    "\t       after > 0 ? BYTES_FUSED / after / 1e3 : 0.0, peak);\n"
+	    "\tif (best >= 0)\n"
+	    "\t\tprintf(\"\\\"config\\\":{\\\"block\\\":%d,\\\"vec\\\":%d,\\\"ept\\\":%d},\", "
+	    "cfgs[best].b,\n\t\t       cfgs[best].v, cfgs[best].e);\n"
+	    "\tprintf(\"\\\"tuned\\\":%s,\\\"timings\\\":[\", cb ? \"false\" : \"true\");\n"
+	    "\tfor (size_t k = 0; k < cfgs.size(); k++)\n"
+	    "\t\tprintf(\"%s{\\\"block\\\":%d,\\\"vec\\\":%d,\\\"ept\\\":%d,\\\"us\\\":%.3f,"
+	    "\\\"ok\\\":%s}\", k ? \",\" : \"\",\n"
+	    "\t\t       cfgs[k].b, cfgs[k].v, cfgs[k].e, cfgs[k].us, cfgs[k].ok ? \"true\" : "
+	    "\"false\");\n"
+	    "\tprintf(\"]}\\n\");\n"
+	    "\treturn ok ? 0 : 1;\n}\n");
+}
+
+/* Smallest size for the CPU check that keeps every broadcast input dividing it. */
+static long cpu_rows(const struct fgroup *g)
+{
+	long r0 = g->kind == FG_CHAIN ? 1 : (g->rows < 6 ? g->rows : 6);
+	long unit = g->kind == FG_CHAIN ? 1 : g->cols;
+	long target = g->kind == FG_CHAIN ? 4099 : r0;
+	if (g->kind == FG_CHAIN)
+		r0 = target < g->numel ? target : g->numel;
+	for (long r = r0; r <= g->numel / unit; r++) {
+		int ok = 1;
+		for (int i = 0; i < g->ninputs; i++)
+			if (g->values[i].numel != g->numel && (r * unit) % g->values[i].numel)
+				ok = 0;
+		if (ok)
+			return r;
+	}
+	return g->numel / unit;
+}
+
+void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int chain = g->kind == FG_CHAIN;
+	long r = cpu_rows(g);
+	long n = chain ? r : r * g->cols;
+	strbuf_addf(sb,
+	            "/*\n * %s_cpucheck.cu - generated by aicprof fuse: evaluates group '%s''s "
+	            "fused math\n * (%s_math.h) on the CPU and compares it with a plain op-by-op "
+	            "evaluation in double,\n * on random inputs. Host code only: nvcc -o "
+	            "%s_cpucheck %s_cpucheck.cu && ./%s_cpucheck\n * Prints TAP lines; exits 1 on "
+	            "a mismatch.\n */\n",
+	            nm, nm, nm, nm, nm, nm);
+	strbuf_addf(sb,
+	            "#include \"%s_math.h\"\n#include <stdio.h>\n#include <stdlib.h>\n"
+	            "#include <math.h>\n#include <vector>\n\n",
+	            nm);
+	strbuf_addf(sb, "static const long N = %ldL, ROWS = %ldL, COLS = %ldL;\n", n, chain ? 1 : r,
+	            chain ? n : g->cols);
+	strbuf_adds(sb,
+	            "static unsigned long long rng = 0x9e3779b97f4a7c15ull;\n"
+	            "static float uni(void)\n{\n\trng ^= rng << 13;\n\trng ^= rng >> 7;\n"
+	            "\trng ^= rng << 17;\n\treturn (float)((rng >> 40) + 1) / 16777216.f;\n}\n");
+	strbuf_adds(sb, "\nint main(void)\n{\n\t(void)ROWS;\n");
+	for (int i = 0; i < g->ninputs; i++) {
+		const struct fvalue *v = &g->values[i];
+		long m = v->numel == g->numel ? n : v->numel;
+		strbuf_addf(sb,
+		            "\tstd::vector<float> in%d(%ld); /* %s */\n\tfor (auto &x : in%d)\n", i,
+		            m, v->name, i);
+		if (v->dtype == FD_BOOL)
+			strbuf_adds(sb, "\t\tx = uni() < 0.3f;\n");
+		else if (wants_positive(g, i))
+			strbuf_adds(sb, "\t\tx = 0.5f + 1.5f * uni();\n");
+		else
+			strbuf_adds(sb, "\t\tx = -3.f + 6.f * uni();\n");
+	}
+	strbuf_addf(sb,
+	            "\tstd::vector<float> ud[%d];\n\tfor (auto &u : ud) {\n"
+	            "\t\tu.resize(N);\n\t\tfor (auto &x : u)\n\t\t\tx = uni();\n\t}\n",
+	            g->ndrop ? g->ndrop : 1);
+	strbuf_addf(sb, "\tstd::vector<float> f[%d];\n\tfor (auto &x : f)\n\t\tx.resize(N);\n",
+	            g->nwrites);
+	/* gather helper as a lambda */
+	strbuf_addf(sb, "\tauto gather = [&](long i, float *in, float *u) {\n");
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "\t\tin[%d] = in%d[i %% (long)in%d.size()];\n", i, i, i);
+	strbuf_addf(sb, "\t\tfor (int d = 0; d < %d; d++)\n\t\t\tu[d] = ud[d][i];\n\t};\n",
+	            g->ndrop ? g->ndrop : 1);
+	strbuf_addf(sb, "\t/* fused: the math of %s_math.h */\n", nm);
+	if (chain) {
+		strbuf_addf(sb,
+		            "\tfor (long i = 0; i < N; i++) {\n\t\tfloat in[%d], u[%d], o[%d];\n"
+		            "\t\tgather(i, in, u);\n\t\t%s_elem(in, u, o);\n"
+		            "\t\tfor (int k = 0; k < %d; k++)\n\t\t\tf[k][i] = o[k];\n\t}\n",
+		            g->ninputs, g->ndrop ? g->ndrop : 1, g->nwrites, nm, g->nwrites);
+	} else {
+		const struct fopnode *rd = &g->ops[g->red];
+		const char *rn = rd->op->name;
+		int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
+		int ln = !strcmp(rn, "layer_norm");
+		strbuf_addf(sb,
+		            "\tstd::vector<float> xs(COLS);\n"
+		            "\tfor (long row = 0; row < ROWS; row++) {\n"
+		            "\t\tfloat acc = %s, acc2 = 0.f;\n"
+		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\t\tconst long i = row * COLS + c;\n"
+		            "\t\t\tfloat in[%d], u[%d], o[%d];\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\to[k] = f[k][i];\n"
+		            "\t\t\tgather(i, in, u);\n"
+		            "\t\t\tconst float v = %s_pro(in, u, row, c, o);\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tf[k][i] = o[k];\n"
+		            "\t\t\txs[c] = v;\n\t\t\tacc = %s;\n\t\t}\n",
+		            softmax ? "-INFINITY" : "0.f", g->ninputs, g->ndrop ? g->ndrop : 1,
+		            g->nwrites, g->nwrites, nm, g->nwrites,
+		            softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"));
+		if (softmax)
+			strbuf_adds(sb, "\t\tconst float s0 = acc;\n\t\tfor (long c = 0; c < COLS; "
+			                "c++)\n\t\t\tacc2 += expf(xs[c] - s0);\n");
+		else if (ln)
+			strbuf_adds(sb,
+			            "\t\tconst float s0 = acc / (float)COLS;\n\t\tfor (long c = 0; "
+			            "c < COLS; c++)\n\t\t\tacc2 += (xs[c] - s0) * (xs[c] - s0);\n");
+		else
+			strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n\t\tacc2 = acc;\n");
+		if (!strcmp(rn, "softmax"))
+			strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
+		else if (!strcmp(rn, "log_softmax"))
+			strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+		else {
+			strbuf_adds(sb, "\t\tconst float s1 = 1.f / sqrtf(acc2 / (float)COLS + ");
+			emit_lit(sb, rd->num);
+			strbuf_adds(sb, ");\n");
+		}
+		strbuf_addf(sb,
+		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\t\tconst long i = row * COLS + c;\n"
+		            "\t\t\tfloat in[%d], u[%d], o[%d];\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\to[k] = f[k][i];\n"
+		            "\t\t\tgather(i, in, u);\n"
+		            "\t\t\t%s_epi(xs[c], s0, s1, in, u, row, c, o);\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tf[k][i] = o[k];\n"
+		            "\t\t}\n\t}\n",
+		            g->ninputs, g->ndrop ? g->ndrop : 1, g->nwrites, g->nwrites, nm,
+		            g->nwrites);
+	}
+	/* op by op, double */
+	strbuf_adds(sb, "\t/* op by op, double */\n");
+	strbuf_addf(sb, "\tstd::vector<double> r[%d];\n", g->nvalues);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb,
+		            "\tr[%d].resize(N);\n\tfor (long i = 0; i < N; i++)\n"
+		            "\t\tr[%d][i] = in%d[i %% (long)in%d.size()];\n",
+		            i, i, i, i);
+	for (int k = 0; k < g->nops; k++) {
+		const struct fopnode *op = &g->ops[k];
+		strbuf_addf(sb, "\tr[%d].resize(N); /* %s = %s */\n", op->out,
+		            g->values[op->out].name, op->op->name);
+		if (op->op->kind == FOP_EW) {
+			strbuf_adds(sb, "\tfor (long i = 0; i < N; i++) {\n"
+			                "\t\tconst long row = i / COLS, col = i % COLS;\n"
+			                "\t\t(void)row; (void)col;\n");
+			for (int a = 0; a < op->nargs; a++)
+				strbuf_addf(sb, "\t\tconst double v%d = r[%d][i];\n", op->arg[a],
+				            op->arg[a]);
+			if (op->drop >= 0)
+				strbuf_addf(sb, "\t\tfloat u[%d];\n\t\tu[%d] = ud[%d][i];\n",
+				            op->drop + 1, op->drop, op->drop);
+			strbuf_addf(sb, "\t\tr[%d][i] = ", op->out);
+			emit_expr(sb, g, op, 1, "v%d", "u[%d]");
+			strbuf_adds(sb, ";\n\t}\n");
+			continue;
+		}
+		const char *rn = op->op->name;
+		int x = op->arg[0];
+		strbuf_addf(sb,
+		            "\tfor (long row = 0; row < ROWS; row++) {\n"
+		            "\t\tconst double *x = &r[%d][row * COLS];\n"
+		            "\t\tdouble *y = &r[%d][row * COLS];\n"
+		            "\t\tdouble m = -INFINITY, s = 0, s2 = 0;\n"
+		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\t\tm = x[c] > m ? x[c] : m;\n\t\t\ts += x[c];\n\t\t\ts2 += x[c] * "
+		            "x[c];\n\t\t}\n",
+		            x, op->out);
+		if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
+			strbuf_adds(sb, "\t\tdouble e = 0;\n\t\tfor (long c = 0; c < COLS; c++)\n"
+			                "\t\t\te += exp(x[c] - m);\n"
+			                "\t\tfor (long c = 0; c < COLS; c++)\n");
+			strbuf_adds(sb, !strcmp(rn, "softmax")
+			                    ? "\t\t\ty[c] = exp(x[c] - m) / e;\n"
+			                    : "\t\t\ty[c] = x[c] - m - log(e);\n");
+		} else {
+			int ln = !strcmp(rn, "layer_norm");
+			if (ln)
+				strbuf_adds(
+				    sb, "\t\tconst double mean = s / COLS;\n\t\tdouble var = 0;\n"
+				        "\t\tfor (long c = 0; c < COLS; c++)\n"
+				        "\t\t\tvar += (x[c] - mean) * (x[c] - mean);\n"
+				        "\t\tvar /= COLS;\n");
+			else
+				strbuf_adds(sb, "\t\tconst double mean = 0, var = s2 / COLS;\n");
+			strbuf_adds(
+			    sb, "\t\tfor (long c = 0; c < COLS; c++)\n\t\t\ty[c] = (x[c] - mean) "
+			        "/ sqrt(var + ");
+			strbuf_addf(sb, "(double)");
+			emit_lit(sb, op->num);
+			strbuf_adds(sb, ")");
+			if (op->nargs > 1)
+				strbuf_addf(sb, " * r[%d][c]", op->arg[1]);
+			if (op->nargs > 2)
+				strbuf_addf(sb, " + r[%d][c]", op->arg[2]);
+			strbuf_adds(sb, ";\n");
+		}
+		strbuf_adds(sb, "\t}\n");
+	}
+	strbuf_adds(sb, "\tint fails = 0;\n");
+	for (int k = 0; k < g->nwrites; k++) {
+		int v = g->writes[k].value;
+		strbuf_addf(
+		    sb,
+		    "\t{\n\t\tdouble d2 = 0, r2 = 0;\n\t\tlong bad = 0;\n"
+		    "\t\tfor (long i = 0; i < N; i++) {\n"
+		    "\t\t\tconst double a = f[%d][i], b = r[%d][i];\n"
+		    "\t\t\tif (!isfinite(a) || !isfinite(b)) {\n"
+		    "\t\t\t\tbad += !(a == b || (isnan(a) && isnan(b)));\n"
+		    "\t\t\t\tcontinue;\n\t\t\t}\n"
+		    "\t\t\td2 += (a - b) * (a - b);\n\t\t\tr2 += b * b;\n\t\t}\n"
+		    "\t\tconst double rel = sqrt(d2 / (r2 > 1e-30 ? r2 : 1e-30));\n"
+		    "\t\tconst int ok = !bad && rel < 1e-5;\n\t\tfails += !ok;\n"
+		    "\t\tprintf(\"%%s - %s: %s fused math vs op-by-op double: rel_l2 %%.3g, "
+		    "%%ld non-finite mismatches, %%ld elements\\n\",\n"
+		    "\t\t       ok ? \"ok\" : \"not ok\", rel, bad, N);\n\t}\n",
+		    k, v, nm, g->values[v].name);
+	}
+	strbuf_adds(sb, "\treturn fails ? 1 : 0;\n}\n");
+}
+
+void emit_meta(struct strbuf *sb, const struct fgroup *g)
+{
+	char *key = fgroup_key(g);
+	strbuf_adds(sb, "{\"name\": ");
+	strbuf_add_json(sb, g->name);
+	strbuf_addf(sb,
+	            ", \"kind\": \"%s\", \"dtype\": \"%s\", \"numel\": %ld, \"rows\": %ld, "
+	            "\"cols\": %ld, ",
+	            g->kind == FG_CHAIN ? "elementwise-chain" : "reduction-epilogue",
+	            fdtype_name(g->dtype), g->numel, g->rows, g->cols);
+	strbuf_adds(sb, "\"key\": ");
+	strbuf_add_json(sb, key);
+	strbuf_addf(sb, ", \"ops\": [");
+	for (int i = 0; i < g->nops; i++)
+		strbuf_addf(sb, "%s\"%s\"", i ? ", " : "", g->ops[i].op->name);
+	strbuf_addf(sb,
+	            "], \"dropouts\": %d, \"max_vec\": %d, \"bytes_fused\": %.0f, "
+	            "\"bytes_unfused\": %.0f",
+	            g->ndrop, fgroup_max_vec(g), fgroup_bytes_fused(g), fgroup_bytes_unfused(g));
+	if (g->recorded_before_us > 0)
+		strbuf_addf(sb, ", \"recorded_before_us\": %.3f", g->recorded_before_us);
+	strbuf_addf(sb,
+	            ", \"files\": {\"math\": \"%s_math.h\", \"kernel\": \"%s_kernel.cu\", "
+	            "\"binding\": \"%s_binding.cu\", \"module\": \"%s.py\", \"bench\": "
+	            "\"%s_bench.cu\", \"cpucheck\": \"%s_cpucheck.cu\"}}\n",
+	            g->name, g->name, g->name, g->name, g->name, g->name);
+	free(key);
+}
+
+int fusion_write_group(const char *dir, const struct fgroup *g)
+{
+	static const struct {
+		const char *suffix;
+		void (*emit)(struct strbuf *, const struct fgroup *);
+	} files[] = {
+	    {"_math.h", emit_math},    {"_kernel.cu", emit_kernel}, {"_binding.cu", emit_binding},
+	    {".py", emit_module},      {"_bench.cu", emit_bench},   {"_cpucheck.cu", emit_cpucheck},
+	    {".meta.json", emit_meta},
+	};
+	char *gdir = path_join(dir, g->name);
+	int rc = mkdir_p(gdir);
+	for (size_t i = 0; !rc && i < ARRAY_SIZE(files); i++) {
+		struct strbuf sb = STRBUF_INIT, fn = STRBUF_INIT;
+		files[i].emit(&sb, g);
+		strbuf_addf(&fn, "%s/%s%s", gdir, g->name, files[i].suffix);
+		rc = write_file_atomic(fn.buf, sb.buf, sb.len);
+		strbuf_release(&sb);
+		strbuf_release(&fn);
+	}
+	free(gdir);
+	return rc;
+}

@@ -1,0 +1,918 @@
+/*
+ * emit-kernel.c - writes a group's CUDA C: the per-element math, the fused kernel with its
+ * launcher, the PyTorch binding and the Python module that loads it.
+ *
+ * The math header holds __host__ __device__ functions only, so the same code runs in the
+ * kernel and in the CPU check: <name>_elem (a chain: inputs in[], dropout uniforms u[], writes
+ * o[]), or for a row group <name>_pro (prologue; returns the reduction's input and sets the
+ * prologue's writes) and <name>_epi (normalise with the row statistics s0, s1, then the
+ * epilogue). Each op becomes one fp32 statement `const float vN = <expr>;`, its expression
+ * taken from the op table with the arguments substituted; storage rounding happens only at the
+ * loads and stores around these functions.
+ *
+ * The kernel file adds the loads and stores. A chain is one grid-stride loop over vectors of
+ * VEC elements (16 bytes at most per tensor), EPT vectors per thread per iteration with all
+ * loads issued before the math, and a scalar tail for the last n % VEC elements. A row group is
+ * one block per row (grid-stride over rows): the prologue's results are staged in shared memory
+ * as fp32 while the first statistic (max, sum or sum of squares) is reduced, a second pass over
+ * shared memory gives the other (sum of exp, or the centred sum of squares), and the epilogue
+ * writes. The launcher checks every pointer's alignment (and broadcast sizes) at run time and
+ * halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform for element
+ * i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 * d) for the
+ * d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
+ * unfused reference reproduces exactly.
+ */
+#include "fusion/fusion.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+/* An fp32 literal for x: "1.5f", "(-INFINITY)", "NAN". */
+void emit_lit(struct strbuf *sb, double x)
+{
+	if (isnan(x))
+		strbuf_adds(sb, "NAN");
+	else if (isinf(x))
+		strbuf_adds(sb, x < 0 ? "(-INFINITY)" : "INFINITY");
+	else {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%.9g", (float)x);
+		strbuf_adds(sb, buf);
+		if (!strpbrk(buf, ".eE"))
+			strbuf_adds(sb, ".");
+		strbuf_adds(sb, "f");
+	}
+}
+
+/* Variable holding value v inside the math functions. */
+static void add_var(struct strbuf *sb, int v)
+{
+	strbuf_addf(sb, "v%d", v);
+}
+
+/* See fusion.h. */
+void emit_expr(struct strbuf *sb, const struct fgroup *g, const struct fopnode *n, int ref,
+               const char *argfmt, const char *ufmt)
+{
+	const char *t = ref ? n->op->ref : n->op->expr;
+	for (const char *p = t; *p; p++) {
+		if (*p != '$') {
+			strbuf_add(sb, p, 1);
+			continue;
+		}
+		char c = *++p;
+		if (c >= '0' && c <= '2')
+			strbuf_addf(sb, argfmt, n->arg[c - '0']);
+		else if (c == 's')
+			emit_lit(sb, n->num);
+		else if (c == 'k')
+			emit_lit(sb, 1.0 - n->p);
+		else if (c == 'i')
+			emit_lit(sb, 1.0 / (1.0 - n->p));
+		else if (c == 'u')
+			strbuf_addf(sb, ufmt, n->drop);
+		else if (c == 't')
+			strbuf_addf(sb, "aic_round_%s", fdtype_name(n->to));
+		else if (c == 'm') {
+			if (n->causal)
+				strbuf_addf(sb, "(col > row %% %ldL)", g->cols);
+			else {
+				strbuf_adds(sb, "(");
+				strbuf_addf(sb, argfmt, n->arg[1]);
+				strbuf_adds(sb, ref ? " != 0.0)" : " != 0.f)");
+			}
+		} else
+			BUG("bad placeholder '$%c' in op '%s'", c, n->op->name);
+	}
+}
+
+/* The group's name in upper case, for macros. */
+const char *emit_upper(const struct fgroup *g, char *buf, size_t len)
+{
+	size_t i;
+	for (i = 0; g->name[i] && i + 1 < len; i++)
+		buf[i] = toupper((unsigned char)g->name[i]);
+	buf[i] = 0;
+	return buf;
+}
+
+static const char prelude[] =
+    "#ifndef AIC_PRELUDE\n"
+    "#define AIC_PRELUDE\n"
+    "#include <cuda_fp16.h>\n"
+    "#include <cuda_bf16.h>\n"
+    "#include <math.h>\n"
+    "#define AIC_HD __host__ __device__ __forceinline__\n"
+    "AIC_HD float aic_to_float(float x) { return x; }\n"
+    "AIC_HD float aic_to_float(__half x) { return __half2float(x); }\n"
+    "AIC_HD float aic_to_float(__nv_bfloat16 x) { return __bfloat162float(x); }\n"
+    "AIC_HD float aic_to_float(unsigned char x) { return x ? 1.f : 0.f; }\n"
+    "template <typename T> AIC_HD T aic_from_float(float x);\n"
+    "template <> AIC_HD float aic_from_float<float>(float x) { return x; }\n"
+    "template <> AIC_HD __half aic_from_float<__half>(float x) { return __float2half_rn(x); }\n"
+    "template <> AIC_HD __nv_bfloat16 aic_from_float<__nv_bfloat16>(float x)\n"
+    "{\n\treturn __float2bfloat16_rn(x);\n}\n"
+    "template <> AIC_HD unsigned char aic_from_float<unsigned char>(float x) { return x != 0.f; }\n"
+    "AIC_HD float aic_round_f32(float x) { return x; }\n"
+    "AIC_HD float aic_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"
+    "AIC_HD float aic_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }\n"
+    "AIC_HD float aic_rsqrt(float x)\n"
+    "{\n"
+    "#ifdef __CUDA_ARCH__\n"
+    "\treturn rsqrtf(x);\n"
+    "#else\n"
+    "\treturn 1.f / sqrtf(x);\n"
+    "#endif\n"
+    "}\n"
+    "#endif\n";
+
+/* Emits "const float vN = expr;" for ops [from, to). */
+static void emit_ops(struct strbuf *sb, const struct fgroup *g, int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		const struct fopnode *n = &g->ops[i];
+		strbuf_adds(sb, "\tconst float ");
+		add_var(sb, n->out);
+		strbuf_adds(sb, " = ");
+		emit_expr(sb, g, n, 0, "v%d", "u[%d]");
+		strbuf_addf(sb, "; /* %s = %s */\n", g->values[n->out].name, n->op->name);
+	}
+}
+
+static void emit_inputs_decl(struct strbuf *sb, const struct fgroup *g, const int *use)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (!use || use[i])
+			strbuf_addf(sb, "\tconst float v%d = in[%d]; /* %s */\n", i, i,
+			            g->values[i].name);
+}
+
+/* Which inputs the ops [from, to) read (plus, when red, the reduction's weight and bias). */
+static void inputs_used(const struct fgroup *g, int from, int to, int *use)
+{
+	memset(use, 0, sizeof(int) * g->ninputs);
+	for (int i = from; i < to; i++)
+		for (int k = 0; k < g->ops[i].nargs; k++)
+			if (g->ops[i].arg[k] < g->ninputs)
+				use[g->ops[i].arg[k]] = 1;
+}
+
+static int write_in_prologue(const struct fgroup *g, int w)
+{
+	return g->kind == FG_ROW && g->values[g->writes[w].value].op < g->red;
+}
+
+/* The reduction's normalisation, fp32, of x with statistics s0, s1. */
+void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt)
+{
+	const struct fopnode *n = &g->ops[g->red];
+	const char *op = n->op->name;
+	char x[32], w[32] = "", b[32] = "";
+	snprintf(x, sizeof(x), argfmt, n->arg[0]);
+	if (n->nargs > 1)
+		snprintf(w, sizeof(w), argfmt, n->arg[1]);
+	if (n->nargs > 2)
+		snprintf(b, sizeof(b), argfmt, n->arg[2]);
+	if (!strcmp(op, "softmax"))
+		strbuf_addf(sb, "expf(%s - s0) * s1", x);
+	else if (!strcmp(op, "log_softmax"))
+		strbuf_addf(sb, "(%s - s0 - s1)", x);
+	else if (!strcmp(op, "layer_norm"))
+		strbuf_addf(sb, "((%s - s0) * s1%s%s%s%s)", x, *w ? " * " : "", w, *b ? " + " : "",
+		            b);
+	else
+		strbuf_addf(sb, "(%s * s1%s%s)", x, *w ? " * " : "", w);
+}
+
+void emit_math(struct strbuf *sb, const struct fgroup *g)
+{
+	char up[128];
+	emit_upper(g, up, sizeof(up));
+	strbuf_addf(sb,
+	            "/*\n * %s_math.h - generated by aicprof fuse: the per-element math of "
+	            "group '%s'\n * (%s, %s), as __host__ __device__ functions shared by the "
+	            "kernel and the CPU check.\n * Compute is fp32; inputs arrive converted to "
+	            "float, writes leave as float.\n",
+	            g->name, g->name, g->kind == FG_CHAIN ? "elementwise chain" : "row group",
+	            fdtype_name(g->dtype));
+	strbuf_adds(sb, " *\n * in[]:");
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, " %d=%s", i, g->values[i].name);
+	strbuf_adds(sb, "\n * o[]: ");
+	for (int i = 0; i < g->nwrites; i++)
+		strbuf_addf(sb, " %d=%s%s", i, g->values[g->writes[i].value].name,
+		            g->writes[i].kept ? "(kept)" : "");
+	strbuf_adds(sb, "\n * u[]:  uniform (0, 1] per dropout, in op order\n */\n");
+	strbuf_addf(sb, "#ifndef %s_MATH_H\n#define %s_MATH_H\n", up, up);
+	strbuf_adds(sb, prelude);
+	strbuf_addf(sb, "#define %s_NIN %d\n#define %s_NW %d\n#define %s_NDROP %d\n", up,
+	            g->ninputs, up, g->nwrites, up, g->ndrop ? g->ndrop : 1);
+	strbuf_addf(sb, "#define %s_HAS_DROPOUT %d\n", up, g->ndrop > 0);
+	if (g->kind == FG_CHAIN) {
+		strbuf_addf(sb,
+		            "\nAIC_HD void %s_elem(const float *in, const float *u, float *o)\n{\n",
+		            g->name);
+		strbuf_adds(sb, "\t(void)u;\n");
+		int use[64];
+		inputs_used(g, 0, g->nops, use);
+		emit_inputs_decl(sb, g, use);
+		emit_ops(sb, g, 0, g->nops);
+		for (int w = 0; w < g->nwrites; w++)
+			strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+		strbuf_adds(sb, "}\n");
+	} else {
+		const struct fopnode *r = &g->ops[g->red];
+		int x = r->arg[0];
+		int use[64];
+		strbuf_addf(sb, "\n/* prologue: returns %s, the input of %s */\n",
+		            g->values[x].name, r->op->name);
+		strbuf_addf(sb,
+		            "AIC_HD float %s_pro(const float *in, const float *u, long row, "
+		            "long col, float *o)\n{\n\t(void)u; (void)row; (void)col; (void)o;\n",
+		            g->name);
+		inputs_used(g, 0, g->red, use);
+		if (x < g->ninputs)
+			use[x] = 1;
+		emit_inputs_decl(sb, g, use);
+		emit_ops(sb, g, 0, g->red);
+		for (int w = 0; w < g->nwrites; w++)
+			if (write_in_prologue(g, w))
+				strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+		strbuf_addf(sb, "\treturn v%d;\n}\n", x);
+		strbuf_addf(sb, "\n/* %s with row statistics s0, s1, then the epilogue */\n",
+		            r->op->name);
+		strbuf_addf(sb,
+		            "AIC_HD void %s_epi(float x, float s0, float s1, const float *in, "
+		            "const float *u, long row, long col, float *o)\n{\n"
+		            "\t(void)s0; (void)u; (void)row; (void)col; (void)in;\n",
+		            g->name);
+		inputs_used(g, g->red, g->nops, use);
+		if (x < g->ninputs)
+			use[x] = 0;
+		emit_inputs_decl(sb, g, use);
+		strbuf_addf(sb, "\tconst float v%d = x;\n", x);
+		strbuf_addf(sb, "\tconst float v%d = ", r->out);
+		emit_apply(sb, g, "v%d");
+		strbuf_addf(sb, "; /* %s = %s */\n", g->values[r->out].name, r->op->name);
+		emit_ops(sb, g, g->red + 1, g->nops);
+		for (int w = 0; w < g->nwrites; w++)
+			if (!write_in_prologue(g, w))
+				strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+		strbuf_adds(sb, "}\n");
+	}
+	strbuf_adds(sb, "#endif\n");
+}
+
+static const char device_prelude[] =
+    "#ifndef AIC_DEVICE_PRELUDE\n"
+    "#define AIC_DEVICE_PRELUDE\n"
+    "#include <cuda_runtime.h>\n"
+    "#include <curand_kernel.h>\n"
+    "#include <stdint.h>\n"
+    "template <typename T, int V> struct alignas(sizeof(T) * V) aic_vec {\n\tT v[V];\n};\n"
+    "template <int V, typename T> __device__ __forceinline__ void aic_ld(const T *p, float *f)\n"
+    "{\n"
+    "\tconst aic_vec<T, V> a = *reinterpret_cast<const aic_vec<T, V> *>(p);\n"
+    "#pragma unroll\n"
+    "\tfor (int j = 0; j < V; j++)\n"
+    "\t\tf[j] = aic_to_float(a.v[j]);\n"
+    "}\n"
+    "template <int V, typename T> __device__ __forceinline__ void aic_st(T *p, const float *f)\n"
+    "{\n"
+    "\taic_vec<T, V> a;\n"
+    "#pragma unroll\n"
+    "\tfor (int j = 0; j < V; j++)\n"
+    "\t\ta.v[j] = aic_from_float<T>(f[j]);\n"
+    "\t*reinterpret_cast<aic_vec<T, V> *>(p) = a;\n"
+    "}\n"
+    "/* dropout: element i takes component i % 4 of curand_uniform4 after\n"
+    " * curand_init(seed, i / 4, offset): independent of the launch geometry */\n"
+    "__device__ __forceinline__ float4 aic_uniform4(unsigned long long seed,\n"
+    "\t\t\t\t\t\tunsigned long long offset, unsigned long long grp)\n"
+    "{\n"
+    "\tcurandStatePhilox4_32_10_t st;\n"
+    "\tcurand_init(seed, grp, offset, &st);\n"
+    "\t/* = curand_uniform4(&st) when offset % 4 == 0, as PyTorch's offsets are; taking the\n"
+    "\t * block curand_init computed skips the next one, which curand_uniform4 would compute\n"
+    "\t * for a later call and the compiler does not drop */\n"
+    "\treturn _curand_uniform4(st.output);\n"
+    "}\n"
+    "__device__ __forceinline__ float aic_uniform(unsigned long long seed, unsigned long long "
+    "offset,\n\t\t\t\t\t    unsigned long long i)\n"
+    "{\n"
+    "\tconst float4 r = aic_uniform4(seed, offset, i >> 2);\n"
+    "\tswitch (i & 3) {\n"
+    "\tcase 0: return r.x;\n\tcase 1: return r.y;\n\tcase 2: return r.z;\n"
+    "\tdefault: return r.w;\n\t}\n"
+    "}\n"
+    "/* V uniforms for elements i .. i+V-1 (i a multiple of V) */\n"
+    "template <int V>\n"
+    "__device__ __forceinline__ void aic_uniforms(unsigned long long seed, unsigned long long "
+    "offset,\n\t\t\t\t\t     unsigned long long i, float *u)\n"
+    "{\n"
+    "\tif (V % 4 == 0) {\n"
+    "#pragma unroll\n"
+    "\t\tfor (int j = 0; j < V; j += 4) {\n"
+    "\t\t\tconst float4 r = aic_uniform4(seed, offset, (i + j) >> 2);\n"
+    "\t\t\tu[j] = r.x;\n\t\t\tu[(j + 1) % V] = r.y;\n"
+    "\t\t\tu[(j + 2) % V] = r.z;\n\t\t\tu[(j + 3) % V] = r.w;\n"
+    "\t\t}\n"
+    "\t} else {\n"
+    "#pragma unroll\n"
+    "\t\tfor (int j = 0; j < V; j++)\n"
+    "\t\t\tu[j] = aic_uniform(seed, offset, i + j);\n"
+    "\t}\n"
+    "}\n"
+    "/* a block-wide sum or max; every thread gets the result; red holds 32 floats */\n"
+    "template <bool MAX> __device__ __forceinline__ float aic_block_reduce(float v, float *red)\n"
+    "{\n"
+    "#pragma unroll\n"
+    "\tfor (int o = 16; o; o >>= 1) {\n"
+    "\t\tconst float w = __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "\t\tv = MAX ? fmaxf(v, w) : v + w;\n"
+    "\t}\n"
+    "\tconst int lane = threadIdx.x & 31, nw = (blockDim.x + 31) >> 5;\n"
+    "\t__syncthreads();\n"
+    "\tif (lane == 0)\n\t\tred[threadIdx.x >> 5] = v;\n"
+    "\t__syncthreads();\n"
+    "\tv = lane < nw ? red[lane] : (MAX ? -INFINITY : 0.f);\n"
+    "#pragma unroll\n"
+    "\tfor (int o = 16; o; o >>= 1) {\n"
+    "\t\tconst float w = __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "\t\tv = MAX ? fmaxf(v, w) : v + w;\n"
+    "\t}\n"
+    "\treturn v;\n"
+    "}\n"
+    "static inline bool aic_aligned(const void *p, size_t bytes)\n"
+    "{\n\treturn (uintptr_t)p % bytes == 0;\n}\n"
+    "static inline int aic_sm_count(void)\n"
+    "{\n"
+    "\tstatic int sms;\n"
+    "\tif (!sms) {\n"
+    "\t\tint dev = 0;\n"
+    "\t\tcudaGetDevice(&dev);\n"
+    "\t\tcudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);\n"
+    "\t\tif (sms <= 0)\n\t\t\tsms = 1;\n"
+    "\t}\n"
+    "\treturn sms;\n"
+    "}\n"
+    "#endif\n";
+
+/* Does input i need a modulo (broadcast)? */
+static int bcast(const struct fgroup *g, int i)
+{
+	return g->values[i].numel != g->numel;
+}
+
+static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
+{
+	strbuf_addf(sb, "\n/* pointers, sizes and dropout state of one launch of %s */\n", g->name);
+	strbuf_addf(sb, "struct %s_args {\n", g->name);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_addf(sb, "\tconst %s *in_%s;\n", fdtype_ctype(g->values[i].dtype),
+		            g->values[i].name);
+		if (bcast(g, i))
+			strbuf_addf(sb, "\tlong m_%s; /* broadcast: read at i %% m */\n",
+			            g->values[i].name);
+	}
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, "\t%s *w_%s;%s\n", fdtype_ctype(g->writes[w].dtype),
+		            g->values[g->writes[w].value].name,
+		            g->writes[w].kept ? " /* kept */" : "");
+	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
+}
+
+/* Loads of the inputs flagged in use into x[k][0..V-1] at element i (a runtime expression). */
+static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use, const char *ind,
+                       const char *xfmt)
+{
+	for (int i = 0; i < g->ninputs; i++) {
+		if (!use[i])
+			continue;
+		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
+		if (g->kind == FG_ROW && g->values[i].numel == g->cols && g->rows > 1)
+			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
+		else if (bcast(g, i))
+			strbuf_addf(sb, "i %% a.m_%s", g->values[i].name);
+		else
+			strbuf_adds(sb, "i");
+		strbuf_adds(sb, ", ");
+		strbuf_addf(sb, xfmt, i);
+		strbuf_adds(sb, ");\n");
+	}
+}
+
+static void emit_uniforms(struct strbuf *sb, const struct fgroup *g, int from, int to,
+                          const char *ind)
+{
+	for (int k = from; k < to; k++)
+		if (g->ops[k].drop >= 0)
+			strbuf_addf(sb, "%saic_uniforms<V>(a.seed, a.offset + %dull, i, u[%d]);\n",
+			            ind, 4 * g->ops[k].drop, g->ops[k].drop);
+}
+
+/* Per-element gather into in[] and uu[], for j in 0..V-1. */
+static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *use, int from, int to,
+                        const char *ind, const char *xfmt)
+{
+	strbuf_addf(sb, "%sfloat in[%d] = {", ind, g->ninputs);
+	for (int i = 0; i < g->ninputs; i++) {
+		if (i)
+			strbuf_adds(sb, ", ");
+		if (use[i]) {
+			strbuf_addf(sb, xfmt, i);
+			strbuf_adds(sb, "[j]");
+		} else
+			strbuf_adds(sb, "0.f");
+	}
+	strbuf_adds(sb, "};\n");
+	strbuf_addf(sb, "%sfloat uu[%d] = {", ind, g->ndrop ? g->ndrop : 1);
+	if (!g->ndrop)
+		strbuf_adds(sb, "0.f");
+	for (int k = 0, d = 0; k < g->nops; k++) {
+		if (g->ops[k].drop < 0)
+			continue;
+		if (k >= from && k < to)
+			strbuf_addf(sb, "%su[%d][j]", d ? ", " : "", g->ops[k].drop);
+		else
+			strbuf_addf(sb, "%s0.f", d ? ", " : "");
+		d++;
+	}
+	strbuf_adds(sb, "};\n");
+}
+
+static void emit_stores(struct strbuf *sb, const struct fgroup *g, int phase, const char *ind)
+{
+	for (int w = 0; w < g->nwrites; w++) {
+		if (phase >= 0 && write_in_prologue(g, w) != (phase == 1))
+			continue;
+		strbuf_addf(sb, "%saic_st<V>(a.w_%s + i, y[%d]);\n", ind,
+		            g->values[g->writes[w].value].name, w);
+	}
+}
+
+static void emit_chain_kernel(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int use[64];
+	inputs_used(g, 0, g->nops, use);
+	strbuf_addf(sb,
+	            "\n/* loads of V elements from element i */\n"
+	            "template <int V>\n__device__ __forceinline__ void %s_load(const %s_args &a, "
+	            "long i, float (&x)[%d][V])\n{\n",
+	            nm, nm, g->ninputs);
+	emit_loads(sb, g, use, "\t", "x[%d]");
+	strbuf_adds(sb, "}\n");
+	strbuf_addf(sb,
+	            "\n/* math and stores of V elements from element i */\n"
+	            "template <int V>\n__device__ __forceinline__ void %s_compute(const %s_args "
+	            "&a, long i, const float (&x)[%d][V])\n{\n",
+	            nm, nm, g->ninputs);
+	strbuf_addf(sb, "\tfloat u[%d][V];\n\t(void)u;\n", g->ndrop ? g->ndrop : 1);
+	emit_uniforms(sb, g, 0, g->nops, "\t");
+	strbuf_addf(sb, "\tfloat y[%d][V];\n#pragma unroll\n\tfor (int j = 0; j < V; j++) {\n",
+	            g->nwrites);
+	emit_gather(sb, g, use, 0, g->nops, "\t\t", "x[%d]");
+	strbuf_addf(sb, "\t\tfloat o[%d];\n\t\t%s_elem(in, uu, o);\n", g->nwrites, nm);
+	strbuf_addf(sb,
+	            "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++)\n\t\t\ty[k][j] = o[k];\n"
+	            "\t}\n",
+	            g->nwrites);
+	emit_stores(sb, g, -1, "\t");
+	strbuf_adds(sb, "}\n");
+	strbuf_addf(
+	    sb,
+	    "\n/* grid-stride loop over vectors of V elements, E vectors per thread per step;\n"
+	    " * block 0 also does the n %% V tail */\n"
+	    "template <int V, int E>\n__global__ void __launch_bounds__(512) %s_kernel(const "
+	    "%s_args a)\n{\n"
+	    "\tconst long nvec = a.n / V;\n"
+	    "\tconst long step = (long)gridDim.x * blockDim.x * E;\n"
+	    "\tfor (long base = (long)blockIdx.x * blockDim.x * E + threadIdx.x; base < nvec;\n"
+	    "\t     base += step) {\n"
+	    "\t\tfloat x[E][%d][V];\n"
+	    "#pragma unroll\n"
+	    "\t\tfor (int e = 0; e < E; e++) {\n"
+	    "\t\t\tconst long vi = base + (long)e * blockDim.x;\n"
+	    "\t\t\tif (vi < nvec)\n"
+	    "\t\t\t\t%s_load<V>(a, vi * V, x[e]);\n"
+	    "\t\t}\n"
+	    "#pragma unroll\n"
+	    "\t\tfor (int e = 0; e < E; e++) {\n"
+	    "\t\t\tconst long vi = base + (long)e * blockDim.x;\n"
+	    "\t\t\tif (vi < nvec)\n"
+	    "\t\t\t\t%s_compute<V>(a, vi * V, x[e]);\n"
+	    "\t\t}\n"
+	    "\t}\n"
+	    "\tif (V > 1 && blockIdx.x == 0)\n"
+	    "\t\tfor (long i = nvec * V + threadIdx.x; i < a.n; i += blockDim.x) {\n"
+	    "\t\t\tfloat x1[%d][1];\n"
+	    "\t\t\t%s_load<1>(a, i, x1);\n"
+	    "\t\t\t%s_compute<1>(a, i, x1);\n"
+	    "\t\t}\n"
+	    "}\n",
+	    nm, nm, g->ninputs, nm, nm, g->ninputs, nm, nm);
+}
+
+static const char *red_name(const struct fgroup *g)
+{
+	return g->ops[g->red].op->name;
+}
+
+static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	const struct fopnode *r = &g->ops[g->red];
+	const char *rn = red_name(g);
+	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
+	int ln = !strcmp(rn, "layer_norm");
+	int pro[64], epi[64];
+	inputs_used(g, 0, g->red, pro);
+	if (r->arg[0] < g->ninputs)
+		pro[r->arg[0]] = 1;
+	inputs_used(g, g->red, g->nops, epi);
+	if (r->arg[0] < g->ninputs)
+		epi[r->arg[0]] = 0;
+	strbuf_addf(
+	    sb,
+	    "\n/* one block per row (grid-stride over rows); the row's %s input is staged\n"
+	    " * in shared memory (cols floats, dynamic) */\n"
+	    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const %s_args "
+	    "a)\n{\n"
+	    "\textern __shared__ float aic_xs[];\n"
+	    "\t__shared__ float red[32];\n"
+	    "\tconst long cols = a.cols;\n"
+	    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
+	    "\t\tconst long rb = row * cols;\n"
+	    "\t\tfloat acc = %s;\n"
+	    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) {\n"
+	    "\t\t\tconst long i = rb + c;\n"
+	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+	    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+	emit_loads(sb, g, pro, "\t\t\t", "x[%d]");
+	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
+	emit_uniforms(sb, g, 0, g->red, "\t\t\t");
+	strbuf_addf(sb,
+	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
+	            g->nwrites);
+	emit_gather(sb, g, pro, 0, g->red, "\t\t\t\t", "x[%d]");
+	strbuf_addf(
+	    sb,
+	    "\t\t\t\tfloat o[%d] = {};\n"
+	    "\t\t\t\tconst float v = %s_pro(in, uu, row, c + j, o);\n"
+	    "\t\t\t\taic_xs[c + j] = v;\n"
+	    "\t\t\t\tacc = %s;\n"
+	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
+	    "\t\t\t}\n",
+	    g->nwrites, nm, softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"),
+	    g->nwrites);
+	emit_stores(sb, g, 1, "\t\t\t");
+	strbuf_adds(sb, "\t\t}\n");
+	if (softmax)
+		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<true>(acc, red);\n"
+		                "\t\tfloat acc2 = 0.f;\n"
+		                "\t\tfor (long c = threadIdx.x; c < cols; c += blockDim.x)\n"
+		                "\t\t\tacc2 += expf(aic_xs[c] - s0);\n"
+		                "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else if (ln)
+		strbuf_adds(
+		    sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / (float)cols;\n"
+		        "\t\tfloat acc2 = 0.f;\n"
+		        "\t\tfor (long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
+		        "\t\t\tconst float d = aic_xs[c] - s0;\n"
+		        "\t\t\tacc2 += d * d;\n"
+		        "\t\t}\n"
+		        "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else
+		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
+		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
+	if (!strcmp(rn, "softmax"))
+		strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
+	else if (!strcmp(rn, "log_softmax"))
+		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+	else {
+		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)cols + ");
+		emit_lit(sb, r->num);
+		strbuf_adds(sb, ");\n");
+	}
+	strbuf_addf(
+	    sb,
+	    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) {\n"
+	    "\t\t\tconst long i = rb + c;\n"
+	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+	    g->ninputs);
+	emit_loads(sb, g, epi, "\t\t\t", "x[%d]");
+	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
+	emit_uniforms(sb, g, g->red + 1, g->nops, "\t\t\t");
+	strbuf_addf(sb,
+	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
+	            g->nwrites);
+	emit_gather(sb, g, epi, g->red + 1, g->nops, "\t\t\t\t", "x[%d]");
+	strbuf_addf(
+	    sb,
+	    "\t\t\t\tfloat o[%d] = {};\n"
+	    "\t\t\t\t%s_epi(aic_xs[c + j], s0, s1, in, uu, row, c + j, o);\n"
+	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
+	    "\t\t\t}\n",
+	    g->nwrites, nm, g->nwrites);
+	emit_stores(sb, g, 3, "\t\t\t");
+	strbuf_adds(sb, "\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+}
+
+static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int maxv = fgroup_max_vec(g);
+	strbuf_addf(sb, "\n#define %s_MAX_VEC %d\n", nm, maxv);
+	strbuf_addf(sb,
+	            "\n/* can every tensor of a be accessed V elements at a time? */\n"
+	            "inline bool %s_can_vec(const %s_args &a, int v)\n{\n",
+	            nm, nm);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_addf(sb, "\tif (!aic_aligned(a.in_%s, (size_t)v * %d))\n\t\treturn false;\n",
+		            g->values[i].name, fdtype_size(g->values[i].dtype));
+		if (bcast(g, i))
+			strbuf_addf(sb, "\tif (a.m_%s %% v)\n\t\treturn false;\n",
+			            g->values[i].name);
+	}
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, "\tif (!aic_aligned(a.w_%s, (size_t)v * %d))\n\t\treturn false;\n",
+		            g->values[g->writes[w].value].name, fdtype_size(g->writes[w].dtype));
+	if (g->kind == FG_ROW)
+		strbuf_adds(sb, "\tif (a.cols % v)\n\t\treturn false;\n");
+	strbuf_adds(sb, "\treturn true;\n}\n");
+	strbuf_addf(
+	    sb,
+	    "\n/*\n * Launches %s on stream s with block threads, vector width vec (halved "
+	    "down to 1\n * where a tensor is misaligned) and ept vectors per thread; returns "
+	    "the launch's error.\n */\n"
+	    "inline cudaError_t %s_launch(const %s_args &a, int block, int vec, "
+	    "int ept, cudaStream_t s)\n{\n"
+	    "\tif (block < 32 || block > 512 || block %% 32)\n\t\treturn cudaErrorInvalidValue;\n"
+	    "\tif (vec > %s_MAX_VEC)\n\t\tvec = %s_MAX_VEC;\n"
+	    "\twhile (vec > 1 && ((vec & (vec - 1)) || !%s_can_vec(a, vec)))\n\t\tvec /= 2;\n"
+	    "\tif (vec < 1)\n\t\tvec = 1;\n",
+	    nm, nm, nm, nm, nm, nm);
+	if (g->kind == FG_CHAIN) {
+		strbuf_adds(sb, "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n"
+		                "\tif (a.n <= 0)\n\t\treturn cudaSuccess;\n"
+		                "\tconst long per = (long)block * vec * ept;\n"
+		                "\tlong grid = (a.n + per - 1) / per;\n"
+		                "\tconst long cap = (long)aic_sm_count() * (2048 / block) * 8;\n"
+		                "\tif (grid > cap)\n\t\tgrid = cap;\n"
+		                "\tif (grid < 1)\n\t\tgrid = 1;\n"
+		                "\tswitch (vec * 10 + ept) {\n");
+		for (int v = 1; v <= maxv; v *= 2)
+			for (int e = 1; e <= 4; e *= 2)
+				strbuf_addf(
+				    sb,
+				    "\tcase %d:\n\t\t%s_kernel<%d, %d><<<(unsigned)grid, block, "
+				    "0, s>>>(a);\n\t\tbreak;\n",
+				    v * 10 + e, nm, v, e);
+		strbuf_adds(sb, "\tdefault:\n\t\treturn cudaErrorInvalidValue;\n\t}\n");
+	} else {
+		strbuf_adds(sb, "\t(void)ept;\n"
+		                "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
+		                "\tconst size_t smem = (size_t)a.cols * sizeof(float);\n"
+		                "\tlong grid = a.rows;\n"
+		                "\tconst long cap = (long)aic_sm_count() * 64;\n"
+		                "\tif (grid > cap)\n\t\tgrid = cap;\n"
+		                "\tswitch (vec) {\n");
+		for (int v = 1; v <= maxv; v *= 2)
+			strbuf_addf(sb,
+			            "\tcase %d:\n"
+			            "\t\tif (smem > 48 * 1024)\n"
+			            "\t\t\tcudaFuncSetAttribute(%s_kernel<%d>, "
+			            "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+			            "\t\t%s_kernel<%d><<<(unsigned)grid, block, smem, s>>>(a);\n"
+			            "\t\tbreak;\n",
+			            v, nm, v, nm, v);
+		strbuf_adds(sb, "\tdefault:\n\t\treturn cudaErrorInvalidValue;\n\t}\n");
+	}
+	strbuf_adds(sb, "\treturn cudaGetLastError();\n}\n");
+}
+
+/* The kernel file's body, without the include of the math header. */
+static void emit_kernel_body(struct strbuf *sb, const struct fgroup *g)
+{
+	strbuf_adds(sb, device_prelude);
+	emit_args_struct(sb, g);
+	if (g->kind == FG_CHAIN)
+		emit_chain_kernel(sb, g);
+	else
+		emit_row_kernel(sb, g);
+	emit_launcher(sb, g);
+}
+
+void emit_kernel(struct strbuf *sb, const struct fgroup *g)
+{
+	char up[128];
+	emit_upper(g, up, sizeof(up));
+	strbuf_addf(
+	    sb,
+	    "/*\n * %s_kernel.cu - generated by aicprof fuse: the fused kernel of group "
+	    "'%s' and its launcher\n * %s_launch(args, block, vec, ept, stream). %s\n"
+	    " * Dropout: see aic_uniform4 (Philox, curand_init(seed, i / 4, offset)).\n */\n",
+	    g->name, g->name, g->name,
+	    g->kind == FG_CHAIN
+	        ? "Grid-stride loop, vectorised loads and stores (alignment checked at "
+	          "run time),\n * scalar tail."
+	        : "One block per row, the row staged in shared memory; two passes for "
+	          "the\n * statistics, then the epilogue.");
+	strbuf_addf(sb, "#ifndef %s_KERNEL_CU\n#define %s_KERNEL_CU\n", up, up);
+	strbuf_addf(sb, "#include \"%s_math.h\"\n", g->name);
+	emit_kernel_body(sb, g);
+	strbuf_adds(sb, "#endif\n");
+}
+
+static const char *torch_type(enum fdtype t)
+{
+	static const char *n[] = {"at::kFloat", "at::kHalf", "at::kBFloat16", "at::kBool"};
+	return n[t];
+}
+
+/* The wrapper's parameter list, e.g. "torch::Tensor x, torch::Tensor res, int64_t seed, ...". */
+static void add_params(struct strbuf *sb, const struct fgroup *g)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "torch::Tensor %s, ", g->values[i].name);
+	strbuf_adds(sb, "int64_t seed, int64_t offset, int64_t block, int64_t vec, int64_t ept");
+}
+
+void emit_binding(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	strbuf_addf(
+	    sb,
+	    "/*\n * %s_binding.cu - generated by aicprof fuse: a PyTorch C++/CUDA extension "
+	    "for group '%s',\n * self-contained (math and kernel inlined) so that "
+	    "torch.utils.cpp_extension.load_inline\n * can build it; %s.py does. "
+	    "%s_forward(inputs..., seed, offset, block, vec, ept) returns\n * the "
+	    "writes in order:",
+	    nm, nm, nm, nm);
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, " %s%s", g->values[g->writes[w].value].name,
+		            g->writes[w].kept ? " (kept)" : "");
+	strbuf_adds(sb, ".\n * Inputs must be contiguous CUDA tensors of the recorded dtypes; "
+	                "sizes may differ from the\n * recorded ones where broadcasting still "
+	                "holds.\n */\n");
+	strbuf_adds(sb, "#include <torch/extension.h>\n#include <ATen/cuda/CUDAContext.h>\n"
+	                "#include <c10/cuda/CUDAException.h>\n#include <c10/cuda/CUDAGuard.h>\n"
+	                "#include <vector>\n\n");
+	emit_math(sb, g);
+	emit_kernel_body(sb, g);
+	/* the full-size input whose shape the writes take */
+	int shape_from = -1;
+	for (int i = 0; i < g->ninputs && shape_from < 0; i++)
+		if (!bcast(g, i))
+			shape_from = i;
+	strbuf_addf(sb, "\nstd::vector<torch::Tensor> %s_forward(", nm);
+	add_params(sb, g);
+	strbuf_adds(sb, ")\n{\n");
+	for (int i = 0; i < g->ninputs; i++) {
+		const char *in = g->values[i].name;
+		strbuf_addf(
+		    sb,
+		    "\tTORCH_CHECK(%s.is_cuda() && %s.is_contiguous() && %s.scalar_type() == "
+		    "%s,\n\t\t    \"%s: '%s' must be a contiguous CUDA %s tensor\");\n",
+		    in, in, in, torch_type(g->values[i].dtype), nm, in,
+		    fdtype_name(g->values[i].dtype));
+	}
+	if (shape_from >= 0)
+		strbuf_addf(sb,
+		            "\tconst int64_t n = %s.numel();\n\tconst auto shape = %s.sizes();\n",
+		            g->values[shape_from].name, g->values[shape_from].name);
+	else
+		strbuf_addf(sb,
+		            "\tconst int64_t n = %ldL;\n\tconst std::vector<int64_t> shape{n};\n",
+		            g->numel);
+	for (int i = 0; i < g->ninputs; i++) {
+		const char *in = g->values[i].name;
+		if (bcast(g, i))
+			strbuf_addf(sb,
+			            "\tTORCH_CHECK(%s.numel() > 0 && n %% %s.numel() == 0, \"%s: "
+			            "'%s' (%%ld elements) does not broadcast over %%ld\", "
+			            "(long)%s.numel(), (long)n);\n",
+			            in, in, nm, in, in);
+		else
+			strbuf_addf(sb,
+			            "\tTORCH_CHECK(%s.numel() == n, \"%s: '%s' must have as many "
+			            "elements as the others\");\n",
+			            in, nm, in);
+	}
+	if (g->kind == FG_ROW)
+		strbuf_addf(
+		    sb,
+		    "\tTORCH_CHECK(n %% %ldL == 0, \"%s: the element count must be a multiple "
+		    "of the row length %ld\");\n",
+		    g->cols, nm, g->cols);
+	strbuf_addf(sb,
+	            "\tTORCH_CHECK(offset %% 4 == 0, \"%s: the Philox offset must be a multiple of "
+	            "4\");\n",
+	            nm);
+	strbuf_addf(sb, "\tconst c10::cuda::CUDAGuard guard(%s.device());\n", g->values[0].name);
+	strbuf_addf(sb, "\t%s_args a{};\n", nm);
+	for (int i = 0; i < g->ninputs; i++) {
+		const char *in = g->values[i].name;
+		strbuf_addf(sb, "\ta.in_%s = (const %s *)%s.data_ptr();\n", in,
+		            fdtype_ctype(g->values[i].dtype), in);
+		if (bcast(g, i))
+			strbuf_addf(sb, "\ta.m_%s = %s.numel();\n", in, in);
+	}
+	strbuf_adds(sb, "\tstd::vector<torch::Tensor> outs;\n");
+	for (int w = 0; w < g->nwrites; w++) {
+		const char *on = g->values[g->writes[w].value].name;
+		strbuf_addf(sb,
+		            "\tauto t_%s = torch::empty(shape, %s.options().dtype(%s));\n"
+		            "\ta.w_%s = (%s *)t_%s.data_ptr();\n\touts.push_back(t_%s);\n",
+		            on, g->values[0].name, torch_type(g->writes[w].dtype), on,
+		            fdtype_ctype(g->writes[w].dtype), on, on);
+	}
+	if (g->kind == FG_ROW)
+		strbuf_addf(sb, "\ta.n = n;\n\ta.cols = %ldL;\n\ta.rows = n / a.cols;\n", g->cols);
+	else
+		strbuf_adds(sb, "\ta.n = n;\n\ta.rows = 1;\n\ta.cols = n;\n");
+	strbuf_adds(sb, "\ta.seed = (unsigned long long)seed;\n"
+	                "\ta.offset = (unsigned long long)offset;\n");
+	strbuf_addf(sb,
+	            "\tC10_CUDA_CHECK(%s_launch(a, (int)block, (int)vec, (int)ept,\n"
+	            "\t\t\t\t  at::cuda::getCurrentCUDAStream()));\n"
+	            "\treturn outs;\n}\n",
+	            nm);
+}
+
+void emit_module(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int maxv = fgroup_max_vec(g);
+	strbuf_addf(sb, "\"\"\"%s: the fused kernel of group '%s', generated by aicprof fuse.\n\n",
+	            nm, nm);
+	strbuf_addf(sb, "    from %s import %s\n    ", nm, nm);
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, "%s%s", w ? ", " : "", g->values[g->writes[w].value].name);
+	strbuf_addf(sb, " = %s(", nm);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
+	strbuf_adds(sb, ")\n\n"
+	                "Builds %s_binding.cu with torch.utils.cpp_extension.load_inline on first "
+	                "use. Launch parameters\ncome from tune.json beside this file (written by "
+	                "aicprof bench) where present.\n");
+	if (g->ndrop)
+		strbuf_adds(sb,
+		            "Dropout draws its Philox seed and offset from the CUDA generator "
+		            "(the default one of the\ninput's device, or the one passed) and "
+		            "advances the offset, as PyTorch's own dropout does;\nthe mask is not "
+		            "bit-identical to torch.nn.functional.dropout's (see README.md).\n");
+	strbuf_adds(sb, "\"\"\"\nimport json\nimport os\n\nimport torch\n"
+	                "from torch.utils.cpp_extension import load_inline\n\n"
+	                "_HERE = os.path.dirname(os.path.abspath(__file__))\n");
+	strbuf_addf(sb, "_NDROP = %d\n_DEFAULT = (256, %d, %d)\n_ext = None\n_cfg = None\n\n\n",
+	            g->ndrop, maxv, g->kind == FG_CHAIN ? 2 : 1);
+	strbuf_adds(sb, "def _load():\n    global _ext\n    if _ext is None:\n");
+	strbuf_addf(sb,
+	            "        with open(os.path.join(_HERE, \"%s_binding.cu\")) as f:\n"
+	            "            src = f.read()\n",
+	            nm);
+	strbuf_addf(sb, "        decl = \"std::vector<torch::Tensor> %s_forward(", nm);
+	add_params(sb, g);
+	strbuf_adds(sb, ");\"\n");
+	strbuf_addf(sb,
+	            "        _ext = load_inline(name=\"aicprof_%s\", cpp_sources=decl, "
+	            "cuda_sources=src,\n"
+	            "                           functions=[\"%s_forward\"], "
+	            "extra_cuda_cflags=[\"-O3\"])\n    return _ext\n\n\n",
+	            nm, nm);
+	strbuf_adds(sb,
+	            "def config():\n    \"\"\"(block, vec, ept) from tune.json (read once), else "
+	            "the defaults.\"\"\"\n    global _cfg\n    if _cfg is None:\n"
+	            "        try:\n"
+	            "            with open(os.path.join(_HERE, \"tune.json\")) as f:\n"
+	            "                c = json.load(f)[\"config\"]\n"
+	            "            _cfg = int(c[\"block\"]), int(c[\"vec\"]), int(c[\"ept\"])\n"
+	            "        except (OSError, KeyError, ValueError, TypeError):\n"
+	            "            _cfg = _DEFAULT\n    return _cfg\n\n\n");
+	strbuf_adds(sb, "def _philox(device, generator):\n"
+	                "    if not _NDROP:\n        return 0, 0\n"
+	                "    gen = generator\n    if gen is None:\n"
+	                "        idx = device.index if device.index is not None else "
+	                "torch.cuda.current_device()\n"
+	                "        gen = torch.cuda.default_generators[idx]\n"
+	                "    seed = gen.initial_seed()\n    offset = gen.get_offset()\n"
+	                "    gen.set_offset(offset + 4 * _NDROP)\n"
+	                "    if seed >= 1 << 63:\n        seed -= 1 << 64\n"
+	                "    return seed, offset\n\n\n");
+	strbuf_addf(sb, "def %s(", nm);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s, ", g->values[i].name);
+	strbuf_adds(sb, "generator=None):\n    \"\"\"Returns (");
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, "%s%s%s", w ? ", " : "", g->values[g->writes[w].value].name,
+		            g->writes[w].kept ? " (kept)" : "");
+	strbuf_addf(sb, ").\"\"\"\n    seed, offset = _philox(%s.device, generator)\n",
+	            g->values[0].name);
+	strbuf_addf(sb, "    return tuple(_load().%s_forward(", nm);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s, ", g->values[i].name);
+	strbuf_adds(sb, "seed, offset, *config()))\n");
+}

@@ -1,0 +1,176 @@
+/*
+ * fusion.h - the fused-kernel generator: the op table, the fusion group description (parsed
+ * from summary.json's candidates[].group or from a file of its own) and the emitters that turn
+ * a group into CUDA C (kernel, per-element math, PyTorch binding, bench harness, CPU check).
+ *
+ * A group is a straight-line program over values: the group's inputs come first (values
+ * 0..ninputs-1), then one value per op, in order. Every op reads earlier values only, so the
+ * program is acyclic by construction, and the emitters walk it once. Two shapes are supported:
+ * an elementwise chain over numel elements, and a row group (kind "reduction-epilogue") of
+ * rows x cols elements with exactly one reduction op (softmax, log_softmax, layer_norm,
+ * rms_norm) that splits it into a prologue (before) and an epilogue (after). Inputs may be
+ * broadcast over leading dimensions: an input of m elements is read at index i % m.
+ */
+#ifndef AICPROF_FUSION_H
+#define AICPROF_FUSION_H
+
+#include "analyzer/util.h"
+
+/* Storage type of a tensor. FD_BOOL is one byte (a mask); compute is always fp32. */
+enum fdtype { FD_F32 = 0, FD_F16, FD_BF16, FD_BOOL };
+
+/* Kinds of op: elementwise, or the one row reduction of a row group. */
+enum fop_kind { FOP_EW, FOP_REDUCE };
+
+/* Fields an op requires besides "op", "args" and "out". */
+enum {
+	FOP_NEED_SCALAR = 1, /* "scalar": number (scale, add_scalar) */
+	FOP_NEED_P = 2,      /* "p": number in [0, 1) (dropout) */
+	FOP_NEED_TO = 4,     /* "to": dtype name (cast) */
+	FOP_NEED_VALUE = 8,  /* "value": number or "inf"/"-inf"/"nan" (masked_fill) */
+	FOP_NEED_EPS = 16,   /* "eps": positive number (layer_norm, rms_norm) */
+};
+
+/*
+ * One row of the op table. expr is the fp32 C expression the fused kernel and the unfused
+ * reference evaluate: $0 $1 $2 stand for the arguments, $s for the op's number (scalar, value,
+ * eps), $k for the keep probability 1-p and $i for 1/(1-p) (dropout), $u for the op's uniform
+ * random number, $t for the cast's rounding to "to". ref is the same op written plainly in
+ * double for the CPU op-by-op reference. Reduction ops have neither (the emitters know them).
+ */
+struct fop {
+	const char *name;
+	int min_args, max_args;
+	enum fop_kind kind;
+	unsigned need;
+	const char *expr;
+	const char *ref;
+};
+
+extern const struct fop fop_table[];
+extern const size_t fop_count;
+
+/* The table row named name, or NULL when the op is not in the vocabulary. */
+const struct fop *fop_lookup(const char *name);
+
+/* dtype by name ("f32", "fp32", "float32", "float", "bf16", "bfloat16", "f16", "fp16",
+ * "float16", "half", "bool"); returns 0 and sets *out, or -1 when unknown. */
+int fdtype_parse(const char *s, enum fdtype *out);
+const char *fdtype_name(enum fdtype t);  /* "f32", "f16", "bf16", "bool" */
+const char *fdtype_ctype(enum fdtype t); /* "float", "__half", "__nv_bfloat16", "unsigned char" */
+int fdtype_size(enum fdtype t);
+
+/* A named tensor of the group: an input, or a value an op defines. */
+struct fvalue {
+	char *name;
+	long id;           /* the analyzer's value id ("value"), -1 when absent */
+	enum fdtype dtype; /* storage type */
+	long numel;        /* elements; < group total only for broadcast inputs */
+	int op;            /* defining op index, -1 for an input */
+};
+
+struct fopnode {
+	const struct fop *op;
+	int nargs;
+	int arg[3]; /* value indices */
+	int out;    /* value index */
+	double num; /* scalar, value or eps */
+	double p;   /* dropout probability */
+	enum fdtype to;
+	int causal; /* masked_fill with "causal": true: mask col > row % cols, no mask input */
+	int drop;   /* dropout ordinal in the group (0, 1, ...), -1 otherwise */
+};
+
+/* A tensor the kernel writes: an output, or a kept intermediate ("kept"). */
+struct fwrite {
+	int value;
+	enum fdtype dtype;
+	int kept;
+};
+
+enum fgroup_kind { FG_CHAIN, FG_ROW };
+
+struct fgroup {
+	char *name; /* file-name-safe: [A-Za-z0-9_] */
+	enum fgroup_kind kind;
+	enum fdtype dtype;
+	long numel; /* total elements (rows * cols for row groups) */
+	long rows, cols;
+	int ninputs;
+	struct fvalue *values; /* ninputs inputs, then one per op */
+	int nvalues;
+	struct fopnode *ops;
+	int nops;
+	struct fwrite *writes; /* outputs, then kept */
+	int nwrites;
+	int ndrop;                 /* dropout ops */
+	int red;                   /* index of the reduction op in a row group, -1 in a chain */
+	double recorded_before_us; /* candidate's time_before_us where known, else 0 */
+};
+
+struct cJSON;
+
+/*
+ * Parses and checks one group description j. where names it in messages ("g.json" or
+ * "summary.json: candidates[3].group"); name is the fallback group name when j has no "name".
+ * Returns 0 and fills *g (release with fgroup_release), or -1 with a one-line message in *err
+ * ("g.json: ops[2]: unknown op 'frobnicate'") and *g released. Prints nothing.
+ */
+int fgroup_parse(const struct cJSON *j, const char *where, const char *name, struct fgroup *g,
+                 struct strbuf *err);
+
+/* Reads path and parses it as one group; as fgroup_parse, with file errors in *err too. */
+int fgroup_parse_file(const char *path, struct fgroup *g, struct strbuf *err);
+
+void fgroup_release(struct fgroup *g);
+
+/* Vector width limit in elements: 16 bytes over the widest tensor's element size. */
+int fgroup_max_vec(const struct fgroup *g);
+
+/* Bytes the fused kernel moves (inputs read once, writes once) and the unfused sequence moves
+ * (every op reads its arguments and writes its result, intermediates in storage type). */
+double fgroup_bytes_fused(const struct fgroup *g);
+double fgroup_bytes_unfused(const struct fgroup *g);
+
+/* A key naming the group's math and shapes for the tuning cache ("ew:bf16:33554432:gelu,..."),
+ * as a new string the caller frees. */
+char *fgroup_key(const struct fgroup *g);
+
+/*
+ * Emitters: each appends one whole file's text to sb. math: the per-element functions
+ * (__host__ __device__); kernel: the fused kernel, its argument struct and launcher (includes
+ * the math header by name); binding: a self-contained PyTorch extension source (math and
+ * kernel inlined) with a torch::Tensor wrapper; module: the Python module that loads it;
+ * bench: the standalone harness main (includes the kernel file); cpucheck: a host program
+ * comparing the fused math against an op-by-op double evaluation; readme: one group's section.
+ */
+void emit_math(struct strbuf *sb, const struct fgroup *g);
+void emit_kernel(struct strbuf *sb, const struct fgroup *g);
+void emit_binding(struct strbuf *sb, const struct fgroup *g);
+void emit_module(struct strbuf *sb, const struct fgroup *g);
+void emit_bench(struct strbuf *sb, const struct fgroup *g);
+void emit_cpucheck(struct strbuf *sb, const struct fgroup *g);
+void emit_meta(struct strbuf *sb, const struct fgroup *g);
+
+/*
+ * Helpers the emitters share (fusion/ only). emit_lit: an fp32 C literal ("1.5f",
+ * "(-INFINITY)"). emit_expr: op n's expression, fp32 (ref == 0) or double (ref == 1), with
+ * argument k written as argfmt applied to its value index and the dropout uniform as ufmt applied
+ * to the dropout ordinal; a causal mask uses variables row and col. emit_apply: the row reduction's
+ * normalisation of its input with statistics s0, s1 (fp32). emit_upper: g's name upper-cased
+ * into buf.
+ */
+void emit_lit(struct strbuf *sb, double x);
+void emit_expr(struct strbuf *sb, const struct fgroup *g, const struct fopnode *n, int ref,
+               const char *argfmt, const char *ufmt);
+void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt);
+const char *emit_upper(const struct fgroup *g, char *buf, size_t len);
+
+/*
+ * Writes every file of group g under dir/<g->name>/ (created): <name>_math.h,
+ * <name>_kernel.cu, <name>_binding.cu, <name>.py, <name>_bench.cu, <name>_cpucheck.cu,
+ * <name>.meta.json. Returns 0 or error() (already printed).
+ */
+int fusion_write_group(const char *dir, const struct fgroup *g);
+
+#endif

@@ -1,0 +1,645 @@
+/*
+ * group.c - reads and checks a fusion group description (docs/summary-format.md, "The fusion
+ * group description") into struct fgroup.
+ *
+ * The description is checked whole before anything is generated: the kind and dtype are known,
+ * sizes are positive integers that agree (a broadcast input's numel divides the total), every op
+ * is in the op table with the fields it needs and the right number of arguments, every argument
+ * names an input or the output of an earlier op (a name defined later is reported as a cycle or
+ * out-of-order use, a name defined nowhere as undefined), names are defined once, outputs and
+ * kept values name op results. A row group has exactly one reduction, and its epilogue may use
+ * only inputs, the reduction's input and result, and epilogue values (the kernel keeps nothing
+ * else of the prologue per element). Every message names the file and the JSON path.
+ */
+#include "fusion/fusion.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pctx {
+	const char *where;
+	struct strbuf *err;
+};
+
+__attribute__((format(printf, 2, 3))) static int perr(struct pctx *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (c->err->len)
+		return -1;
+	strbuf_addf(c->err, "%s: ", c->where);
+	char buf[512];
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	strbuf_adds(c->err, buf);
+	return -1;
+}
+
+static int valid_name(const char *s)
+{
+	if (!*s || !(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return 0;
+	return 1;
+}
+
+/* JSON type of f, for messages. */
+static const char *jtype(const cJSON *f)
+{
+	return cJSON_IsString(f)   ? "a string"
+	       : cJSON_IsBool(f)   ? "a boolean"
+	       : cJSON_IsArray(f)  ? "an array"
+	       : cJSON_IsObject(f) ? "an object"
+	       : cJSON_IsNull(f)   ? "null"
+	                           : "a number";
+}
+
+/* A non-negative integer field; absent is -2 when optional, an error when required. */
+static int get_long(struct pctx *c, const cJSON *o, const char *path, const char *key, int required,
+                    long *out)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!f) {
+		if (required)
+			return perr(c, "%smissing field '%s'", path, key);
+		*out = -2;
+		return 0;
+	}
+	if (!cJSON_IsNumber(f))
+		return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
+	double d = f->valuedouble;
+	if (d != floor(d) || d < 1 || d > 9e15)
+		return perr(c, "%sfield '%s' must be a positive integer, not %g", path, key, d);
+	*out = (long)d;
+	return 0;
+}
+
+static int get_number(struct pctx *c, const cJSON *o, const char *path, const char *key,
+                      int allow_special, double *out)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!f)
+		return perr(c, "%smissing field '%s'", path, key);
+	if (cJSON_IsNumber(f)) {
+		*out = f->valuedouble;
+		return 0;
+	}
+	if (allow_special && cJSON_IsString(f)) {
+		const char *s = f->valuestring;
+		if (!strcmp(s, "-inf"))
+			*out = -INFINITY;
+		else if (!strcmp(s, "inf"))
+			*out = INFINITY;
+		else if (!strcmp(s, "nan"))
+			*out = NAN;
+		else
+			return perr(c,
+			            "%sfield '%s' must be a number, \"inf\", \"-inf\" or \"nan\", "
+			            "not \"%s\"",
+			            path, key, s);
+		return 0;
+	}
+	return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
+}
+
+static const char *get_string(struct pctx *c, const cJSON *o, const char *path, const char *key,
+                              int required)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!f) {
+		if (required)
+			perr(c, "%smissing field '%s'", path, key);
+		return NULL;
+	}
+	if (!cJSON_IsString(f)) {
+		perr(c, "%sfield '%s' must be a string, not %s", path, key, jtype(f));
+		return NULL;
+	}
+	return f->valuestring;
+}
+
+static int get_dtype(struct pctx *c, const cJSON *o, const char *path, const char *key,
+                     enum fdtype def, enum fdtype *out)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!f) {
+		*out = def;
+		return 0;
+	}
+	const char *s = get_string(c, o, path, key, 1);
+	if (!s)
+		return -1;
+	if (fdtype_parse(s, out))
+		return perr(c, "%sunknown dtype '%s' (expected f32, f16, bf16 or bool)", path, s);
+	return 0;
+}
+
+static int find_value(const struct fgroup *g, const char *name)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		if (!strcmp(g->values[i].name, name))
+			return i;
+	return -1;
+}
+
+static int add_value(struct pctx *c, struct fgroup *g, const char *path, const char *name, long id,
+                     enum fdtype t, long numel, int op)
+{
+	if (!valid_name(name))
+		return perr(c, "%s'%s' is not a valid name (letters, digits, '_')", path, name);
+	if (find_value(g, name) >= 0)
+		return perr(c, "%s'%s' is defined twice", path, name);
+	struct fvalue *v = &g->values[g->nvalues++];
+	v->name = xstrdup(name);
+	v->id = id;
+	v->dtype = t;
+	v->numel = numel;
+	v->op = op;
+	return 0;
+}
+
+static long get_id(const cJSON *o)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "value");
+	return cJSON_IsNumber(f) ? (long)f->valuedouble : -1;
+}
+
+static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, const char *key,
+                              int required)
+{
+	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!f) {
+		if (required)
+			perr(c, "%smissing field '%s'", path, key);
+		return NULL;
+	}
+	if (!cJSON_IsArray(f)) {
+		perr(c, "%sfield '%s' must be an array, not %s", path, key, jtype(f));
+		return NULL;
+	}
+	return f;
+}
+
+static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
+{
+	const cJSON *arr = get_array(c, j, "", "inputs", 1);
+	if (!arr)
+		return -1;
+	int i = 0;
+	const cJSON *in;
+	cJSON_ArrayForEach(in, arr)
+	{
+		char path[64];
+		snprintf(path, sizeof(path), "inputs[%d]: ", i);
+		if (!cJSON_IsObject(in))
+			return perr(c, "%smust be an object", path);
+		const char *name = get_string(c, in, path, "name", 1);
+		enum fdtype t;
+		long numel;
+		if (!name || get_dtype(c, in, path, "dtype", g->dtype, &t) ||
+		    get_long(c, in, path, "numel", 0, &numel))
+			return -1;
+		if (numel == -2)
+			numel = g->numel;
+		if (numel > g->numel || g->numel % numel)
+			return perr(
+			    c,
+			    "%s'%s' has %ld elements, which does not divide the group's %ld "
+			    "(inputs broadcast over leading dimensions)",
+			    path, name, numel, g->numel);
+		if (add_value(c, g, path, name, get_id(in), t, numel, -1))
+			return -1;
+		i++;
+	}
+	if (!i)
+		return perr(c, "'inputs' is empty");
+	g->ninputs = i;
+	return 0;
+}
+
+/* An argument: defined earlier, or a cycle / out-of-order use, or undefined. */
+static int resolve_arg(struct pctx *c, const struct fgroup *g, const cJSON *ops, const char *path,
+                       int opi, const char *name)
+{
+	int v = find_value(g, name);
+	if (v >= 0)
+		return v;
+	int k = 0;
+	const cJSON *o;
+	cJSON_ArrayForEach(o, ops)
+	{
+		const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "out");
+		if (cJSON_IsString(out) && !strcmp(out->valuestring, name)) {
+			if (k == opi)
+				perr(c, "%sop uses its own result '%s' (cycle)", path, name);
+			else
+				perr(
+				    c,
+				    "%s'%s' is defined by a later op, ops[%d] (cycle or ops out of "
+				    "order: each op may use only inputs and earlier results)",
+				    path, name, k);
+			return -1;
+		}
+		k++;
+	}
+	perr(c, "%sundefined name '%s' (not an input nor an earlier op's result)", path, name);
+	return -1;
+}
+
+static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, struct fgroup *g)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "ops[%d]: ", i);
+	if (!cJSON_IsObject(o))
+		return perr(c, "%smust be an object", path);
+	struct fopnode *n = &g->ops[i];
+	memset(n, 0, sizeof(*n));
+	n->drop = -1;
+	const char *opname = get_string(c, o, path, "op", 1);
+	if (!opname)
+		return -1;
+	snprintf(path, sizeof(path), "ops[%d] (%s): ", i, opname);
+	n->op = fop_lookup(opname);
+	if (!n->op)
+		return perr(c, "%sunknown op '%s'", path, opname);
+	const cJSON *args = get_array(c, o, path, "args", 1);
+	const char *out = get_string(c, o, path, "out", 1);
+	if (!args || !out)
+		return -1;
+	const cJSON *causal = cJSON_GetObjectItemCaseSensitive(o, "causal");
+	if (causal && !cJSON_IsBool(causal))
+		return perr(c, "%sfield 'causal' must be true or false", path);
+	n->causal = cJSON_IsTrue(causal);
+	if (n->causal && strcmp(opname, "masked_fill"))
+		return perr(c, "%s'causal' applies to masked_fill only", path);
+	int nargs = cJSON_GetArraySize(args);
+	int min = n->op->min_args, max = n->op->max_args;
+	if (!strcmp(opname, "masked_fill"))
+		min = max = n->causal ? 1 : 2;
+	if (nargs < min || nargs > max) {
+		if (min == max)
+			return perr(c, "%s'%s' takes %d argument%s, not %d", path, opname, min,
+			            min == 1 ? "" : "s", nargs);
+		return perr(c, "%s'%s' takes %d to %d arguments, not %d", path, opname, min, max,
+		            nargs);
+	}
+	n->nargs = nargs;
+	for (int k = 0; k < nargs; k++) {
+		const cJSON *a = cJSON_GetArrayItem(args, k);
+		if (!cJSON_IsString(a))
+			return perr(c, "%sargs[%d] must be a string (a value's name)", path, k);
+		n->arg[k] = resolve_arg(c, g, ops, path, i, a->valuestring);
+		if (n->arg[k] < 0)
+			return -1;
+		if (g->values[n->arg[k]].dtype == FD_BOOL &&
+		    !((k == 0 && !strcmp(opname, "where")) ||
+		      (k == 1 && !strcmp(opname, "masked_fill"))))
+			return perr(c,
+			            "%sargs[%d] '%s' is a bool mask; only where's condition and "
+			            "masked_fill's mask may be",
+			            path, k, a->valuestring);
+	}
+	unsigned need = n->op->need;
+	if ((need & FOP_NEED_SCALAR) && get_number(c, o, path, "scalar", 0, &n->num))
+		return -1;
+	if ((need & FOP_NEED_VALUE) && get_number(c, o, path, "value", 1, &n->num))
+		return -1;
+	if (need & FOP_NEED_EPS) {
+		if (get_number(c, o, path, "eps", 0, &n->num))
+			return -1;
+		if (!(n->num > 0))
+			return perr(c, "%s'eps' must be positive", path);
+	}
+	if (need & FOP_NEED_P) {
+		if (get_number(c, o, path, "p", 0, &n->p))
+			return -1;
+		if (!(n->p >= 0 && n->p < 1))
+			return perr(c, "%s'p' must be in [0, 1), not %g", path, n->p);
+		n->drop = g->ndrop++;
+	}
+	enum fdtype t = g->dtype;
+	if (need & FOP_NEED_TO) {
+		const char *to = get_string(c, o, path, "to", 1);
+		if (!to)
+			return -1;
+		if (fdtype_parse(to, &n->to) || n->to == FD_BOOL)
+			return perr(c, "%sunknown cast target '%s' (expected f32, f16 or bf16)",
+			            path, to);
+		t = n->to;
+	}
+	if (n->op->kind == FOP_REDUCE) {
+		if (g->kind != FG_ROW)
+			return perr(c,
+			            "%s'%s' is a row reduction; the group's kind must be "
+			            "\"reduction-epilogue\"",
+			            path, opname);
+		if (g->red >= 0)
+			return perr(
+			    c, "%sa second reduction; a group holds one (ops[%d] is the first)",
+			    path, g->red);
+		g->red = i;
+		if (g->values[n->arg[0]].numel != g->numel)
+			return perr(c,
+			            "%sthe input of '%s' must have all %ld elements, not a "
+			            "broadcast %ld",
+			            path, opname, g->numel, g->values[n->arg[0]].numel);
+		for (int k = 1; k < nargs; k++)
+			if (g->values[n->arg[k]].op >= 0 || g->values[n->arg[k]].numel != g->cols)
+				return perr(c,
+				            "%sargs[%d] (weight or bias) must be an input of %ld "
+				            "elements (cols)",
+				            path, k, g->cols);
+	}
+	if (n->causal && g->kind != FG_ROW)
+		return perr(c, "%s'causal' needs a row group (kind \"reduction-epilogue\")", path);
+	if (add_value(c, g, path, out, get_id(o), t, g->numel, i))
+		return -1;
+	n->out = g->nvalues - 1;
+	return 0;
+}
+
+static int parse_writes(struct pctx *c, const cJSON *j, const char *key, int kept, struct fgroup *g)
+{
+	const cJSON *arr = get_array(c, j, "", key, !kept);
+	if (!arr)
+		return c->err->len ? -1 : 0;
+	int i = 0;
+	const cJSON *w;
+	cJSON_ArrayForEach(w, arr)
+	{
+		char path[64];
+		snprintf(path, sizeof(path), "%s[%d]: ", key, i++);
+		if (!cJSON_IsObject(w))
+			return perr(c, "%smust be an object", path);
+		const char *name = get_string(c, w, path, "name", 1);
+		if (!name)
+			return -1;
+		int v = find_value(g, name);
+		if (v < 0)
+			return perr(c, "%sundefined name '%s'", path, name);
+		if (g->values[v].op < 0)
+			return perr(c, "%s'%s' is an input, not a result of the group", path, name);
+		for (int k = 0; k < g->nwrites; k++)
+			if (g->writes[k].value == v)
+				return perr(c, "%s'%s' is listed twice in outputs and kept", path,
+				            name);
+		struct fwrite *fw = &g->writes[g->nwrites];
+		if (get_dtype(c, w, path, "dtype", g->values[v].dtype, &fw->dtype))
+			return -1;
+		if (fw->dtype == FD_BOOL)
+			return perr(c, "%s'%s': a bool output is not supported", path, name);
+		fw->value = v;
+		fw->kept = kept;
+		g->nwrites++;
+	}
+	if (!kept && !i)
+		return perr(c, "'outputs' is empty");
+	return 0;
+}
+
+/* Row groups: the epilogue may use inputs, the reduction's input and result, epilogue values. */
+static int check_row(struct pctx *c, struct fgroup *g)
+{
+	if (g->red < 0)
+		return perr(c, "a \"reduction-epilogue\" group needs one of softmax, log_softmax, "
+		               "layer_norm, rms_norm");
+	int x = g->ops[g->red].arg[0];
+	for (int i = g->red + 1; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nargs; k++) {
+			int v = g->ops[i].arg[k];
+			int op = g->values[v].op;
+			if (op >= 0 && op < g->red && v != x)
+				return perr(c,
+				            "ops[%d] (%s): uses prologue value '%s' after the "
+				            "reduction; only its input '%s' is kept per element",
+				            i, g->ops[i].op->name, g->values[v].name,
+				            g->values[x].name);
+		}
+	if (g->cols > 49152)
+		return perr(c,
+		            "cols %ld too large: a row is staged in shared memory (at most 49152 "
+		            "fp32 values)",
+		            g->cols);
+	return 0;
+}
+
+int fgroup_parse(const struct cJSON *j, const char *where, const char *name, struct fgroup *g,
+                 struct strbuf *err)
+{
+	struct pctx c = {where, err};
+	memset(g, 0, sizeof(*g));
+	g->red = -1;
+	strbuf_reset(err);
+	if (!cJSON_IsObject(j)) {
+		perr(&c, "the group description must be a JSON object");
+		goto fail;
+	}
+	const char *kind = get_string(&c, j, "", "kind", 1);
+	if (!kind)
+		goto fail;
+	if (!strcmp(kind, "elementwise-chain"))
+		g->kind = FG_CHAIN;
+	else if (!strcmp(kind, "reduction-epilogue"))
+		g->kind = FG_ROW;
+	else {
+		perr(&c,
+		     "unsupported kind '%s' (expected \"elementwise-chain\" or "
+		     "\"reduction-epilogue\")",
+		     kind);
+		goto fail;
+	}
+	const char *dt = get_string(&c, j, "", "dtype", 1);
+	if (!dt)
+		goto fail;
+	if (fdtype_parse(dt, &g->dtype) || g->dtype == FD_BOOL) {
+		perr(&c, "unknown dtype '%s' (expected f32, f16 or bf16)", dt);
+		goto fail;
+	}
+	const char *nm = get_string(&c, j, "", "name", 0);
+	if (c.err->len)
+		goto fail;
+	nm = nm ? nm : name;
+	if (!valid_name(nm)) {
+		perr(&c, "group name '%s' must be letters, digits and '_'", nm);
+		goto fail;
+	}
+	g->name = xstrdup(nm);
+	if (g->kind == FG_CHAIN) {
+		if (get_long(&c, j, "", "numel", 1, &g->numel))
+			goto fail;
+		g->rows = 1;
+		g->cols = g->numel;
+	} else {
+		if (get_long(&c, j, "", "rows", 1, &g->rows) ||
+		    get_long(&c, j, "", "cols", 1, &g->cols))
+			goto fail;
+		g->numel = g->rows * g->cols;
+	}
+	const cJSON *ops = get_array(&c, j, "", "ops", 1);
+	if (!ops)
+		goto fail;
+	g->nops = cJSON_GetArraySize(ops);
+	if (!g->nops) {
+		perr(&c, "'ops' is empty");
+		goto fail;
+	}
+	const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	int nin = cJSON_IsArray(ins) ? cJSON_GetArraySize(ins) : 0;
+	g->values = xcalloc(nin + g->nops, sizeof(*g->values));
+	g->ops = xcalloc(g->nops, sizeof(*g->ops));
+	if (parse_inputs(&c, j, g))
+		goto fail;
+	for (int i = 0; i < g->nops; i++)
+		if (parse_op(&c, ops, cJSON_GetArrayItem(ops, i), i, g))
+			goto fail;
+	const cJSON *outs = cJSON_GetObjectItemCaseSensitive(j, "outputs");
+	const cJSON *kept = cJSON_GetObjectItemCaseSensitive(j, "kept");
+	g->writes =
+	    xcalloc(cJSON_GetArraySize(outs) + cJSON_GetArraySize(kept) + 1, sizeof(*g->writes));
+	if (parse_writes(&c, j, "outputs", 0, g) || parse_writes(&c, j, "kept", 1, g))
+		goto fail;
+	if (g->kind == FG_ROW && check_row(&c, g))
+		goto fail;
+	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "time_before_us");
+	if (cJSON_IsNumber(tb))
+		g->recorded_before_us = tb->valuedouble;
+	return 0;
+fail:
+	fgroup_release(g);
+	return -1;
+}
+
+int fgroup_parse_file(const char *path, struct fgroup *g, struct strbuf *err)
+{
+	memset(g, 0, sizeof(*g));
+	strbuf_reset(err);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		strbuf_addf(err, "cannot open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	char buf[8192];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		strbuf_add(&sb, buf, n);
+	fclose(f);
+	strbuf_add(&sb, "", 0);
+	cJSON *j = cJSON_ParseWithLength(sb.buf ? sb.buf : "", sb.len);
+	if (!j) {
+		const char *e = cJSON_GetErrorPtr();
+		long line = 1;
+		for (const char *p = sb.buf; p && e && p < e && *p; p++)
+			line += *p == '\n';
+		strbuf_addf(err, "%s:%ld: not valid JSON", path, line);
+		strbuf_release(&sb);
+		return -1;
+	}
+	strbuf_release(&sb);
+	/* default name: the file's base name without .json, made name-safe */
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	char *name = xstrdup(base);
+	char *dot = strstr(name, ".json");
+	if (dot)
+		*dot = 0;
+	for (char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p))
+			*p = '_';
+	if (!isalpha((unsigned char)name[0])) {
+		char *n2 = xmalloc(strlen(name) + 3);
+		sprintf(n2, "g_%s", name);
+		free(name);
+		name = n2;
+	}
+	int rc = fgroup_parse(j, path, name, g, err);
+	free(name);
+	cJSON_Delete(j);
+	return rc;
+}
+
+void fgroup_release(struct fgroup *g)
+{
+	for (int i = 0; i < g->nvalues; i++)
+		free(g->values[i].name);
+	free(g->values);
+	free(g->ops);
+	free(g->writes);
+	free(g->name);
+	memset(g, 0, sizeof(*g));
+	g->red = -1;
+}
+
+int fgroup_max_vec(const struct fgroup *g)
+{
+	int w = 1;
+	for (int i = 0; i < g->nvalues; i++)
+		if (fdtype_size(g->values[i].dtype) > w)
+			w = fdtype_size(g->values[i].dtype);
+	for (int i = 0; i < g->nwrites; i++)
+		if (fdtype_size(g->writes[i].dtype) > w)
+			w = fdtype_size(g->writes[i].dtype);
+	return 16 / w;
+}
+
+/* Does any op read value v? */
+static int value_used(const struct fgroup *g, int v)
+{
+	for (int i = 0; i < g->nops; i++)
+		for (int k = 0; k < g->ops[i].nargs; k++)
+			if (g->ops[i].arg[k] == v)
+				return 1;
+	return 0;
+}
+
+double fgroup_bytes_fused(const struct fgroup *g)
+{
+	double b = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		if (value_used(g, i))
+			b += (double)g->values[i].numel * fdtype_size(g->values[i].dtype);
+	for (int i = 0; i < g->nwrites; i++)
+		b += (double)g->numel * fdtype_size(g->writes[i].dtype);
+	return b;
+}
+
+double fgroup_bytes_unfused(const struct fgroup *g)
+{
+	double b = 0;
+	for (int i = 0; i < g->nops; i++) {
+		const struct fopnode *n = &g->ops[i];
+		for (int k = 0; k < n->nargs; k++)
+			b += (double)g->values[n->arg[k]].numel *
+			     fdtype_size(g->values[n->arg[k]].dtype);
+		b += (double)g->numel * fdtype_size(g->values[n->out].dtype);
+	}
+	return b;
+}
+
+char *fgroup_key(const struct fgroup *g)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s:%s:%ldx%ld:", g->kind == FG_CHAIN ? "ew" : "row",
+	            fdtype_name(g->dtype), g->rows, g->cols);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(&sb, "%s%s/%ld", i ? "," : "", fdtype_name(g->values[i].dtype),
+		            g->values[i].numel);
+	strbuf_adds(&sb, ":");
+	for (int i = 0; i < g->nops; i++) {
+		const struct fopnode *n = &g->ops[i];
+		strbuf_addf(&sb, "%s%s(", i ? "," : "", n->op->name);
+		for (int k = 0; k < n->nargs; k++)
+			strbuf_addf(&sb, "%s%d", k ? " " : "", n->arg[k]);
+		strbuf_adds(&sb, ")");
+	}
+	strbuf_adds(&sb, ":w");
+	for (int i = 0; i < g->nwrites; i++)
+		strbuf_addf(&sb, "%s%d", i ? "," : "", g->writes[i].value);
+	return sb.buf;
+}

@@ -1,0 +1,102 @@
+/*
+ * optable.c - the op vocabulary of fusion groups and the storage types.
+ *
+ * One row per op: its name as the group description spells it, how many arguments it takes,
+ * whether it is elementwise or the row reduction, which extra fields it needs, and two
+ * spellings of its math: the fp32 expression the generated kernels evaluate, and a plain double
+ * expression for the CPU op-by-op reference the generated check compares against. The
+ * emitters substitute the placeholders ($0 $1 $2 arguments, $s number, $k keep probability,
+ * $i its inverse, $u uniform random, $t the cast target, $m the mask condition); see fusion.h.
+ * Reductions (softmax, log_softmax, layer_norm, rms_norm) carry no expression: their two-pass
+ * row statistics are written by the emitters.
+ */
+#include "fusion/fusion.h"
+
+#include <string.h>
+
+#define EW  FOP_EW
+#define RED FOP_REDUCE
+
+const struct fop fop_table[] = {
+    {"add", 2, 2, EW, 0, "($0 + $1)", "($0 + $1)"},
+    {"sub", 2, 2, EW, 0, "($0 - $1)", "($0 - $1)"},
+    {"mul", 2, 2, EW, 0, "($0 * $1)", "($0 * $1)"},
+    {"div", 2, 2, EW, 0, "($0 / $1)", "($0 / $1)"},
+    {"neg", 1, 1, EW, 0, "(-$0)", "(-$0)"},
+    {"relu", 1, 1, EW, 0, "fmaxf($0, 0.f)", "($0 > 0.0 ? $0 : 0.0)"},
+    /* erf form, as torch.nn.functional.gelu(approximate='none') */
+    {"gelu", 1, 1, EW, 0, "(0.5f * $0 * (1.f + erff($0 * 0.707106781f)))",
+     "(0.5 * $0 * (1.0 + erf($0 / sqrt(2.0))))"},
+    /* tanh form, as gelu(approximate='tanh') */
+    {"gelu_tanh", 1, 1, EW, 0,
+     "(0.5f * $0 * (1.f + tanhf(0.797884561f * ($0 + 0.044715f * $0 * $0 * $0))))",
+     "(0.5 * $0 * (1.0 + tanh(sqrt(2.0 / M_PI) * ($0 + 0.044715 * $0 * $0 * $0))))"},
+    {"silu", 1, 1, EW, 0, "($0 / (1.f + expf(-$0)))", "($0 / (1.0 + exp(-$0)))"},
+    {"sigmoid", 1, 1, EW, 0, "(1.f / (1.f + expf(-$0)))", "(1.0 / (1.0 + exp(-$0)))"},
+    {"tanh", 1, 1, EW, 0, "tanhf($0)", "tanh($0)"},
+    {"exp", 1, 1, EW, 0, "expf($0)", "exp($0)"},
+    {"log", 1, 1, EW, 0, "logf($0)", "log($0)"},
+    {"sqrt", 1, 1, EW, 0, "sqrtf($0)", "sqrt($0)"},
+    {"rsqrt", 1, 1, EW, 0, "aic_rsqrt($0)", "(1.0 / sqrt($0))"},
+    {"scale", 1, 1, EW, FOP_NEED_SCALAR, "($0 * $s)", "($0 * (double)$s)"},
+    {"add_scalar", 1, 1, EW, FOP_NEED_SCALAR, "($0 + $s)", "($0 + (double)$s)"},
+    /* rounds to the target type and back: compute stays fp32 */
+    {"cast", 1, 1, EW, FOP_NEED_TO, "$t($0)", "(double)$t((float)$0)"},
+    /* where(cond, a, b) */
+    {"where", 3, 3, EW, 0, "($0 != 0.f ? $1 : $2)", "($0 != 0.0 ? $1 : $2)"},
+    /* masked_fill(x, mask) or masked_fill(x) with "causal": true */
+    {"masked_fill", 1, 2, EW, FOP_NEED_VALUE, "($m ? $s : $0)", "($m ? (double)$s : $0)"},
+    /* keep with probability 1-p, scaled by 1/(1-p); $u uniform in (0, 1] */
+    {"dropout", 1, 1, EW, FOP_NEED_P, "($u < $k ? $0 * $i : 0.f)",
+     "((double)$u < (double)$k ? $0 * (double)$i : 0.0)"},
+    {"layer_norm", 1, 3, RED, FOP_NEED_EPS, NULL, NULL},
+    {"rms_norm", 1, 2, RED, FOP_NEED_EPS, NULL, NULL},
+    {"softmax", 1, 1, RED, 0, NULL, NULL},
+    {"log_softmax", 1, 1, RED, 0, NULL, NULL},
+};
+const size_t fop_count = ARRAY_SIZE(fop_table);
+
+const struct fop *fop_lookup(const char *name)
+{
+	for (size_t i = 0; i < fop_count; i++)
+		if (!strcmp(fop_table[i].name, name))
+			return &fop_table[i];
+	return NULL;
+}
+
+static const struct {
+	const char *name;
+	enum fdtype t;
+} dtype_names[] = {
+    {"f32", FD_F32},     {"fp32", FD_F32},      {"float32", FD_F32}, {"float", FD_F32},
+    {"bf16", FD_BF16},   {"bfloat16", FD_BF16}, {"f16", FD_F16},     {"fp16", FD_F16},
+    {"float16", FD_F16}, {"half", FD_F16},      {"bool", FD_BOOL},
+};
+
+int fdtype_parse(const char *s, enum fdtype *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(dtype_names); i++)
+		if (!strcmp(dtype_names[i].name, s)) {
+			*out = dtype_names[i].t;
+			return 0;
+		}
+	return -1;
+}
+
+const char *fdtype_name(enum fdtype t)
+{
+	static const char *n[] = {"f32", "f16", "bf16", "bool"};
+	return n[t];
+}
+
+const char *fdtype_ctype(enum fdtype t)
+{
+	static const char *n[] = {"float", "__half", "__nv_bfloat16", "unsigned char"};
+	return n[t];
+}
+
+int fdtype_size(enum fdtype t)
+{
+	static const int n[] = {4, 2, 2, 1};
+	return n[t];
+}

@@ -1,0 +1,78 @@
+"""Checks the generated PyTorch binding of the GELU -> dropout -> add chain against torch.
+
+usage: torch-fusion.py P0_DIR P01_DIR (group directories written by aicprof fuse; the group in
+P0_DIR has p = 0, the one in P01_DIR p = 0.1). Prints TAP lines and '#' timing notes.
+"""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def tap(ok, what):
+    print(("ok - " if ok else "not ok - ") + what)
+
+
+def load(d):
+    sys.path.insert(0, d)
+    name = os.path.basename(os.path.normpath(d))
+    return getattr(__import__(name), name)
+
+
+def median_us(f, n=30):
+    ts = []
+    for _ in range(3):
+        f()
+    for _ in range(n):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        f()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) * 1e3)
+    return sorted(ts)[len(ts) // 2]
+
+
+def main():
+    p0, p01 = load(sys.argv[1]), load(sys.argv[2])
+    torch.manual_seed(1234)
+    h = torch.randn(8, 1024, 4096, device="cuda", dtype=torch.bfloat16)
+    res = torch.randn_like(h)
+
+    (y,) = p0(h, res)
+    ref = F.dropout(F.gelu(h), p=0.0) + res
+    rel = ((y.float() - ref.float()).norm() / ref.float().norm()).item()
+    tap(y.shape == h.shape and y.dtype == torch.bfloat16 and rel < 1e-2,
+        "p=0: binding matches gelu + add in torch (rel_l2 %.2e)" % rel)
+
+    gen = torch.cuda.default_generators[h.device.index or 0]
+    off0 = gen.get_offset()
+    (y,) = p01(h, res)
+    tap(gen.get_offset() == off0 + 4, "p=0.1: the generator's offset advances by 4")
+    kept = F.gelu(h.float()) / 0.9 + res.float()
+    yf = res.float()
+    e_keep = (y.float() - kept).abs()
+    e_drop = (y.float() - yf).abs()
+    tol = 2e-2 * (kept.abs() + 1)
+    either = torch.minimum(e_keep, e_drop) <= tol
+    tap(bool(either.all()), "p=0.1: every element is torch's kept value or the residual "
+        "(%d outliers)" % int((~either).sum()))
+    clear = (F.gelu(h.float()).abs() > 0.05)
+    frac = ((e_drop < e_keep) & clear).sum().item() / clear.sum().item()
+    tap(0.095 < frac < 0.105, "p=0.1: %.4f of the elements dropped" % frac)
+    torch.manual_seed(7)
+    (a,) = p01(h, res)
+    torch.manual_seed(7)
+    (b,) = p01(h, res)
+    tap(bool(torch.equal(a, b)), "p=0.1: same generator state, same output")
+
+    t_eager = median_us(lambda: F.dropout(F.gelu(h), p=0.1) + res)
+    t_fused = median_us(lambda: p01(h, res))
+    print("# torch eager gelu+dropout+add: %.1f us; fused binding: %.1f us (%.2fx)"
+          % (t_eager, t_fused, t_eager / t_fused))
+    tap(t_fused < t_eager, "the fused binding is faster than torch eager")
+
+
+main()

@@ -1,0 +1,374 @@
+/*
+ * test-fusion.c - unit tests of fusion/: the op table, the group parser on the fixtures of
+ * tests/fusion (good ones parse to the expected structure; each bad one fails with a message
+ * naming the file and the fault), and the emitted code (vectorised path, kept values written,
+ * dropout's keep probability and scaling, alignment fallback, the reference and the checks of
+ * the bench harness).
+ */
+#include "fusion/fusion.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char *fixture(const char *name)
+{
+	const char *top = getenv("AICPROF_TOP");
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s/tests/fusion/%s", top && *top ? top : ".", name);
+	return sb.buf;
+}
+
+static void parse_ok(const char *name, struct fgroup *g)
+{
+	char *p = fixture(name);
+	struct strbuf err = STRBUF_INIT;
+	int rc = fgroup_parse_file(p, g, &err);
+	if (rc)
+		print_error("%s\n", err.buf);
+	assert_int_equal(rc, 0);
+	strbuf_release(&err);
+	free(p);
+}
+
+/* Parses a bad fixture; the message must name the file and contain each of the needles. */
+static void parse_bad(const char *name, const char *needle1, const char *needle2)
+{
+	char *p = fixture(name);
+	struct fgroup g;
+	struct strbuf err = STRBUF_INIT;
+	assert_int_equal(fgroup_parse_file(p, &g, &err), -1);
+	assert_non_null(err.buf);
+	if (!strstr(err.buf, name) || !strstr(err.buf, needle1) ||
+	    (needle2 && !strstr(err.buf, needle2)))
+		print_error("message: %s\n", err.buf);
+	assert_non_null(strstr(err.buf, name));
+	assert_non_null(strstr(err.buf, needle1));
+	if (needle2)
+		assert_non_null(strstr(err.buf, needle2));
+	assert_null(g.values);
+	strbuf_release(&err);
+	free(p);
+}
+
+static void test_optable(void **state)
+{
+	(void)state;
+	static const char *vocab[] = {
+	    "add",        "sub",      "mul",        "div",        "neg",   "relu",        "gelu",
+	    "gelu_tanh",  "silu",     "sigmoid",    "tanh",       "exp",   "log",         "sqrt",
+	    "rsqrt",      "scale",    "add_scalar", "cast",       "where", "masked_fill", "dropout",
+	    "layer_norm", "rms_norm", "softmax",    "log_softmax"};
+	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
+		const struct fop *op = fop_lookup(vocab[i]);
+		assert_non_null(op);
+		assert_string_equal(op->name, vocab[i]);
+		if (op->kind == FOP_EW) {
+			assert_non_null(op->expr);
+			assert_non_null(op->ref);
+		}
+	}
+	assert_int_equal(fop_count, ARRAY_SIZE(vocab));
+	assert_null(fop_lookup("frobnicate"));
+	assert_null(fop_lookup(""));
+	assert_int_equal(fop_lookup("softmax")->kind, FOP_REDUCE);
+	assert_int_equal(fop_lookup("dropout")->need, FOP_NEED_P);
+	assert_int_equal(fop_lookup("layer_norm")->max_args, 3);
+	enum fdtype t;
+	assert_int_equal(fdtype_parse("bfloat16", &t), 0);
+	assert_int_equal(t, FD_BF16);
+	assert_int_equal(fdtype_parse("fp32", &t), 0);
+	assert_int_equal(t, FD_F32);
+	assert_int_equal(fdtype_parse("int8", &t), -1);
+	assert_int_equal(fdtype_size(FD_F16), 2);
+	assert_string_equal(fdtype_ctype(FD_BF16), "__nv_bfloat16");
+}
+
+static void test_parse_mlp(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("mlp.json", &g);
+	assert_string_equal(g.name, "mlp_gelu_dropout_add");
+	assert_int_equal(g.kind, FG_CHAIN);
+	assert_int_equal(g.dtype, FD_BF16);
+	assert_int_equal(g.numel, 33554432);
+	assert_int_equal(g.ninputs, 2);
+	assert_int_equal(g.nops, 3);
+	assert_int_equal(g.nvalues, 5);
+	assert_int_equal(g.ndrop, 1);
+	assert_int_equal(g.ops[1].drop, 0);
+	assert_true(g.ops[1].p > 0.0999 && g.ops[1].p < 0.1001);
+	assert_int_equal(g.ops[2].arg[0], g.ops[1].out);
+	assert_int_equal(g.ops[2].arg[1], 1);
+	assert_int_equal(g.nwrites, 1);
+	assert_string_equal(g.values[g.writes[0].value].name, "y");
+	assert_int_equal(g.values[0].id, 12);
+	assert_int_equal(fgroup_max_vec(&g), 8);
+	/* fused: h, res read and y written once; unfused: 3 reads, 3 writes and one more read */
+	assert_true(fgroup_bytes_fused(&g) == 3.0 * 33554432 * 2);
+	assert_true(fgroup_bytes_unfused(&g) == 7.0 * 33554432 * 2);
+	char *key = fgroup_key(&g);
+	assert_non_null(strstr(key, "ew:bf16:"));
+	assert_non_null(strstr(key, "gelu(0)"));
+	free(key);
+	fgroup_release(&g);
+}
+
+static void test_parse_rows(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("attn.json", &g);
+	assert_int_equal(g.kind, FG_ROW);
+	assert_int_equal(g.numel, 65536L * 1024);
+	assert_int_equal(g.red, 2);
+	assert_true(g.ops[1].causal);
+	assert_true(g.ops[1].num < 0 && isinf(g.ops[1].num));
+	assert_int_equal(g.nwrites, 2);
+	assert_true(g.writes[1].kept);
+	assert_string_equal(g.values[g.writes[1].value].name, "p");
+	fgroup_release(&g);
+
+	parse_ok("ln_gelu.json", &g);
+	assert_int_equal(g.red, 0);
+	assert_int_equal(g.values[1].numel, 4096);
+	assert_int_equal(g.ops[0].nargs, 3);
+	assert_true(g.ops[0].num > 0.9e-5 && g.ops[0].num < 1.1e-5);
+	fgroup_release(&g);
+
+	parse_ok("f32chain.json", &g);
+	assert_int_equal(g.dtype, FD_F32);
+	assert_int_equal(fgroup_max_vec(&g), 4);
+	assert_int_equal(g.nops, 4);
+	fgroup_release(&g);
+}
+
+static void test_parse_bad(void **state)
+{
+	(void)state;
+	parse_bad("bad-unknown-op.json", "ops[1]", "unknown op 'frobnicate'");
+	parse_bad("bad-missing-field.json", "ops[0] (dropout)", "missing field 'p'");
+	parse_bad("bad-wrong-type.json", "'numel'", "must be a number, not a string");
+	parse_bad("bad-undefined-arg.json", "undefined name 'bias'", NULL);
+	parse_bad("bad-cycle.json", "'b' is defined by a later op", "cycle");
+	parse_bad("no-such-file.json", "cannot open", NULL);
+}
+
+/* Parses text (a group) and expects failure with needle in the message. */
+static void parse_text_bad(const char *text, const char *needle)
+{
+	cJSON *j = cJSON_Parse(text);
+	assert_non_null(j);
+	struct fgroup g;
+	struct strbuf err = STRBUF_INIT;
+	assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), -1);
+	if (!strstr(err.buf, needle))
+		print_error("message: %s\n", err.buf);
+	assert_non_null(strstr(err.buf, "t.json: "));
+	assert_non_null(strstr(err.buf, needle));
+	strbuf_release(&err);
+	cJSON_Delete(j);
+}
+
+#define HEAD "{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 64, "
+#define ROWHEAD                                                                                    \
+	"{\"kind\": \"reduction-epilogue\", \"dtype\": \"bf16\", \"rows\": 4, \"cols\": 16, "
+
+static void test_parse_rules(void **state)
+{
+	(void)state;
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 3}], \"ops\": [{\"op\": "
+	                    "\"relu\", \"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": "
+	                    "[{\"name\": \"y\"}]}",
+	               "does not divide");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"add\", \"args\": "
+	               "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "takes 2 arguments, not 1");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"relu\", \"args\": "
+	               "[\"x\"], \"out\": \"x\"}], \"outputs\": [{\"name\": \"x\"}]}",
+	               "defined twice");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"softmax\", "
+	               "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "must be \"reduction-epilogue\"");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"dropout\", "
+	                    "\"args\": [\"x\"], \"p\": 1.0, \"out\": \"y\"}], \"outputs\": "
+	                    "[{\"name\": \"y\"}]}",
+	               "'p' must be in [0, 1)");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"relu\", \"args\": "
+	               "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"x\"}]}",
+	               "is an input");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"dtype\": \"int8\"}], \"ops\": [], "
+	                    "\"outputs\": []}",
+	               "'ops' is empty");
+	parse_text_bad(ROWHEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"scale\", "
+	               "\"args\": [\"x\"], \"scalar\": 2, \"out\": \"s\"}, {\"op\": "
+	               "\"exp\", \"args\": [\"s\"], \"out\": \"e\"}, {\"op\": \"softmax\", "
+	               "\"args\": [\"e\"], \"out\": \"p\"}, {\"op\": \"add\", \"args\": "
+	               "[\"p\", \"s\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "uses prologue value 's' after the reduction");
+	parse_text_bad(ROWHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"relu\", "
+	                       "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": "
+	                       "\"y\"}]}",
+	               "needs one of softmax");
+	parse_text_bad("{\"kind\": \"gemm-epilogue\", \"dtype\": \"f32\"}", "unsupported kind");
+}
+
+static char *emit(void (*fn)(struct strbuf *, const struct fgroup *), const struct fgroup *g)
+{
+	struct strbuf sb = STRBUF_INIT;
+	fn(&sb, g);
+	return sb.buf;
+}
+
+static void test_emit_chain(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("mlp.json", &g);
+	char *m = emit(emit_math, &g);
+	/* the math: gelu, dropout keeping 1-p and scaling by 1/(1-p), add */
+	assert_non_null(strstr(m, "__host__ __device__"));
+	assert_non_null(strstr(m, "mlp_gelu_dropout_add_elem(const float *in, const float *u"));
+	assert_non_null(strstr(m, "erff(v0 * 0.707106781f)"));
+	assert_non_null(strstr(m, "(u[0] < 0.899999976f ? v2 * 1.11111116f : 0.f)"));
+	assert_non_null(strstr(m, "const float v4 = (v3 + v1);"));
+	assert_non_null(strstr(m, "o[0] = v4;"));
+	char *k = emit(emit_kernel, &g);
+	/* the bf16 vectorised path: 8 elements (16 bytes), alignment checked, fallback, tail */
+	assert_non_null(strstr(k, "#define mlp_gelu_dropout_add_MAX_VEC 8"));
+	assert_non_null(strstr(k, "mlp_gelu_dropout_add_kernel<8, 4>"));
+	assert_non_null(strstr(k, "aic_ld<V>(a.in_h + i, x[0]);"));
+	assert_non_null(strstr(k, "aic_st<V>(a.w_y + i, y[0]);"));
+	assert_non_null(strstr(k, "aic_aligned(a.in_h, (size_t)v * 2)"));
+	assert_non_null(strstr(k, "vec /= 2;"));
+	assert_non_null(strstr(k, "for (long i = nvec * V + threadIdx.x; i < a.n;"));
+	assert_non_null(strstr(k, "base += step"));
+	assert_non_null(strstr(k, "curand_init(seed, grp, offset, &st)"));
+	assert_non_null(strstr(k, "return _curand_uniform4(st.output);"));
+	assert_non_null(strstr(k, "aic_uniforms<V>(a.seed, a.offset + 0ull, i, u[0]);"));
+	assert_null(strstr(k, "extern __shared__"));
+	char *b = emit(emit_bench, &g);
+	assert_non_null(strstr(b, "static void run_ref(long off)"));
+	assert_non_null(strstr(b, "ref0<4><<<"));
+	assert_non_null(strstr(b, "ref2<1><<<"));
+	assert_non_null(strstr(b, "cudaMemset(w[0], 0xFF"));
+	assert_non_null(strstr(b, "misaligned"));
+	assert_non_null(strstr(b, "peak_gbs()"));
+	assert_non_null(strstr(b, "static const double TOL[1] = {0.01};"));
+	char *bind = emit(emit_binding, &g);
+	assert_non_null(strstr(bind, "#include <torch/extension.h>"));
+	assert_non_null(strstr(bind, "std::vector<torch::Tensor> mlp_gelu_dropout_add_forward("
+	                             "torch::Tensor h, torch::Tensor res, int64_t seed"));
+	assert_non_null(strstr(bind, "mlp_gelu_dropout_add_elem"));
+	assert_null(strstr(bind, "#include \"mlp_gelu_dropout_add_math.h\""));
+	char *py = emit(emit_module, &g);
+	assert_non_null(strstr(py, "load_inline("));
+	assert_non_null(strstr(py, "gen.set_offset(offset + 4 * _NDROP)"));
+	free(m);
+	free(k);
+	free(b);
+	free(bind);
+	free(py);
+	fgroup_release(&g);
+
+	parse_ok("f32chain.json", &g);
+	k = emit(emit_kernel, &g);
+	/* fp32: at most 4 elements (16 bytes) a vector */
+	assert_non_null(strstr(k, "#define f32_chain_MAX_VEC 4"));
+	assert_null(strstr(k, "f32_chain_kernel<8,"));
+	/* the kept intermediate t0 is still written */
+	assert_non_null(strstr(k, "float *w_t0; /* kept */"));
+	assert_non_null(strstr(k, "aic_st<V>(a.w_t0 + i, y[1]);"));
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "o[1] = v2;"));
+	b = emit(emit_bench, &g);
+	assert_non_null(strstr(b, "static const double TOL[2] = {1e-05, 1e-05};"));
+	free(k);
+	free(m);
+	free(b);
+	fgroup_release(&g);
+}
+
+static void test_emit_rows(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("attn.json", &g);
+	char *m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "attn_softmax_pro("));
+	assert_non_null(strstr(m, "((col > row % 1024L) ? (-INFINITY) : v1)"));
+	assert_non_null(strstr(m, "expf(v2 - s0) * s1"));
+	/* the kept softmax output p is written, in the epilogue, with the dropout output */
+	assert_non_null(strstr(m, "o[0] = v4;"));
+	assert_non_null(strstr(m, "o[1] = v3;"));
+	char *k = emit(emit_kernel, &g);
+	assert_non_null(strstr(k, "extern __shared__ float aic_xs[];"));
+	assert_non_null(strstr(k, "aic_block_reduce<true>(acc, red)"));
+	assert_non_null(strstr(k, "aic_st<V>(a.w_p + i, y[1]);"));
+	assert_non_null(strstr(k, "if (a.cols % v)"));
+	free(m);
+	free(k);
+	fgroup_release(&g);
+
+	parse_ok("ln_gelu.json", &g);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "((v0 - s0) * s1 * v1 + v2)"));
+	k = emit(emit_kernel, &g);
+	/* weight and bias: row vectors read at column c, vectorised only when m % v == 0 */
+	assert_non_null(strstr(k, "aic_ld<V>(a.in_weight + c, x[1]);"));
+	assert_non_null(strstr(k, "if (a.m_weight % v)"));
+	assert_non_null(strstr(k, "aic_rsqrt(acc2 / (float)cols + 9.99999975e-06f)"));
+	free(m);
+	free(k);
+	fgroup_release(&g);
+}
+
+static void test_write_group(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("ln_gelu.json", &g);
+	char dir[] = "/tmp/aicprof-test-fusion-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(fusion_write_group(dir, &g), 0);
+	static const char *files[] = {"_math.h",   "_kernel.cu",   "_binding.cu", ".py",
+	                              "_bench.cu", "_cpucheck.cu", ".meta.json"};
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		struct strbuf p = STRBUF_INIT;
+		strbuf_addf(&p, "%s/ln_gelu/ln_gelu%s", dir, files[i]);
+		FILE *f = fopen(p.buf, "r");
+		assert_non_null(f);
+		fclose(f);
+		unlink(p.buf);
+		strbuf_release(&p);
+	}
+	struct strbuf p = STRBUF_INIT;
+	strbuf_addf(&p, "%s/ln_gelu", dir);
+	rmdir(p.buf);
+	rmdir(dir);
+	strbuf_release(&p);
+	fgroup_release(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_optable),     cmocka_unit_test(test_parse_mlp),
+	    cmocka_unit_test(test_parse_rows),  cmocka_unit_test(test_parse_bad),
+	    cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_emit_chain),
+	    cmocka_unit_test(test_emit_rows),   cmocka_unit_test(test_write_group),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
