@@ -342,6 +342,14 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 				cJSON_AddNumberToObject(in, "value", vi);
 				if (dt != DT_UNKNOWN)
 					cJSON_AddStringToObject(in, "dtype", dtype_name(dt));
+				/* smaller than the tensors: broadcast (a bias), read at i % numel
+				 */
+				size_t es = dtype_size(dt);
+				if (numel > 0 && es && v->size / es < (uint64_t)numel &&
+				    v->size % es == 0 && v->size &&
+				    numel % (long)(v->size / es) == 0)
+					cJSON_AddNumberToObject(in, "numel",
+					                        (double)(v->size / es));
 				cJSON_AddItemToArray(ins, in);
 			}
 			if (vname[vi])
@@ -378,6 +386,8 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 	for (int i = 0; i < nv; i++)
 		free(vname[i]);
 	free(vname);
+	cJSON_AddNumberToObject(g, "time_before_us",
+	                        (double)(long long)(before * 1000 + 0.5) / 1000);
 	c->group = g;
 }
 

@@ -44,9 +44,10 @@ struct ptrarg {
 	int64_t alloc;
 	uint64_t off;
 	signed char cal;
-	short param; /* kernel parameter index; -1 when the pointer is not a whole parameter */
-	short arg;   /* index of the parameter that holds it */
-	int word;    /* its byte offset inside that parameter */
+	short param;      /* kernel parameter index; -1 when the pointer is not a whole parameter */
+	short arg;        /* index of the parameter that holds it */
+	int word;         /* its byte offset inside that parameter */
+	unsigned argsize; /* that parameter's size in bytes */
 };
 
 struct rec {
@@ -704,7 +705,8 @@ static void parse_signature(struct fninfo *f)
  *  - calibrated: the shim saw the allocation's bytes change across a probed launch of this
  *    kernel name (cal 1: writes; cal 0: reads), for any launch of that name with as many
  *    pointers;
- *  - semantics: sem_roles() knows the family's argument order; else, for a pointer that is a
+ *  - semantics: sem_roles_at() knows the family's parameter layout (and which words only look
+ *    like addresses: those are no arguments at all); else, for a pointer that is a
  *    whole parameter, the kernel's C signature: 'const T*' is read; 'T*' is written (read
  *    and written unless the allocation is fresh);
  *  - fresh-alloc: an allocation never written before is written by its first toucher;
@@ -713,6 +715,8 @@ static void parse_signature(struct fninfo *f)
  *    ATen's elementwise, copy and fill loops the first pointer of the trailing data array
  *    (output first), else the last pointer (plain CUDA C with no signature: outputs last).
  */
+#define HOW_SKIP 255 /* roles(): not an argument */
+
 static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
                   unsigned char *how)
 {
@@ -735,7 +739,10 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 	if (f && !f->sig_done)
 		parse_signature(f);
 	unsigned char sr[n ? n : 1];
-	int known = f ? sem_roles_named(f->name, &f->sem, n, sr) : 0;
+	struct sem_ptr sp[n ? n : 1];
+	for (int i = 0; i < n; i++)
+		sp[i] = (struct sem_ptr){o->p[i].arg, (unsigned)o->p[i].word, o->p[i].argsize};
+	int known = f ? sem_roles_at(f->name, &f->sem, n, sp, sr) : 0;
 	int anyw = 0;
 	for (int i = 0; i < n; i++) {
 		role[i] = ROLE_UNKNOWN;
@@ -743,6 +750,8 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 		if (f && f->ncal == n && f->cal[i] >= 0) {
 			role[i] = f->cal[i] == 1 ? ROLE_WRITE : ROLE_READ;
 			how[i] = HOW_CALIBRATED;
+		} else if (known && sr[i] == ROLE_UNKNOWN && f->sem.family != FAM_OTHER) {
+			how[i] = HOW_SKIP; /* a value that only looks like an address */
 		} else if (known && sr[i] != ROLE_UNKNOWN) {
 			role[i] = sr[i];
 			how[i] = HOW_SEMANTICS;
@@ -769,7 +778,7 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 	}
 	int last = -1;
 	for (int i = 0; i < n; i++)
-		if (role[i] == ROLE_UNKNOWN) {
+		if (role[i] == ROLE_UNKNOWN && how[i] != HOW_SKIP) {
 			role[i] = ROLE_READ;
 			if (o->p[i].alloc >= 0)
 				last = i;
@@ -1523,6 +1532,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
 			const cJSON *w = cJSON_GetArrayItem(e, 0);
 			pa->arg = pi >= 0 && pi < 32767 ? (short)pi : -1;
+			pa->argsize = pn > 0 && pn < 1e9 ? (unsigned)pn : 0;
 			pa->word = cJSON_IsNumber(w) && w->valuedouble >= 0 && w->valuedouble < 1e9
 			               ? (int)w->valuedouble
 			               : 0;

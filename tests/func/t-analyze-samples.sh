@@ -41,17 +41,17 @@ check "attention sample: analyze exits 0" test "$rc" = 0
 C="[c for c in s['candidates'] if c['kind']=='attention'][0]"
 check "attention sample: one attention candidate, SDPA" q "$T" "sum(c['kind']=='attention' for c in s['candidates'])==1 and ($C)['library_form']=='torch.nn.functional.scaled_dot_product_attention'"
 check "attention sample: gemm ... softmax, dropout ... gemm" q "$T" "[N[i]['op'] for i in ($C)['nodes']]==['gemm','mul','copy','masked_fill','softmax','dropout','gemm']"
-# removed: q@k^T, scaled, cloned, masked (4 x (8 MiB written + 8 MiB read), the scaled scores
-# read twice: by the clone and, as a captured operand, by masked_fill) = 72 MiB; kept: softmax
-# and dropout outputs, saved for backward, whose re-reads (2 x 8 MiB) are saved
-check "attention sample: 4 values removed, 2 kept, 88 MiB a step" q "$T" "len(($C)['values_removed'])==4 and len(($C)['values_kept'])==2 and ($C)['bytes_saved_per_step']==92274688"
+# removed: q@k^T, scaled, cloned, masked: 4 x (8 MiB written + 8 MiB read) = 64 MiB; kept: the
+# softmax and dropout outputs, saved for backward, whose re-reads (2 x 8 MiB) are saved
+check "attention sample: 4 values removed, 2 kept, 80 MiB a step" q "$T" "len(($C)['values_removed'])==4 and len(($C)['values_kept'])==2 and ($C)['bytes_saved_per_step']==83886080"
 check "attention sample: softmax output kept (read by softmax backward)" q "$T" "any(N[r]['op']=='softmax_backward' for v in V if v['id'] in ($C)['values_kept'] for r in v['readers'])"
 
 # --- plain CUDA C (samples/cuda/chain.cu: n = 16777216 floats, 64 MiB a tensor)
 "$A" analyze -q "$S/chain.aicp.jsonl" -o "$tmp/chain"; rc=$?
 K=$tmp/chain/summary.json
 check "chain sample: analyze exits 0" test "$rc" = 0
-check "chain sample: 6 steps of 7 ops, 1 warm-up" q "$K" "s['steps']['count']==6 and s['steps']['period']==7 and s['steps']['warmup']==1"
+# per step: 4 chain kernels, memset, sum_reduce, sum_partials, memcpy of the result
+check "chain sample: 6 steps of 8 ops, 1 warm-up" q "$K" "s['steps']['count']==6 and s['steps']['period']==8 and s['steps']['warmup']==1"
 check "chain sample: kernels read as (out, in) from their signatures" q "$K" "[(e['from'],e['to']) for e in s['edges'] if e['value'] is not None][:3]==[(0,1),(1,2),(2,3)]"
 C="[c for c in s['candidates'] if c['kind']=='elementwise-chain'][0]"
 check "chain sample: scale -> add_bias -> relu -> square" q "$K" "[N[i]['name'] for i in ($C)['nodes']]==['scale','add_bias','relu','square']"

@@ -86,7 +86,11 @@ static void do_free(long id)
 	    seq++, ts++, id, (unsigned long)id << 24);
 }
 
-/* One launch: fn, site, numel, pointers (alloc ids), duration ns. */
+/*
+ * One launch: fn, site, numel, pointers (alloc ids), duration ns. ATen's loops get their layout
+ * (int N, functor, std::array<char*, K>); dropout its TensorInfo parameters (in, out, mask),
+ * each with the data pointer first, then the element count.
+ */
 static void launch(int fn, int site, long n, const long *ptrs, int np, long dur)
 {
 	long c = ++corr;
@@ -95,14 +99,22 @@ static void launch(int fn, int site, long n, const long *ptrs, int np, long dur)
 	    "{\"t\":\"launch\",\"seq\":%ld,\"ts\":%ld,\"tid\":1001,\"c\":%ld,\"api\":"
 	    "\"cuLaunchKernel\","
 	    "\"fn\":%d,\"grid\":[%ld,1,1],\"block\":[128,1,1],\"smem\":0,\"stream\":\"0x55d0c0a0\","
-	    "\"site\":%d,\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x%lx\"},{\"i\":1,\"o\":8,"
-	    "\"n\":1},"
-	    "{\"i\":2,\"o\":16,\"n\":%d,\"p\":[",
-	    seq++, ts, c, fn + 1, (n + 511) / 512, site, n, np * 8);
-	for (int i = 0; i < np; i++)
-		printf("%s[%d,\"0x7f%010lx\",%ld,0]", i ? "," : "", i, (unsigned long)ptrs[i] << 24,
-		       ptrs[i]);
-	printf("]}]}\n");
+	    "\"site\":%d,\"args\":[",
+	    seq++, ts, c, fn + 1, (n + 511) / 512, site);
+	if (fn == 3) {
+		for (int i = 0; i < np; i++)
+			printf("{\"i\":%d,\"o\":%d,\"n\":216,\"p\":[[0,\"0x7f%010lx\",%ld,0]]},", i,
+			       216 * i, (unsigned long)ptrs[i] << 24, ptrs[i]);
+		printf("{\"i\":%d,\"o\":%d,\"n\":4,\"v\":\"0x%lx\"}]}\n", np, 216 * np, n);
+	} else {
+		printf("{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x%lx\"},{\"i\":1,\"o\":8,\"n\":1},"
+		       "{\"i\":2,\"o\":16,\"n\":%d,\"p\":[",
+		       n, np * 8);
+		for (int i = 0; i < np; i++)
+			printf("%s[%d,\"0x7f%010lx\",%ld,0]", i ? "," : "", 8 * i,
+			       (unsigned long)ptrs[i] << 24, ptrs[i]);
+		printf("]}]}\n");
+	}
 	if (gpu < ts + 5000)
 		gpu = ts + 5000;
 	pend[npend++] = (struct kact){c, gpu, gpu + dur, fn + 1, 7, (int)((n + 511) / 512), 128};

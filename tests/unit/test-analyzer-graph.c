@@ -79,10 +79,26 @@ static void kernel(long c, int fn, long start_us, long dur_us, int graph)
 	    1764430000000000000L + (start_us + dur_us) * 1000, graph);
 }
 
+/* An ATen loop's launch as PyTorch makes it: (int N, functor, std::array<char*, 3> data). */
+static void aten_launch(long c, long seq, const int *p, const char *cal)
+{
+	add("{\"t\":\"launch\",\"seq\":%ld,\"ts\":%ld,\"tid\":1,\"c\":%ld,\"fn\":1,\"stream\":"
+	    "\"0x1\","
+	    "\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x64\"},{\"i\":1,\"o\":4,\"n\":1},"
+	    "{\"i\":2,\"o\":8,\"n\":24,\"p\":[",
+	    seq, 1000 + seq, c);
+	for (int i = 0; i < 3; i++)
+		add("%s[%d,\"0x%x00000\",%d,0]", i ? "," : "", 8 * i, p[i] + 1, p[i]);
+	add("]}]%s%s}\n", cal ? ",\"cal\":" : "", cal ? cal : "");
+}
+
 static void K(long c, long seq, int fn, int a, int b, int d, long start, long dur)
 {
 	int p[3] = {a, b, d}, n = d >= 0 ? 3 : b >= 0 ? 2 : 1;
-	launch(c, seq, fn, p, n, NULL);
+	if (fn == 1)
+		aten_launch(c, seq, p, NULL);
+	else
+		launch(c, seq, fn, p, n, NULL);
 	kernel(c, fn, start, dur, 0);
 }
 
@@ -174,9 +190,9 @@ static void test_roles_calibrated(void **state)
 	K(10, 3, 2, 0, -1, -1, 0, 1);
 	K(11, 4, 2, 1, -1, -1, 2, 1);
 	int p[3] = {0, 1, 0};
-	launch(12, 5, 1, p, 3, "[0,1,0]");
+	aten_launch(12, 5, p, "[0,1,0]");
 	kernel(12, 1, 4, 1, 0);
-	launch(13, 6, 1, p, 3, NULL); /* same name, no flags: the recorded flags apply */
+	aten_launch(13, 6, p, NULL); /* same name, no flags: the recorded flags apply */
 	kernel(13, 1, 6, 1, 0);
 	struct model *m = run();
 	assert_non_null(m);
