@@ -1487,23 +1487,39 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 	int k = 0;
 	cJSON_ArrayForEach(a, args)
 	{
-		const cJSON *p = field(a, "p"), *e;
+		/* one pass over the argument's fields ("i", "o", "n", "v", "p") */
+		const cJSON *p = NULL, *e;
+		const char *vs = NULL;
+		double pn = 0, pi = -1;
+		for (const cJSON *f = a->child; f; f = f->next) {
+			if (!f->string || f->string[1])
+				continue;
+			switch (f->string[0]) {
+			case 'p':
+				p = p ? p : f;
+				break;
+			case 'v':
+				vs = cJSON_IsString(f) ? f->valuestring : vs;
+				break;
+			case 'n':
+				pn = cJSON_IsNumber(f) ? f->valuedouble : pn;
+				break;
+			case 'i':
+				pi = cJSON_IsNumber(f) ? f->valuedouble : pi;
+				break;
+			}
+		}
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* scalars: numel is chosen from them in dataflow(), buffers known */
-			const char *vs = get_str(a, "v");
-			double n;
-			if (vs && r->nscalars < 4 && get_num(a, "n", &n) && (n == 4 || n == 8)) {
+			if (vs && r->nscalars < 4 && (pn == 4 || pn == 8)) {
 				int64_t val = (int64_t)strtoull(vs, NULL, 16);
-				if (n == 4)
+				if (pn == 4)
 					val = (int32_t)val;
 				if (val > 0)
 					r->scalars[r->nscalars++] = (long)val;
 			}
 			continue;
 		}
-		double pn = 0, pi = -1;
-		get_num(a, "n", &pn);
-		get_num(a, "i", &pi);
 		cJSON_ArrayForEach(e, p)
 		{
 			if (!cJSON_IsArray(e))
