@@ -4,10 +4,10 @@
  * How it works, in the order a record travels:
  *  1. Parse: each record is copied into a pooled struct rec (no per-record malloc once warm).
  *     API records (launch, memcpy, memset, alloc, free, NVTX, event_record, stream_wait) carry
- *     `seq` and go into a reorder heap; activity records (kernel, copy, set) are joined at once
+ *     `seq` and go into a reorder buffer; activity records (kernel, copy, set) are joined at once
  *     to their API record by correlation id `c` (or parked until it arrives). Kernels from CUDA
  *     graphs have no launch: they enter the op stream where their activity record is read.
- *  2. Sequence: when the heap holds more than REORDER records, the lowest `seq` leaves it, so
+ *  2. Sequence: when the buffer holds more than REORDER records, the lowest `seq` leaves it, so
  *     records written out of order by different threads are seen in the order they happened.
  *     Each op gets a global index gi in that order.
  *  3. Data flow: each op's pointer arguments are given roles (calibration flags, then op
@@ -31,8 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REORDER      4096      /* records the reorder heap holds before releasing the lowest seq */
-#define SAMPLE_CAP   4096      /* duration samples kept per node (reservoir beyond) */
+#define REORDER      4096 /* records the reorder buffer holds before releasing the lowest seq */
+#define SAMPLE_CAP   4096 /* duration samples kept per node (reservoir beyond) */
 #define MAX_ID       50000000L /* str/site ids above this are refused */
 #define UNLOCKED_CAP 1000000   /* ops held before steps are found: then decide with what is seen */
 #define MAX_CLASSES  256
@@ -177,9 +177,9 @@ struct builder {
 
 	struct rec *pool;
 	struct rec **heap;
-	long nheap, aheap;
-	uint64_t last_seq; /* of the last record out of the heap */
-	uint64_t max_seq;  /* the highest seq read */
+	long nheap, aheap, hhead; /* the reorder buffer: a sorted ring */
+	uint64_t last_seq;        /* of the last record out of the heap */
+	uint64_t max_seq;         /* the highest seq read */
 	uint64_t arrivals;
 	int warned_order;
 
@@ -464,44 +464,48 @@ static void rec_free(struct builder *b, struct rec *r)
 	b->pool = r;
 }
 
-/* ---------- the reorder heap ---------- */
+/* ---------- the reorder buffer ---------- */
 
 static inline int before(const struct rec *a, const struct rec *b)
 {
 	return a->seq < b->seq || (a->seq == b->seq && a->ord < b->ord);
 }
 
+/*
+ * Records kept sorted by (seq, arrival) in a ring: the trace is nearly in seq order, so a new
+ * record lands at the tail after a step or two back, and the lowest leaves from the head in
+ * O(1). A record far out of order costs a shift of at most the buffer (REORDER records).
+ */
+#define RING_AT(b, i) ((b)->heap[((b)->hhead + (i)) & ((b)->aheap - 1)])
+
 static void heap_push(struct builder *b, struct rec *r)
 {
 	r->ord = b->arrivals++;
 	if (r->seq > b->max_seq)
 		b->max_seq = r->seq;
-	ALLOC_GROW(b->heap, b->nheap, b->aheap);
-	long i = b->nheap++;
-	while (i > 0 && before(r, b->heap[(i - 1) / 2])) {
-		b->heap[i] = b->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
+	if (b->nheap == b->aheap) {
+		long cap = b->aheap ? b->aheap * 2 : 1024;
+		struct rec **a = xmalloc(sizeof(*a) * cap);
+		for (long i = 0; i < b->nheap; i++)
+			a[i] = RING_AT(b, i);
+		free(b->heap);
+		b->heap = a;
+		b->aheap = cap;
+		b->hhead = 0;
 	}
-	b->heap[i] = r;
+	long i = b->nheap++;
+	while (i > 0 && before(r, RING_AT(b, i - 1))) {
+		RING_AT(b, i) = RING_AT(b, i - 1);
+		i--;
+	}
+	RING_AT(b, i) = r;
 }
 
 static struct rec *heap_pop(struct builder *b)
 {
-	struct rec *top = b->heap[0], *last = b->heap[--b->nheap];
-	long i = 0;
-	for (;;) {
-		long c = 2 * i + 1;
-		if (c >= b->nheap)
-			break;
-		if (c + 1 < b->nheap && before(b->heap[c + 1], b->heap[c]))
-			c++;
-		if (!before(b->heap[c], last))
-			break;
-		b->heap[i] = b->heap[c];
-		i = c;
-	}
-	if (b->nheap)
-		b->heap[i] = last;
+	struct rec *top = RING_AT(b, 0);
+	b->hhead = (b->hhead + 1) & (b->aheap - 1);
+	b->nheap--;
 	return top;
 }
 
