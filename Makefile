@@ -18,7 +18,7 @@ ALLCFLAGS = $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VER
 PKGS     := libcjson libcgraph libgvc
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc)
-LDLIBS   := -lm -lpthread $(EXTRA_LDFLAGS)
+LDLIBS   := -lm -lpthread -lstdc++ $(EXTRA_LDFLAGS)
 
 SHIM_SRC := $(filter-out preload/cmd-%.c,$(wildcard preload/*.c))
 CORE_SRC := $(wildcard preload/cmd-*.c analyzer/*.c report/*.c fusion/*.c)

@@ -31,19 +31,32 @@ enum op_family {
 	FAM__COUNT
 };
 
-enum dtype { DT_UNKNOWN = 0, DT_F32, DT_F16, DT_BF16, DT_F64, DT_I64, DT_I32, DT_I8, DT_U8, DT_BOOL, DT_FP8 };
+enum dtype {
+	DT_UNKNOWN = 0,
+	DT_F32,
+	DT_F16,
+	DT_BF16,
+	DT_F64,
+	DT_I64,
+	DT_I32,
+	DT_I8,
+	DT_U8,
+	DT_BOOL,
+	DT_FP8
+};
 
 /* Role of one pointer argument. */
 enum arg_role { ROLE_UNKNOWN = 0, ROLE_READ = 1, ROLE_WRITE = 2, ROLE_READWRITE = 3 };
 
 struct op_sem {
 	enum op_family family;
-	const char *op;    /* static string: "gelu", "add", "dropout", "layer_norm", "softmax",
-			      "gemm", "sum", "adamw", ...; "unknown" when not known */
-	enum dtype dtype;  /* element type where the name says (template arguments) */
-	int backward;      /* 1 for backward kernels (names with "backward"/"grad") */
-	int elementwise_fusible; /* 1 when the op may join an elementwise chain */
-	const char *rule;  /* static string naming the table row that matched ("torch-vectorized-elementwise") */
+	const char *op;   /* static string: "gelu", "add", "dropout", "layer_norm", "softmax",
+	                     "gemm", "sum", "adamw", ...; "unknown" when not known */
+	enum dtype dtype; /* element type where the name says (template arguments) */
+	int backward;     /* 1 for backward kernels (names with "backward"/"grad") */
+	int elementwise_fusible;  /* 1 when the op may join an elementwise chain */
+	const char *rule;         /* static string naming the table row that matched
+	                             ("torch-vectorized-elementwise") */
 	const char *library_form; /* static: the library's fused form where one exists, else NULL */
 };
 
@@ -61,6 +74,34 @@ enum op_family sem_classify(const char *name, struct op_sem *out);
  */
 int sem_roles(const struct op_sem *s, int nptrs, unsigned char *role);
 
+/*
+ * sem_roles() told the kernel's name (mangled or not; NULL makes it sem_roles()). For ATen's
+ * elementwise loops the name gives the size K of the data array ("std::array<char*, 3ul>"),
+ * so the pointers a functor captures ahead of the array are told apart from the data; without
+ * the name the first pointer is taken as the output. Prefer this where the name is at hand.
+ */
+int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigned char *role);
+
+/* Where the trace found one pointer: "args"[].i, the "p" entry's offset, that argument's "n". */
+struct sem_ptr {
+	int arg;          /* index of the kernel parameter that held it */
+	unsigned off;     /* its byte offset within that parameter */
+	unsigned argsize; /* the parameter's size in bytes */
+};
+
+/*
+ * sem_roles() by position, the exact form: for the families whose parameter lists are known
+ * (ATen's elementwise loops, dropout, layer norm, softmax, reduce, multi_tensor_apply, index
+ * select, cat, tril/triu) each pointer's role comes from the parameter that holds it and its
+ * offset there, so pointers a functor captures and values that only look like addresses (a
+ * pair of 32-bit strides inside a ReduceOp, seen in real traces) are told apart. Such a value
+ * gets ROLE_UNKNOWN while the call still returns 1: treat it as no argument. Families without a
+ * positional layout fall back to sem_roles_named(name, ...). Never reads past ptr[nptrs - 1]
+ * or writes past role[nptrs - 1].
+ */
+int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const struct sem_ptr *ptr,
+                 unsigned char *role);
+
 /* Bytes per element of t (0 when unknown). Static name of t ("bf16"). Family name ("gemm"). */
 size_t dtype_size(enum dtype t);
 const char *dtype_name(enum dtype t);
@@ -69,8 +110,8 @@ const char *family_name(enum op_family f);
 /*
  * Demangles an Itanium C++ name into a new string the caller frees; returns a copy of name
  * when it is not mangled or cannot be demangled. short_name() gives the readable short form
- * (function name with template arguments elided: "vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>")
- * as a new string the caller frees.
+ * (function name with template arguments elided: "vectorized_elementwise_kernel<4,
+ * GeluCUDAKernelImpl>") as a new string the caller frees.
  */
 char *demangle(const char *name);
 char *short_name(const char *name);

@@ -1,0 +1,548 @@
+/*
+ * candidates.c - fusion candidates in the step graph: groups of nodes that could be one
+ * kernel, because an intermediate value makes a round trip through VRAM between them.
+ *
+ * Patterns, tried in this order; a node joins at most one candidate:
+ *  1. attention: gemm -> [elementwise scale/mask, or copy]* -> softmax -> [dropout] -> gemm,
+ *     each step following a value from writer to reader (library: SDPA);
+ *  2. elementwise chain: an elementwise node, then repeatedly the earliest elementwise reader of
+ *     a value it wrote, while the readers are on the same stream and agree on numel; kernels
+ *     of unknown semantics count as elementwise when their buffers' sizes say so (infer_ew());
+ *  3. reduction with prologue/epilogue: a norm/softmax node with the elementwise node writing
+ *     its input (prologue) and the elementwise chain reading its output (epilogue);
+ *  4. GEMM epilogue: a GEMM and the bias/activation/residual nodes reading its output
+ *     (library: a cuBLASLt epilogue);
+ *  5. optimizer horizontal fusion: the optimizer's multi_tensor_apply kernels, or a run of 4 or
+ *     more same-named elementwise kernels in the last third of the step (library: a fused
+ *     optimizer).
+ * A chain that stops at a kernel of unknown semantics, another stream, or another numel is
+ * written to rejected[] with the reason, and so is an elementwise chain that would remove no
+ * value (every intermediate is read later, so only re-reads would be saved).
+ *
+ * Values: a value written and read inside the group and needed nowhere else is removed; one
+ * also read after the group (saved for backward, read next step) is kept: still written, only
+ * its re-reads inside the group are saved.
+ *
+ * Time model (docs/summary-format.md): before = sum of the members' median times. After = the
+ * larger of the roofline of the fused kernel (remaining bytes / peak bandwidth, sum of FLOPs /
+ * peak compute) and the measured-ratio estimate: GEMM/attention members keep their measured
+ * time, and the remaining bytes of the others move at the best bandwidth that any memory-bound
+ * member achieved (half the peak when none did); and never less than the fastest member's
+ * time (a fused kernel still pays one launch and its tail). Saved = before - after, >= 0.
+ */
+#include "analyzer/model.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cctx {
+	struct model *m;
+	char *ew; /* per node: 1 elementwise by semantics, 2 inferred from its buffers' sizes */
+	int **wv, *nwv; /* values written by each node */
+	int **rv, *nrv; /* values read by each node */
+};
+
+static void push_int(int **a, int *n, int v)
+{
+	*a = xrealloc(*a, sizeof(int) * (*n + 1));
+	(*a)[(*n)++] = v;
+}
+
+static int has_int(const int *a, int n, int v)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == v)
+			return 1;
+	return 0;
+}
+
+static int is_ew_sem(const struct node *n)
+{
+	return n->kind == NK_KERNEL &&
+	       (n->sem.family == FAM_ELEMENTWISE || n->sem.elementwise_fusible);
+}
+
+/*
+ * A kernel of unknown semantics is taken as elementwise when its buffers' sizes say so: it
+ * writes one value, of size S, and every value it reads is of size S too, apart from small
+ * ones (under S / 64: a bias, a scale), at least one being of size S. A reduction (S in, a few
+ * bytes out), a GEMM (different shapes) or a gather does not pass.
+ */
+static int infer_ew(const struct cctx *x, int n)
+{
+	const struct model *m = x->m;
+	const struct node *nd = &m->nodes[n];
+	if (nd->kind != NK_KERNEL || nd->sem.family != FAM_OTHER || x->nwv[n] != 1)
+		return 0;
+	uint64_t S = m->values[x->wv[n][0]].size;
+	int same = 0;
+	if (S < 1024)
+		return 0;
+	for (int k = 0; k < x->nrv[n]; k++) {
+		uint64_t z = m->values[x->rv[n][k]].size;
+		if (z == S)
+			same++;
+		else if (z >= S / 64)
+			return 0;
+	}
+	return same > 0;
+}
+
+#define is_ew(n) (x->ew[(n)->id] != 0)
+
+/* The earliest reader after node n of a value n wrote, with the value; -1 when none. */
+static int next_reader(struct cctx *x, int n, int *val)
+{
+	int best = -1;
+	for (int i = 0; i < x->nwv[n]; i++) {
+		const struct value *v = &x->m->values[x->wv[n][i]];
+		for (int r = 0; r < v->nreaders; r++)
+			if (v->readers[r] > n && (best < 0 || v->readers[r] < best)) {
+				best = v->readers[r];
+				*val = v->id;
+			}
+	}
+	return best;
+}
+
+static void reject(struct model *m, const char *kind, int a, int b, const char *fmt, int arg)
+{
+	for (int i = 0; i < m->nrejs; i++)
+		if (m->rejs[i].nodes[0] == a && m->rejs[i].nodes[1] == b)
+			return;
+	m->rejs = xrealloc(m->rejs, sizeof(*m->rejs) * (m->nrejs + 1));
+	struct rejected *r = &m->rejs[m->nrejs++];
+	r->kind = kind;
+	r->nodes = xmalloc(sizeof(int) * 2);
+	r->nodes[0] = a;
+	r->nodes[1] = b;
+	r->nnodes = 2;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, fmt, arg);
+	r->reason = sb.buf;
+}
+
+/* Extends chain (nodes in order) along elementwise readers; returns the new length. */
+static int extend_ew(struct cctx *x, int *chain, int len, const char *kind, int only_epilogue_ops)
+{
+	struct model *m = x->m;
+	for (;;) {
+		int cur = chain[len - 1], val = -1;
+		int r = next_reader(x, cur, &val);
+		if (r < 0)
+			return len;
+		struct node *a = &m->nodes[cur], *b = &m->nodes[r];
+		if (b->claimed >= 0)
+			return len;
+		if (b->kind == NK_KERNEL && b->sem.family == FAM_OTHER && !is_ew(b)) {
+			reject(m, kind, cur, r, "unknown kernel: node %d has no known semantics",
+			       r);
+			return len;
+		}
+		if (!is_ew(b))
+			return len;
+		if (only_epilogue_ops && strcmp(b->sem.op, "add") && strcmp(b->sem.op, "gelu") &&
+		    strcmp(b->sem.op, "gelu_tanh") && strcmp(b->sem.op, "relu") &&
+		    strcmp(b->sem.op, "bias"))
+			return len;
+		if (a->stream != b->stream) {
+			reject(m, kind, cur, r,
+			       "cross-stream dependency: node %d runs on another stream", r);
+			return len;
+		}
+		if (is_ew(a) && a->numel > 0 && b->numel > 0 && a->numel != b->numel) {
+			reject(m, kind, cur, r, "shape mismatch: node %d has another numel", r);
+			return len;
+		}
+		if (has_int(chain, len, r))
+			return len;
+		chain[len++] = r;
+	}
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+static const char *short_op(const struct node *n)
+{
+	return n->sem.op && strcmp(n->sem.op, "unknown") ? n->sem.op : n->name;
+}
+
+/* Builds the candidate from its nodes: values, bytes, times, sources, group. */
+static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, const char *lib)
+{
+	struct model *m = x->m;
+	qsort(nodes, nn, sizeof(int), cmp_int);
+	m->cands = xrealloc(m->cands, sizeof(*m->cands) * (m->ncands + 1));
+	struct candidate *c = &m->cands[m->ncands];
+	memset(c, 0, sizeof(*c));
+	c->id = m->ncands++;
+	c->kind = kind;
+	c->library_form = lib;
+	c->nodes = xmalloc(sizeof(int) * nn);
+	memcpy(c->nodes, nodes, sizeof(int) * nn);
+	c->nnodes = nn;
+	for (int i = 0; i < nn; i++)
+		m->nodes[nodes[i]].claimed = c->id;
+
+	uint64_t bytes_before = 0, saved = 0;
+	double before = 0, flops = 0, keep_us = 0, best_bw = 0, min_us = -1;
+	uint64_t keep_bytes = 0;
+	for (int i = 0; i < nn; i++) {
+		const struct node *n = &m->nodes[nodes[i]];
+		uint64_t nb = n->bytes_read + n->bytes_written;
+		bytes_before += nb;
+		before += n->median_us;
+		if (min_us < 0 || n->median_us < min_us)
+			min_us = n->median_us;
+		flops += n->flops;
+		if (n->sem.family == FAM_GEMM || n->sem.family == FAM_ATTENTION) {
+			keep_us += n->median_us;
+			keep_bytes += nb;
+		} else if (n->bound && !strcmp(n->bound, "memory") && n->achieved_gbs > best_bw) {
+			best_bw = n->achieved_gbs;
+		}
+	}
+	/* values written by a member and read by a member */
+	for (int i = 0; i < nn; i++) {
+		int w = nodes[i];
+		for (int k = 0; k < x->nwv[w]; k++) {
+			const struct value *v = &m->values[x->wv[w][k]];
+			int inside = 0, outside = 0;
+			uint64_t rb_inside = 0;
+			for (int r = 0; r < v->nreaders; r++) {
+				if (has_int(nodes, nn, v->readers[r])) {
+					inside++;
+					rb_inside += v->nreaders ? v->bytes_read / v->nreaders : 0;
+				} else {
+					outside++;
+				}
+			}
+			if (!inside)
+				continue;
+			if (!outside && v->intermediate) {
+				push_int(&c->removed, &c->nremoved, v->id);
+				saved += v->bytes_written + rb_inside;
+			} else {
+				push_int(&c->kept, &c->nkept, v->id);
+				saved += rb_inside;
+			}
+		}
+	}
+	if (!c->nremoved && c->nkept && !strcmp(kind, "elementwise-chain")) {
+		/* nothing would stop being written: only a re-read is saved; not worth a kernel */
+		int later = -1;
+		const struct value *v = &m->values[c->kept[0]];
+		for (int r = 0; r < v->nreaders && later < 0; r++)
+			if (!has_int(nodes, nn, v->readers[r]))
+				later = v->readers[r];
+		if (later >= 0)
+			reject(
+			    m, kind, nodes[0], nodes[nn - 1],
+			    "intermediate read later by node %d: only its re-read would be saved",
+			    later);
+		else
+			reject(m, kind, nodes[0], nodes[nn - 1],
+			       "intermediate read after the step (live across steps)", 0);
+		for (int i = 0; i < nn; i++)
+			m->nodes[nodes[i]].claimed = -1;
+		free(c->nodes);
+		free(c->kept);
+		m->ncands--;
+		return;
+	}
+	if (saved > bytes_before)
+		saved = bytes_before;
+	c->bytes_saved = saved;
+	uint64_t fused = bytes_before - saved;
+	double pk_bw = m->dev.peak_bw_gbs;
+	double pk = m->dev.tflops_bf16 > 0 ? m->dev.tflops_bf16 : m->dev.tflops_fp32;
+	double roof = pk_bw > 0 ? (double)fused / (pk_bw * 1e3) : 0;
+	double tc = pk > 0 ? flops / (pk * 1e6) : 0;
+	if (tc > roof)
+		roof = tc;
+	double bw = best_bw > 0 ? best_bw : pk_bw * 0.5;
+	uint64_t rest = fused > keep_bytes ? fused - keep_bytes : 0;
+	double ratio = keep_us + (bw > 0 ? (double)rest / (bw * 1e3) : 0);
+	double after = roof > ratio ? roof : ratio;
+	if (after < min_us) /* one kernel still costs its launch and tail: the fastest member */
+		after = min_us;
+	if (after > before)
+		after = before;
+	c->before_us = before;
+	c->after_us = after;
+	c->saved_us = before - after;
+
+	/* why, in one sentence */
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 0; i < nn; i++)
+		strbuf_addf(&sb, "%s%s", i ? " -> " : "", short_op(&m->nodes[nodes[i]]));
+	char b1[32];
+	if (c->nremoved || c->nkept)
+		strbuf_addf(&sb,
+		            ": %d intermediate%s (%s a step) round-trip through VRAM between them",
+		            c->nremoved + c->nkept, c->nremoved + c->nkept == 1 ? "" : "s",
+		            fmt_bytes((double)saved, b1));
+	else
+		strbuf_addf(&sb, ": %d launches could be one", nn);
+	if (c->nkept)
+		strbuf_addf(&sb, "; %d still needed later stay written", c->nkept);
+	for (int i = 0; i < nn; i++)
+		if (x->ew[nodes[i]] == 2) {
+			strbuf_adds(&sb,
+			            " (kernels of unknown semantics taken as elementwise: each "
+			            "writes one buffer the size of the one it reads)");
+			break;
+		}
+	c->why = sb.buf;
+
+	/* the group description for fusion/ */
+	cJSON *g = cJSON_CreateObject();
+	cJSON_AddStringToObject(g, "kind", kind);
+	const struct node *first = &m->nodes[nodes[0]];
+	enum dtype dt = DT_UNKNOWN;
+	long numel = -1;
+	for (int i = 0; i < nn; i++) {
+		const struct node *n = &m->nodes[nodes[i]];
+		if (dt == DT_UNKNOWN && n->sem.dtype != DT_UNKNOWN)
+			dt = n->sem.dtype;
+		if (numel < 0 && is_ew(n) && n->numel > 0)
+			numel = n->numel;
+	}
+	(void)first;
+	if (dt != DT_UNKNOWN)
+		cJSON_AddStringToObject(g, "dtype", dtype_name(dt));
+	if (numel > 0)
+		cJSON_AddNumberToObject(g, "numel", (double)numel);
+	cJSON *ins = cJSON_AddArrayToObject(g, "inputs");
+	cJSON *ops = cJSON_AddArrayToObject(g, "ops");
+	cJSON *outs = cJSON_AddArrayToObject(g, "outputs");
+	cJSON *kept = cJSON_AddArrayToObject(g, "kept");
+	int nv = m->nvalues;
+	char **vname = xcalloc(nv ? nv : 1, sizeof(char *));
+	int nin = 0, nt = 0, nout = 0;
+	for (int i = 0; i < nn; i++) {
+		const struct node *n = &m->nodes[nodes[i]];
+		cJSON *op = cJSON_CreateObject();
+		cJSON_AddStringToObject(op, "op", short_op(n));
+		cJSON *args = cJSON_AddArrayToObject(op, "args");
+		for (int k = 0; k < x->nrv[n->id]; k++) {
+			int vi = x->rv[n->id][k];
+			const struct value *v = &m->values[vi];
+			if (!vname[vi] && !has_int(nodes, nn, v->writer)) {
+				char nm[32];
+				snprintf(nm, sizeof(nm), "in%d", nin++);
+				vname[vi] = xstrdup(nm);
+				cJSON *in = cJSON_CreateObject();
+				cJSON_AddStringToObject(in, "name", nm);
+				cJSON_AddNumberToObject(in, "value", vi);
+				if (dt != DT_UNKNOWN)
+					cJSON_AddStringToObject(in, "dtype", dtype_name(dt));
+				/* smaller than the tensors: broadcast (a bias), read at i % numel
+				 */
+				size_t es = dtype_size(dt);
+				if (numel > 0 && es && v->size / es < (uint64_t)numel &&
+				    v->size % es == 0 && v->size &&
+				    numel % (long)(v->size / es) == 0)
+					cJSON_AddNumberToObject(in, "numel",
+					                        (double)(v->size / es));
+				cJSON_AddItemToArray(ins, in);
+			}
+			if (vname[vi])
+				cJSON_AddItemToArray(args, cJSON_CreateString(vname[vi]));
+		}
+		for (int k = 0; k < x->nwv[n->id]; k++) {
+			int vi = x->wv[n->id][k];
+			char nm[32];
+			int internal =
+			    has_int(c->removed, c->nremoved, vi) || has_int(c->kept, c->nkept, vi);
+			if (internal)
+				snprintf(nm, sizeof(nm), "t%d", nt++);
+			else
+				snprintf(nm, sizeof(nm), "out%d", nout++);
+			free(vname[vi]);
+			vname[vi] = xstrdup(nm);
+			cJSON_AddStringToObject(op, "out", nm);
+			if (!internal || has_int(c->kept, c->nkept, vi)) {
+				cJSON *o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "name", nm);
+				cJSON_AddNumberToObject(o, "value", vi);
+				if (internal) {
+					cJSON_AddItemToArray(kept, o);
+				} else {
+					if (dt != DT_UNKNOWN)
+						cJSON_AddStringToObject(o, "dtype", dtype_name(dt));
+					cJSON_AddItemToArray(outs, o);
+				}
+			}
+			break; /* one output per op */
+		}
+		cJSON_AddItemToArray(ops, op);
+	}
+	for (int i = 0; i < nv; i++)
+		free(vname[i]);
+	free(vname);
+	cJSON_AddNumberToObject(g, "time_before_us",
+	                        (double)(long long)(before * 1000 + 0.5) / 1000);
+	c->group = g;
+}
+
+static void find_attention(struct cctx *x)
+{
+	struct model *m = x->m;
+	for (int g1 = 0; g1 < m->nnodes; g1++) {
+		if (m->nodes[g1].sem.family != FAM_GEMM || m->nodes[g1].claimed >= 0)
+			continue;
+		int grp[64], n = 0, cur = g1, val;
+		grp[n++] = g1;
+		int r = next_reader(x, cur, &val);
+		/* scale and mask, and the clone an out-of-place masked_fill makes first */
+		while (r >= 0 && n < 60 && m->nodes[r].claimed < 0 &&
+		       (is_ew(&m->nodes[r]) || m->nodes[r].kind == NK_COPY ||
+		        m->nodes[r].sem.family == FAM_COPY)) {
+			grp[n++] = r;
+			cur = r;
+			r = next_reader(x, cur, &val);
+		}
+		if (r < 0 || m->nodes[r].sem.family != FAM_SOFTMAX || m->nodes[r].claimed >= 0)
+			continue;
+		grp[n++] = r;
+		cur = r;
+		r = next_reader(x, cur, &val);
+		if (r >= 0 && is_ew(&m->nodes[r]) && !strcmp(m->nodes[r].sem.op, "dropout") &&
+		    m->nodes[r].claimed < 0) {
+			grp[n++] = r;
+			cur = r;
+			r = next_reader(x, cur, &val);
+		}
+		if (r < 0 || m->nodes[r].sem.family != FAM_GEMM || m->nodes[r].claimed >= 0)
+			continue;
+		grp[n++] = r;
+		add_candidate(x, "attention", grp, n,
+		              "torch.nn.functional.scaled_dot_product_attention");
+	}
+}
+
+static void find_chains(struct cctx *x)
+{
+	struct model *m = x->m;
+	int *chain = xmalloc(sizeof(int) * (m->nnodes + 1));
+	for (int i = 0; i < m->nnodes; i++) {
+		if (!is_ew(&m->nodes[i]) || m->nodes[i].claimed >= 0)
+			continue;
+		chain[0] = i;
+		int len = extend_ew(x, chain, 1, "elementwise-chain", 0);
+		if (len >= 2)
+			add_candidate(x, "elementwise-chain", chain, len, NULL);
+	}
+	free(chain);
+}
+
+static void find_reductions(struct cctx *x)
+{
+	struct model *m = x->m;
+	int *grp = xmalloc(sizeof(int) * (m->nnodes + 2));
+	for (int i = 0; i < m->nnodes; i++) {
+		const struct node *n = &m->nodes[i];
+		if ((n->sem.family != FAM_NORM && n->sem.family != FAM_SOFTMAX) || n->claimed >= 0)
+			continue;
+		int len = 0;
+		/* prologue: the elementwise writer of an intermediate it reads */
+		for (int k = 0; k < x->nrv[i]; k++) {
+			const struct value *v = &m->values[x->rv[i][k]];
+			if (v->writer >= 0 && v->intermediate && is_ew(&m->nodes[v->writer]) &&
+			    m->nodes[v->writer].claimed < 0 &&
+			    m->nodes[v->writer].stream == n->stream) {
+				grp[len++] = v->writer;
+				break;
+			}
+		}
+		grp[len++] = i;
+		len = extend_ew(x, grp, len, "reduction-epilogue", 0);
+		if (len >= 2)
+			add_candidate(x, "reduction-epilogue", grp, len, NULL);
+	}
+	free(grp);
+}
+
+static void find_gemm_epilogues(struct cctx *x)
+{
+	struct model *m = x->m;
+	int *grp = xmalloc(sizeof(int) * (m->nnodes + 1));
+	for (int i = 0; i < m->nnodes; i++) {
+		if (m->nodes[i].sem.family != FAM_GEMM || m->nodes[i].claimed >= 0)
+			continue;
+		grp[0] = i;
+		int len = extend_ew(x, grp, 1, "gemm-epilogue", 1);
+		if (len >= 2)
+			add_candidate(x, "gemm-epilogue", grp, len, "cuBLASLt epilogue");
+	}
+	free(grp);
+}
+
+static void find_optimizer(struct cctx *x)
+{
+	struct model *m = x->m;
+	int *grp = xmalloc(sizeof(int) * (m->nnodes + 1)), n = 0;
+	for (int i = 0; i < m->nnodes; i++)
+		if (m->nodes[i].sem.family == FAM_OPTIMIZER && m->nodes[i].claimed < 0)
+			grp[n++] = i;
+	if (n < 2)
+		n = 0;
+	/* runs of same-named elementwise kernels in the last third */
+	for (int i = m->nnodes * 2 / 3; i < m->nnodes;) {
+		int j = i;
+		while (j < m->nnodes && is_ew(&m->nodes[j]) && m->nodes[j].claimed < 0 &&
+		       !strcmp(m->nodes[j].name, m->nodes[i].name))
+			j++;
+		if (j - i >= 4)
+			for (int k = i; k < j; k++)
+				grp[n++] = k;
+		i = j > i ? j : i + 1;
+	}
+	if (n >= 2)
+		add_candidate(x, "optimizer-horizontal", grp, n, "torch.optim.AdamW(fused=True)");
+	free(grp);
+}
+
+void candidates_find(struct model *m)
+{
+	struct cctx x = {m, NULL, NULL, NULL, NULL, NULL};
+	int nn = m->nnodes ? m->nnodes : 1;
+	x.wv = xcalloc(nn, sizeof(int *));
+	x.rv = xcalloc(nn, sizeof(int *));
+	x.nwv = xcalloc(nn, sizeof(int));
+	x.nrv = xcalloc(nn, sizeof(int));
+	for (int i = 0; i < m->nnodes; i++)
+		m->nodes[i].claimed = -1;
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		if (v->writer >= 0 && v->writer < m->nnodes)
+			push_int(&x.wv[v->writer], &x.nwv[v->writer], i);
+		for (int r = 0; r < v->nreaders; r++)
+			if (v->readers[r] >= 0 && v->readers[r] < m->nnodes &&
+			    !has_int(x.rv[v->readers[r]], x.nrv[v->readers[r]], i))
+				push_int(&x.rv[v->readers[r]], &x.nrv[v->readers[r]], i);
+	}
+	x.ew = xcalloc(nn, 1);
+	for (int i = 0; i < m->nnodes; i++)
+		x.ew[i] = is_ew_sem(&m->nodes[i]) ? 1 : infer_ew(&x, i) ? 2 : 0;
+	find_attention(&x);
+	find_chains(&x);
+	find_reductions(&x);
+	find_gemm_epilogues(&x);
+	find_optimizer(&x);
+	for (int i = 0; i < m->nnodes; i++) {
+		free(x.wv[i]);
+		free(x.rv[i]);
+	}
+	free(x.wv);
+	free(x.rv);
+	free(x.nwv);
+	free(x.nrv);
+	free(x.ew);
+}

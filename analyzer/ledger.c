@@ -1,0 +1,110 @@
+/*
+ * ledger.c - the VRAM ledger and the roofline: for each node of the step graph, the bytes it
+ * moved (bytes_read + bytes_written, from the allocations its pointers fall in, bounded by
+ * numel x element size where the trace gives N), its achieved bandwidth over its median time,
+ * its arithmetic intensity where FLOPs are known, and where it sits against the device's peak
+ * bandwidth (header devices[].peak_bw_gbs) and peak compute (a small table by device name and
+ * compute capability, dense, no sparsity). Then the step totals: bytes read and written, the
+ * round trip (bytes of intermediates: written by one node and read straight back by the next
+ * ones, never needed after the step), kernel and copy time.
+ *
+ * bound: "latency" when the roofline time is under a quarter of the measured time and the
+ * kernel ran under 10 us (launch and tail effects dominate), else "memory" or "compute" by
+ * whichever roofline term is larger.
+ */
+#include "analyzer/model.h"
+#include "analyzer/util.h"
+
+#include <string.h>
+
+static const struct {
+	const char *name; /* substring of the device name */
+	const char *cc;   /* or compute capability, when the name matches no row */
+	double fp32, tf32, bf16, fp16;
+} peaks[] = {
+    {"H200", NULL, 67.0, 494.7, 989.4, 989.4},      {"H100", "9.0", 67.0, 494.7, 989.4, 989.4},
+    {"H800", NULL, 67.0, 494.7, 989.4, 989.4},      {"GH200", NULL, 67.0, 494.7, 989.4, 989.4},
+    {"B200", "10.0", 80.0, 1100.0, 2250.0, 2250.0}, {"A100", "8.0", 19.5, 156.0, 312.0, 312.0},
+    {"L40S", NULL, 91.6, 183.0, 362.1, 362.1},      {"L4", "8.9", 30.3, 60.0, 121.0, 121.0},
+    {"A10", "8.6", 31.2, 62.5, 125.0, 125.0},       {"V100", "7.0", 15.7, 0, 0, 125.0},
+};
+
+void device_peaks(struct device_info *dev)
+{
+	int hit = -1;
+	for (size_t i = 0; i < ARRAY_SIZE(peaks) && hit < 0; i++)
+		if (dev->name && strstr(dev->name, peaks[i].name))
+			hit = (int)i;
+	for (size_t i = 0; i < ARRAY_SIZE(peaks) && hit < 0; i++)
+		if (peaks[i].cc && !strcmp(dev->cc, peaks[i].cc))
+			hit = (int)i;
+	if (hit < 0)
+		return;
+	dev->tflops_fp32 = peaks[hit].fp32;
+	dev->tflops_tf32 = peaks[hit].tf32;
+	dev->tflops_bf16 = peaks[hit].bf16;
+	dev->tflops_fp16 = peaks[hit].fp16;
+}
+
+/* Peak TFLOP/s for a node: its dtype's tensor-core rate for GEMMs, else the fp32 rate. */
+static double node_peak(const struct model *m, const struct node *n)
+{
+	const struct device_info *d = &m->dev;
+	if (n->sem.family == FAM_GEMM || n->sem.family == FAM_ATTENTION ||
+	    n->sem.family == FAM_CONV) {
+		switch (n->sem.dtype) {
+		case DT_BF16:
+			return d->tflops_bf16;
+		case DT_F16:
+			return d->tflops_fp16;
+		case DT_F32:
+			return d->tflops_tf32 ? d->tflops_tf32 : d->tflops_fp32;
+		default:
+			return d->tflops_bf16;
+		}
+	}
+	return d->tflops_fp32;
+}
+
+/* The node's lower bound in us: max(bytes / peak bandwidth, flops / peak compute). */
+double node_floor_us(const struct model *m, const struct node *n)
+{
+	double bytes = (double)(n->bytes_read + n->bytes_written);
+	double tb = m->dev.peak_bw_gbs > 0 ? bytes / (m->dev.peak_bw_gbs * 1e3) : 0;
+	double pk = node_peak(m, n);
+	double tc = pk > 0 ? n->flops / (pk * 1e6) : 0;
+	return tb > tc ? tb : tc;
+}
+
+void ledger_compute(struct model *m)
+{
+	memset(&m->per_step, 0, sizeof(m->per_step));
+	for (int i = 0; i < m->nnodes; i++) {
+		struct node *n = &m->nodes[i];
+		double bytes = (double)(n->bytes_read + n->bytes_written);
+		/* FLOPs: one per element for elementwise kernels where N is known; else unknown */
+		if (n->sem.family == FAM_ELEMENTWISE && n->numel > 0 && !n->flops)
+			n->flops = (double)n->numel;
+		n->achieved_gbs = n->median_us > 0 ? bytes / (n->median_us * 1e3) : 0;
+		n->intensity = bytes > 0 ? n->flops / bytes : 0;
+		n->roofline_us = node_floor_us(m, n);
+		double pk = node_peak(m, n);
+		double tb = m->dev.peak_bw_gbs > 0 ? bytes / (m->dev.peak_bw_gbs * 1e3) : 0;
+		double tc = pk > 0 ? n->flops / (pk * 1e6) : 0;
+		if (n->median_us > 0 && n->median_us < 10 && n->roofline_us < 0.25 * n->median_us)
+			n->bound = "latency";
+		else
+			n->bound = tc > tb ? "compute" : "memory";
+		m->per_step.bytes_read += n->bytes_read;
+		m->per_step.bytes_written += n->bytes_written;
+		if (n->kind == NK_KERNEL)
+			m->per_step.kernel_us += n->median_us;
+		else
+			m->per_step.copy_us += n->median_us;
+	}
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		if (v->intermediate)
+			m->per_step.roundtrip_bytes += v->bytes_written + v->bytes_read;
+	}
+}

@@ -1,0 +1,181 @@
+/*
+ * model.h - the analyzer's model of one program's run, in memory: the step graph (one node per
+ * kernel/copy/set position in a steady step, with duration statistics over all steps), its
+ * edges and values (buffer versions), the VRAM ledger, the fusion candidates and the rejected
+ * groups, and one representative step's timeline. summary.c writes it as summary.json (see
+ * docs/summary-format.md, which is the contract); report/ and fusion/ may also link against it.
+ *
+ * Building: analysis_run() reads each trace with trace_read() (trace.c), which streams records
+ * into a graph builder (graph.c: joins, data flow, steps, folding); ledger_compute() (ledger.c)
+ * and candidates_find() (candidates.c) fill in the rest. Everything a model holds is owned by
+ * it and released by model_free().
+ */
+#ifndef AICPROF_MODEL_H
+#define AICPROF_MODEL_H
+
+#include "analyzer/semantics.h"
+
+#include <stdint.h>
+
+enum node_kind { NK_KERNEL, NK_COPY, NK_SET };
+
+/* How an edge (or a pointer role) was inferred; names as in summary.json. */
+enum edge_how { HOW_FRESH, HOW_SEMANTICS, HOW_CALIBRATED, HOW_CONSERVATIVE, HOW_STREAM, HOW_EVENT };
+const char *edge_how_name(enum edge_how h);
+const char *node_kind_name(enum node_kind k);
+
+/* One position of the step graph. Durations are in microseconds. */
+struct node {
+	int id;
+	enum node_kind kind;
+	char *name, *full_name; /* short demangled, demangled; owned */
+	struct op_sem sem;      /* family, op, dtype (static strings) */
+	int stream;             /* CUPTI stream id, -1 unknown */
+	int grid[3], block[3];
+	char *source;                /* "train.py:13" or NULL; owned */
+	char *site_file, *site_func; /* innermost user frame, owned, may be NULL */
+	int site_line;
+	long numel; /* first scalar argument (elementwise N), -1 unknown */
+	long count; /* steps in which the node ran (its duration samples) */
+	double median_us, min_us, max_us;
+	uint64_t bytes_read, bytes_written;
+	double flops; /* 0 when unknown */
+	double achieved_gbs, intensity, roofline_us;
+	const char *bound; /* "memory", "compute" or "latency" */
+	int claimed;       /* candidate id that holds it, -1 none (candidates.c) */
+};
+
+struct edge {
+	int from, to, value; /* node ids; value id or -1 (stream order, event) */
+	uint64_t bytes;
+	enum edge_how how;
+};
+
+struct value {
+	int id;
+	long buffer;   /* allocation id */
+	uint64_t size; /* bytes of the allocation from the written offset */
+	int writer;    /* node id, -1: written before the step (or never seen written) */
+	int *readers;  /* node ids inside the step, in order; owned */
+	int nreaders;
+	uint64_t bytes_written, bytes_read; /* per step */
+	int intermediate;    /* written and read inside the step, not read after it */
+	int live_after_step; /* read after the step ended */
+	int dead_in_step;    /* freed or overwritten before the step ended */
+	enum edge_how how;   /* how its writer was found to write it */
+};
+
+struct candidate {
+	int id;
+	const char *kind; /* static: "elementwise-chain", ... */
+	int *nodes, nnodes;
+	int *removed, nremoved;
+	int *kept, nkept;
+	uint64_t bytes_saved;
+	double before_us, after_us, saved_us;
+	const char *library_form; /* static or NULL */
+	char *why;                /* owned */
+	void *group;              /* cJSON object (owned), the fusion group description */
+};
+
+struct rejected {
+	int *nodes, nnodes;
+	const char *kind;
+	char *reason; /* owned */
+};
+
+struct tl_event {
+	int node;
+	int stream;
+	double start_us, dur_us;
+};
+
+struct trace_info {
+	char *path;
+	long pid, rank; /* rank -1 when absent */
+	char *program;  /* argv joined by spaces; owned */
+	int truncated;
+	long records, kernels;
+	char **warnings;
+	int nwarnings;
+	int steps, warmup;
+	double step_median_us;
+};
+
+struct device_info {
+	char *name, cc[16];
+	int sm_count;
+	double peak_bw_gbs;
+	double tflops_fp32, tflops_bf16, tflops_fp16, tflops_tf32;
+};
+
+struct model {
+	struct trace_info *traces;
+	int ntraces;
+	struct device_info dev;
+
+	/* steps */
+	int nsteps, warmup, period;
+	const char *steps_how; /* "nvtx", "periodic", "whole" */
+	char *step_key;        /* NVTX text pattern of the step range, or NULL */
+	double step_median_us, step_p10_us, step_p90_us;
+	double *step_us;  /* every step's time, in order; owned */
+	long outside_ops; /* ops that ran outside every step */
+
+	struct node *nodes;
+	int nnodes;
+	struct edge *edges;
+	int nedges;
+	struct value *values;
+	int nvalues;
+
+	/* ledger (ledger.c) */
+	struct {
+		uint64_t bytes_read, bytes_written, roundtrip_bytes;
+		double kernel_us, copy_us;
+	} per_step;
+
+	struct candidate *cands;
+	int ncands;
+	struct rejected *rejs;
+	int nrejs;
+
+	int tl_step;
+	int64_t tl_t0_ns;
+	struct tl_event *tl;
+	int ntl;
+};
+
+/*
+ * Analyses the traces (ranks of one job) and returns a new model the caller frees with
+ * model_free(); the model is that of the first trace (lowest rank), the others are analysed
+ * and listed in traces[]. Returns NULL after error_at() naming file and line when a trace is
+ * bad (unreadable, malformed record, format too new). Warnings (a cut-short last line) are
+ * printed and kept in traces[].warnings.
+ */
+struct model *analysis_run(char **paths, int npaths);
+
+/* Fills per node bytes, bandwidth, roofline, and the model's per_step ledger. */
+void ledger_compute(struct model *m);
+
+/* Finds fusion candidates and rejected groups in the step graph. Needs ledger_compute(). */
+void candidates_find(struct model *m);
+
+/* Writes the model as JSON (summary.json) to path, whole or not at all. Returns 0 or -1. */
+int summary_write(const struct model *m, const char *path);
+
+/* The summary as a new cJSON object the caller deletes (cJSON_Delete). */
+struct cJSON *summary_json(const struct model *m);
+
+void model_free(struct model *m);
+
+/*
+ * Peak compute of a device in TFLOP/s, looked up by name and compute capability in a small
+ * table (dense, no sparsity); fills dev->tflops_*; leaves 0 where the device is unknown.
+ */
+void device_peaks(struct device_info *dev);
+
+/* A node's roofline time in us: max(bytes / peak bandwidth, flops / peak compute). */
+double node_floor_us(const struct model *m, const struct node *n);
+
+#endif

@@ -1,0 +1,415 @@
+/*
+ * summary.c - the model as summary.json (docs/summary-format.md is the contract): one cJSON
+ * tree built from the model, printed, and written with write_file_atomic(). Also the ledger's
+ * groupings (by family, by source), which are only ever needed for output, and
+ * analysis_run()/model_free(), the model's lifecycle.
+ */
+#include "analyzer/model.h"
+#include "analyzer/trace.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *int_array(const int *a, int n)
+{
+	cJSON *arr = cJSON_CreateArray();
+	for (int i = 0; i < n; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(a[i]));
+	return arr;
+}
+
+static double r3(double x)
+{
+	return (double)(long long)(x * 1000.0 + (x < 0 ? -0.5 : 0.5)) / 1000.0;
+}
+
+static void add_sources(cJSON *o, const struct model *m, const int *nodes, int n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "sources");
+	for (int i = 0; i < n; i++) {
+		const char *s = m->nodes[nodes[i]].source;
+		if (!s)
+			continue;
+		int dup = 0;
+		for (int j = 0; j < i; j++)
+			if (m->nodes[nodes[j]].source && !strcmp(m->nodes[nodes[j]].source, s))
+				dup = 1;
+		if (!dup)
+			cJSON_AddItemToArray(arr, cJSON_CreateString(s));
+	}
+}
+
+static cJSON *node_json(const struct model *m, const struct node *n)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "id", n->id);
+	cJSON_AddStringToObject(o, "kind", node_kind_name(n->kind));
+	cJSON_AddStringToObject(o, "name", n->name ? n->name : "");
+	cJSON_AddStringToObject(o, "full_name", n->full_name ? n->full_name : "");
+	cJSON_AddStringToObject(o, "family", family_name(n->sem.family));
+	cJSON_AddStringToObject(o, "op", n->sem.op ? n->sem.op : "unknown");
+	cJSON_AddStringToObject(o, "dtype", dtype_name(n->sem.dtype));
+	cJSON_AddStringToObject(o, "rule", n->sem.rule ? n->sem.rule : "none");
+	cJSON_AddBoolToObject(o, "backward", n->sem.backward);
+	cJSON_AddNumberToObject(o, "count", (double)n->count);
+	cJSON_AddNumberToObject(o, "median_us", r3(n->median_us));
+	cJSON_AddNumberToObject(o, "min_us", r3(n->min_us));
+	cJSON_AddNumberToObject(o, "max_us", r3(n->max_us));
+	cJSON_AddNumberToObject(o, "stream", n->stream);
+	cJSON_AddItemToObject(o, "grid", int_array(n->grid, 3));
+	cJSON_AddItemToObject(o, "block", int_array(n->block, 3));
+	if (n->numel > 0)
+		cJSON_AddNumberToObject(o, "numel", (double)n->numel);
+	else
+		cJSON_AddNullToObject(o, "numel");
+	cJSON_AddNumberToObject(o, "bytes_read", (double)n->bytes_read);
+	cJSON_AddNumberToObject(o, "bytes_written", (double)n->bytes_written);
+	cJSON_AddNumberToObject(o, "flops", n->flops);
+	cJSON_AddNumberToObject(o, "achieved_gbs", r3(n->achieved_gbs));
+	cJSON_AddNumberToObject(o, "intensity", r3(n->intensity));
+	cJSON_AddStringToObject(o, "bound", n->bound ? n->bound : "memory");
+	cJSON_AddNumberToObject(o, "roofline_us", r3(n->roofline_us));
+	cJSON *src = cJSON_AddArrayToObject(o, "sources");
+	if (n->source)
+		cJSON_AddItemToArray(src, cJSON_CreateString(n->source));
+	if (n->site_file) {
+		cJSON *s = cJSON_AddObjectToObject(o, "site");
+		cJSON_AddStringToObject(s, "file", n->site_file);
+		cJSON_AddNumberToObject(s, "line", n->site_line);
+		if (n->site_func)
+			cJSON_AddStringToObject(s, "func", n->site_func);
+		else
+			cJSON_AddNullToObject(s, "func");
+		cJSON_AddNullToObject(s, "text");
+	} else {
+		cJSON_AddNullToObject(o, "site");
+	}
+	return o;
+}
+
+static void add_ledger(cJSON *root, const struct model *m)
+{
+	cJSON *l = cJSON_AddObjectToObject(root, "ledger");
+	cJSON *ps = cJSON_AddObjectToObject(l, "per_step");
+	uint64_t tot = m->per_step.bytes_read + m->per_step.bytes_written;
+	cJSON_AddNumberToObject(ps, "bytes_read", (double)m->per_step.bytes_read);
+	cJSON_AddNumberToObject(ps, "bytes_written", (double)m->per_step.bytes_written);
+	cJSON_AddNumberToObject(ps, "bytes_total", (double)tot);
+	cJSON_AddNumberToObject(ps, "roundtrip_bytes", (double)m->per_step.roundtrip_bytes);
+	cJSON_AddNumberToObject(ps, "roundtrip_share",
+	                        tot ? r3((double)m->per_step.roundtrip_bytes / (double)tot) : 0);
+	cJSON_AddNumberToObject(ps, "kernel_us", r3(m->per_step.kernel_us));
+	cJSON_AddNumberToObject(ps, "copy_us", r3(m->per_step.copy_us));
+
+	cJSON *bf = cJSON_AddArrayToObject(l, "by_family");
+	for (int f = 0; f < FAM__COUNT; f++) {
+		double us = 0, bytes = 0;
+		int count = 0;
+		for (int i = 0; i < m->nnodes; i++)
+			if ((int)m->nodes[i].sem.family == f) {
+				us += m->nodes[i].median_us;
+				bytes +=
+				    (double)(m->nodes[i].bytes_read + m->nodes[i].bytes_written);
+				count++;
+			}
+		if (!count)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "family", family_name((enum op_family)f));
+		cJSON_AddNumberToObject(o, "us", r3(us));
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+		cJSON_AddNumberToObject(o, "count", count);
+		cJSON_AddItemToArray(bf, o);
+	}
+
+	cJSON *bs = cJSON_AddArrayToObject(l, "by_source");
+	for (int i = 0; i < m->nnodes; i++) {
+		const char *s = m->nodes[i].source;
+		if (!s)
+			continue;
+		int seen = 0;
+		for (int j = 0; j < i; j++)
+			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s))
+				seen = 1;
+		if (seen)
+			continue;
+		double us = 0, bytes = 0;
+		cJSON *o = cJSON_CreateObject(), *nl = cJSON_CreateArray();
+		for (int j = i; j < m->nnodes; j++)
+			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s)) {
+				us += m->nodes[j].median_us;
+				bytes +=
+				    (double)(m->nodes[j].bytes_read + m->nodes[j].bytes_written);
+				cJSON_AddItemToArray(nl, cJSON_CreateNumber(j));
+			}
+		cJSON_AddStringToObject(o, "source", s);
+		cJSON_AddNumberToObject(o, "us", r3(us));
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+		cJSON_AddItemToObject(o, "nodes", nl);
+		cJSON_AddItemToArray(bs, o);
+	}
+
+	cJSON *vals = cJSON_AddArrayToObject(l, "values");
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", v->id);
+		cJSON_AddNumberToObject(o, "buffer", (double)v->buffer);
+		cJSON_AddNumberToObject(o, "size", (double)v->size);
+		cJSON_AddNumberToObject(o, "writer", v->writer);
+		cJSON_AddItemToObject(o, "readers", int_array(v->readers, v->nreaders));
+		cJSON_AddNumberToObject(o, "bytes_written", (double)v->bytes_written);
+		cJSON_AddNumberToObject(o, "bytes_read", (double)v->bytes_read);
+		cJSON_AddBoolToObject(o, "intermediate", v->intermediate);
+		cJSON_AddBoolToObject(o, "live_after_step", v->live_after_step);
+		cJSON_AddBoolToObject(o, "dead_in_step", v->dead_in_step);
+		cJSON_AddStringToObject(o, "how", edge_how_name(v->how));
+		const char *src = v->writer >= 0 ? m->nodes[v->writer].source : NULL;
+		if (src)
+			cJSON_AddStringToObject(o, "source", src);
+		else
+			cJSON_AddNullToObject(o, "source");
+		cJSON_AddItemToArray(vals, o);
+	}
+}
+
+cJSON *summary_json(const struct model *m)
+{
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddNumberToObject(root, "format", 1);
+	cJSON_AddStringToObject(root, "tool", "aicprof " AICPROF_VERSION);
+	cJSON *tr = cJSON_AddArrayToObject(root, "traces");
+	for (int i = 0; i < m->ntraces; i++) {
+		const struct trace_info *t = &m->traces[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "path", t->path);
+		cJSON_AddNumberToObject(o, "pid", (double)t->pid);
+		if (t->rank >= 0)
+			cJSON_AddNumberToObject(o, "rank", (double)t->rank);
+		else
+			cJSON_AddNullToObject(o, "rank");
+		cJSON_AddStringToObject(o, "program", t->program ? t->program : "");
+		cJSON_AddBoolToObject(o, "truncated", t->truncated);
+		cJSON_AddNumberToObject(o, "records", (double)t->records);
+		cJSON_AddNumberToObject(o, "kernels", (double)t->kernels);
+		cJSON_AddNumberToObject(o, "steps", t->steps);
+		cJSON_AddNumberToObject(o, "warmup", t->warmup);
+		cJSON_AddNumberToObject(o, "step_median_us", r3(t->step_median_us));
+		cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+		for (int k = 0; k < t->nwarnings; k++)
+			cJSON_AddItemToArray(w, cJSON_CreateString(t->warnings[k]));
+		cJSON_AddItemToArray(tr, o);
+	}
+	cJSON_AddStringToObject(root, "program",
+	                        m->ntraces && m->traces[0].program ? m->traces[0].program : "");
+	cJSON *d = cJSON_AddObjectToObject(root, "device");
+	cJSON_AddStringToObject(d, "name", m->dev.name ? m->dev.name : "unknown");
+	cJSON_AddStringToObject(d, "cc", m->dev.cc);
+	cJSON_AddNumberToObject(d, "sm_count", m->dev.sm_count);
+	cJSON_AddNumberToObject(d, "peak_bw_gbs", r3(m->dev.peak_bw_gbs));
+	cJSON *pk = cJSON_AddObjectToObject(d, "peak_tflops");
+	cJSON_AddNumberToObject(pk, "fp32", m->dev.tflops_fp32);
+	cJSON_AddNumberToObject(pk, "bf16", m->dev.tflops_bf16);
+	cJSON_AddNumberToObject(pk, "fp16", m->dev.tflops_fp16);
+	cJSON_AddNumberToObject(pk, "tf32", m->dev.tflops_tf32);
+
+	cJSON *st = cJSON_AddObjectToObject(root, "steps");
+	cJSON_AddNumberToObject(st, "count", m->nsteps);
+	cJSON_AddNumberToObject(st, "warmup", m->warmup);
+	cJSON_AddNumberToObject(st, "period", m->period);
+	cJSON_AddStringToObject(st, "how", m->steps_how ? m->steps_how : "whole");
+	if (m->step_key)
+		cJSON_AddStringToObject(st, "range", m->step_key);
+	else
+		cJSON_AddNullToObject(st, "range");
+	cJSON_AddNumberToObject(st, "median_us", r3(m->step_median_us));
+	cJSON_AddNumberToObject(st, "p10_us", r3(m->step_p10_us));
+	cJSON_AddNumberToObject(st, "p90_us", r3(m->step_p90_us));
+	cJSON_AddNumberToObject(st, "outside_ops", (double)m->outside_ops);
+	cJSON *tu = cJSON_AddArrayToObject(st, "times_us");
+	for (int i = 0; i < m->nsteps; i++)
+		cJSON_AddItemToArray(tu, cJSON_CreateNumber(r3(m->step_us[i])));
+
+	cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+	for (int i = 0; i < m->nnodes; i++)
+		cJSON_AddItemToArray(nodes, node_json(m, &m->nodes[i]));
+	cJSON *edges = cJSON_AddArrayToObject(root, "edges");
+	for (int i = 0; i < m->nedges; i++) {
+		const struct edge *e = &m->edges[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "from", e->from);
+		cJSON_AddNumberToObject(o, "to", e->to);
+		if (e->value >= 0)
+			cJSON_AddNumberToObject(o, "value", e->value);
+		else
+			cJSON_AddNullToObject(o, "value");
+		cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
+		cJSON_AddStringToObject(o, "how", edge_how_name(e->how));
+		cJSON_AddItemToArray(edges, o);
+	}
+	add_ledger(root, m);
+
+	cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
+	for (int i = 0; i < m->ncands; i++) {
+		const struct candidate *c = &m->cands[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "id", c->id);
+		cJSON_AddStringToObject(o, "kind", c->kind);
+		cJSON_AddItemToObject(o, "nodes", int_array(c->nodes, c->nnodes));
+		cJSON_AddItemToObject(o, "values_removed", int_array(c->removed, c->nremoved));
+		cJSON_AddItemToObject(o, "values_kept", int_array(c->kept, c->nkept));
+		cJSON_AddNumberToObject(o, "bytes_saved_per_step", (double)c->bytes_saved);
+		cJSON_AddNumberToObject(o, "time_before_us", r3(c->before_us));
+		cJSON_AddNumberToObject(o, "time_after_us", r3(c->after_us));
+		cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(c->saved_us));
+		add_sources(o, m, c->nodes, c->nnodes);
+		if (c->library_form)
+			cJSON_AddStringToObject(o, "library_form", c->library_form);
+		else
+			cJSON_AddNullToObject(o, "library_form");
+		cJSON_AddItemToObject(o, "group",
+		                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
+		cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
+		cJSON_AddItemToArray(cands, o);
+	}
+	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
+	for (int i = 0; i < m->nrejs; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddItemToObject(o, "nodes", int_array(m->rejs[i].nodes, m->rejs[i].nnodes));
+		cJSON_AddStringToObject(o, "kind", m->rejs[i].kind);
+		cJSON_AddStringToObject(o, "reason", m->rejs[i].reason);
+		cJSON_AddItemToArray(rej, o);
+	}
+	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
+	cJSON_AddNumberToObject(tl, "step", m->tl_step);
+	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
+	cJSON *ev = cJSON_AddArrayToObject(tl, "events");
+	for (int i = 0; i < m->ntl; i++) {
+		const struct tl_event *e = &m->tl[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "node", e->node);
+		cJSON_AddStringToObject(o, "kind", node_kind_name(m->nodes[e->node].kind));
+		cJSON_AddNumberToObject(o, "stream", e->stream);
+		cJSON_AddNumberToObject(o, "start_us", r3(e->start_us));
+		cJSON_AddNumberToObject(o, "dur_us", r3(e->dur_us));
+		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
+		cJSON_AddItemToArray(ev, o);
+	}
+	return root;
+}
+
+int summary_write(const struct model *m, const char *path)
+{
+	cJSON *root = summary_json(m);
+	char *text = cJSON_Print(root);
+	cJSON_Delete(root);
+	if (!text)
+		return error("cannot format '%s'", path);
+	size_t n = strlen(text);
+	text[n] = '\n'; /* replace the NUL: the file ends in a newline */
+	int r = write_file_atomic(path, text, n + 1);
+	free(text);
+	return r;
+}
+
+void model_free(struct model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->ntraces; i++) {
+		free(m->traces[i].path);
+		free(m->traces[i].program);
+		for (int k = 0; k < m->traces[i].nwarnings; k++)
+			free(m->traces[i].warnings[k]);
+		free(m->traces[i].warnings);
+	}
+	free(m->traces);
+	free(m->dev.name);
+	free(m->step_key);
+	free(m->step_us);
+	for (int i = 0; i < m->nnodes; i++) {
+		free(m->nodes[i].name);
+		free(m->nodes[i].full_name);
+		free(m->nodes[i].source);
+		free(m->nodes[i].site_file);
+		free(m->nodes[i].site_func);
+	}
+	free(m->nodes);
+	free(m->edges);
+	for (int i = 0; i < m->nvalues; i++)
+		free(m->values[i].readers);
+	free(m->values);
+	for (int i = 0; i < m->ncands; i++) {
+		free(m->cands[i].nodes);
+		free(m->cands[i].removed);
+		free(m->cands[i].kept);
+		free(m->cands[i].why);
+		cJSON_Delete(m->cands[i].group);
+	}
+	free(m->cands);
+	for (int i = 0; i < m->nrejs; i++) {
+		free(m->rejs[i].nodes);
+		free(m->rejs[i].reason);
+	}
+	free(m->rejs);
+	free(m->tl);
+	free(m);
+}
+
+/* One trace into m (first) or into a scratch model whose graph is dropped (the others). */
+static int analyse_one(const char *path, struct trace_info *ti, struct model *m)
+{
+	struct builder *b = builder_new(ti->path, ti, &m->dev);
+	int r = trace_read(path, b, ti);
+	if (r == 0)
+		r = builder_finish(b, m);
+	builder_free(b);
+	return r;
+}
+
+struct model *analysis_run(char **paths, int npaths)
+{
+	struct model *m = xcalloc(1, sizeof(*m));
+	m->traces = xcalloc(npaths ? npaths : 1, sizeof(struct trace_info));
+	m->ntraces = npaths;
+	for (int i = 0; i < npaths; i++) {
+		m->traces[i].path = xstrdup(paths[i]);
+		m->traces[i].rank = -1;
+	}
+	int first = 1;
+	for (int i = 0; i < npaths; i++) {
+		if (first) {
+			if (analyse_one(paths[i], &m->traces[i], m) < 0)
+				goto fail;
+			first = 0;
+			continue;
+		}
+		struct model *s = xcalloc(1, sizeof(*s));
+		int r = analyse_one(paths[i], &m->traces[i], s);
+		/* the model is that of the lowest rank */
+		if (r == 0 && m->traces[i].rank >= 0 &&
+		    (m->traces[0].rank < 0 || m->traces[i].rank < m->traces[0].rank)) {
+			struct trace_info t = m->traces[0];
+			m->traces[0] = m->traces[i];
+			m->traces[i] = t;
+			s->traces = m->traces;
+			s->ntraces = m->ntraces;
+			m->traces = NULL;
+			m->ntraces = 0;
+			struct model *tmp = m;
+			m = s;
+			s = tmp;
+		}
+		model_free(s);
+		if (r < 0)
+			goto fail;
+	}
+	ledger_compute(m);
+	candidates_find(m);
+	return m;
+fail:
+	model_free(m);
+	return NULL;
+}
