@@ -1,11 +1,13 @@
 /*
  * cmd-analyze.c - `aicprof analyze TRACE... [-o DIR]`: analyses the traces (ranks of one job)
- * and writes DIR/summary.json (default DIR: aicprof-out). The output is written whole or not
- * at all, and only to DIR/summary.json: nothing in a trace names an output path.
+ * and writes DIR/summary.json (default DIR: aicprof-out), then the report beside it from that
+ * file (report.html, graph.dot, graph.svg, trace.perfetto.json; --no-report skips them). Each
+ * output is written whole or not at all, and only into DIR: nothing in a trace names a path.
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
 #include "analyzer/util.h"
+#include "report/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +16,14 @@
 static const char usage_text[] = "usage: aicprof analyze [-o DIR] [-q] TRACE...\n"
                                  "\n"
                                  "  -o DIR   write DIR/summary.json (default: aicprof-out)\n"
-                                 "  -q       no warnings\n";
+                                 "  -q       no warnings\n"
+                                 "  --no-report  summary.json only\n";
 
 int cmd_analyze(int argc, char **argv)
 {
 	const char *out = "aicprof-out";
 	char **paths = xcalloc(argc, sizeof(char *));
-	int npaths = 0, opts = 1;
+	int npaths = 0, opts = 1, report = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
@@ -36,6 +39,8 @@ int cmd_analyze(int argc, char **argv)
 			out = argv[++i];
 		} else if (opts && !strncmp(a, "-o", 2)) {
 			out = a + 2;
+		} else if (opts && !strcmp(a, "--no-report")) {
+			report = 0;
 		} else if (opts && !strcmp(a, "-q")) {
 			util_quiet = 1;
 		} else if (opts && !strcmp(a, "--")) {
@@ -68,5 +73,13 @@ int cmd_analyze(int argc, char **argv)
 		free(p);
 	}
 	model_free(m);
+	if (r == 0 && report) {
+		r = report_write_all(out);
+		if (r == 0 && !util_quiet) {
+			char *h = path_join(out, "report.html");
+			fprintf(stderr, "aicprof: report -> %s\n", h);
+			free(h);
+		}
+	}
 	return r < 0 ? 1 : 0;
 }

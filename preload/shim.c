@@ -47,6 +47,7 @@ static uint64_t t_start, rec_from;
 static char alloc_note[256] = "default";
 static char self_path[PATH_MAX];
 static _Atomic int range_depth; /* AICPROF_RANGE: open matching ranges */
+static pid_t trace_pid;         /* the process whose trace this is */
 
 void shim_say(const char *fmt, ...)
 {
@@ -276,6 +277,7 @@ static int start(void)
 	}
 	start_done = 1;
 	inside = 1;
+	trace_pid = getpid();
 	char path[1024];
 	char host[256] = "";
 	gethostname(host, sizeof(host) - 1);
@@ -305,6 +307,19 @@ out:
 	inside = 0;
 	pthread_mutex_unlock(&start_lock);
 	return start_ok ? 0 : -1;
+}
+
+/*
+ * _exit() skips atexit, so a process leaving through it (os._exit, multiprocessing's workers)
+ * would lose what is still buffered: close the trace first. Only in the process that records:
+ * a vfork child shares the parent's memory and has another pid, and must touch nothing.
+ */
+__attribute__((visibility("default"), noreturn)) void _exit(int status)
+{
+	if (start_ok && !inside && getpid() == trace_pid)
+		finish("exit");
+	syscall(SYS_exit_group, status);
+	__builtin_unreachable();
 }
 
 /* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names this library. */

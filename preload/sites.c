@@ -98,7 +98,9 @@ static struct {
 	int state;          /* 0 not tried, 1 usable, -1 failed */
 	int ts_off, cf_off; /* tstate word holding the frame (cf_off < 0: directly) */
 	int code_off, prev_off, instr_off;
-	long code_delta; /* instruction pointer - code object - lasti */
+	long code_delta;     /* instruction pointer - code object - lasti */
+	void *trampoline[4]; /* code of frames the public API never shows (3.12's entry frames) */
+	int ntrampoline;
 } raw;
 enum { FRAME_OBJ_F_FRAME = 24 };
 
@@ -373,18 +375,23 @@ static uintptr_t raw_top(PyThreadState *ts)
 }
 
 /* Walks interpreter frames from f, keeping those whose code object is in the cache (named
- * while the GIL was held). Returns the count. */
-static int raw_frames(uintptr_t f, struct pyframe *out, int max)
+ * while the GIL was held); *unknown counts the others. Returns the count kept. */
+static int raw_frames(uintptr_t f, struct pyframe *out, int max, int *unknown)
 {
 	int n = 0;
+	*unknown = 0;
 	for (int walked = 0; f && walked < 256 && n < max;
 	     walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
 		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
 		struct code_ent *ce = code_find(code);
-		if (!ce)
-			continue; /* never seen with the GIL (or a C-stack frame): can't be named,
-			             so it stays out of the site; the user's frames above it count
-			           */
+		if (!ce) {
+			int t = 0;
+			while (t < raw.ntrampoline && raw.trampoline[t] != code)
+				t++;
+			if (t == raw.ntrampoline)
+				(*unknown)++; /* never named with the GIL */
+			continue;
+		}
 		long lasti =
 		    (long)(rd(f + (uintptr_t)raw.instr_off) - (uintptr_t)code) - raw.code_delta;
 		out[n++] = (struct pyframe){ce, (int)lasti};
@@ -392,13 +399,6 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max)
 	return n;
 }
 
-/*
- * Learns where this interpreter keeps a thread's current frame and the fields of a frame, by
- * comparing what the public API says (GIL held) with the words of the thread state and of the
- * frames, then checks a whole walk against the public one. Every read is of memory known to be
- * mapped: the thread state, frames the API handed out, or this thread's stack. On any
- * disagreement the raw walker stays off and such threads fall back to inheritance.
- */
 #define RAW_FAIL                                                                                   \
 	do {                                                                                       \
 		shim_debug("raw frame walker off (check at line %d failed)", __LINE__);            \
@@ -474,7 +474,18 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 	if (raw.ts_off < 0)
 		RAW_FAIL;
 	struct pyframe mine[64];
-	int n = raw_frames(raw_top(ts), mine, 64);
+	int unknown;
+	int n = raw_frames(raw_top(ts), mine, 64, &unknown);
+	/* frames the API skipped are the interpreter's own entry frames: remember their code */
+	for (uintptr_t f = raw_top(ts); f && unknown && raw.ntrampoline < 4;
+	     f = rd(f + (uintptr_t)raw.prev_off)) {
+		void *code = (void *)rd(f + (uintptr_t)raw.code_off);
+		int seen = code_find(code) != NULL;
+		for (int t = 0; t < raw.ntrampoline; t++)
+			seen |= raw.trampoline[t] == code;
+		if (!seen)
+			raw.trampoline[raw.ntrampoline++] = code;
+	}
 	if (n != n_api)
 		RAW_FAIL;
 	for (int i = 0; i < n; i++)
@@ -572,19 +583,25 @@ int sites_current(uint32_t *site, int *inherited)
 		PyThreadState *ts = py.GILState_GetThisThreadState();
 		if (py.GILState_Check())
 			return py_walk_gil(ts, site);
+		/* Without the GIL: the raw walk when it can name every frame; otherwise the GIL,
+		 * when taking it cannot wait (see the top of this file), which also names the
+		 * frames for the raw walks that follow; otherwise the frames it could name. */
+		struct pyframe all[64];
+		int n = 0, unknown = 1;
 		if (ts && raw.state == 1) {
-			struct pyframe all[64];
 			uintptr_t top = raw_top(ts);
-			int n = top ? raw_frames(top, all, 64) : 0;
-			if (n > 0 && site_of(all, n, site))
-				return 1;
+			n = top ? raw_frames(top, all, 64, &unknown) : 0;
 		}
+		if (n > 0 && !unknown && site_of(all, n, site))
+			return 1;
 		if (ts && only_thread_state(ts)) {
 			int g = py.GILState_Ensure();
 			int r = py_walk_gil(ts, site);
 			py.GILState_Release(g);
 			return r;
 		}
+		if (n > 0 && site_of(all, n, site))
+			return 1;
 		uint32_t last = atomic_load(&last_py_site);
 		if (!last)
 			return 0;

@@ -52,3 +52,18 @@ env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c 'import os; print(os.envi
 check "AICPROF_ALLOC_BACKEND=0 leaves it unset" test "$env" = "None"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
+
+LD_PRELOAD=$S python3 -c 'import os; os._exit(9)'; rc=$?
+check "os._exit(9) through the shim's _exit: 9" test "$rc" = 9
+out=$(LD_PRELOAD=$S python3 -c '
+import subprocess, sys
+r = subprocess.run(["/bin/sh", "-c", "exit 4"])
+print(r.returncode)' 2>&1)
+check "subprocess (vfork/posix_spawn) children exit as usual" test "$out" = "4"
+out=$(LD_PRELOAD=$S python3 -c '
+import subprocess
+try:
+    subprocess.run(["/no/such/program"])
+except FileNotFoundError:
+    print("missing")' 2>&1)
+check "a failed exec in a vfork child is reported as usual" test "$out" = "missing"

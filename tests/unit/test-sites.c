@@ -161,6 +161,53 @@ static void test_gil_released_other_thread_alive(void **state)
 	assert_int_equal(get_int("r2[0][1]"), 0);
 }
 
+/* A function first seen with the GIL released, called from one named before, while this is the
+ * only thread: the raw walk could only name the caller, so the shim takes the GIL and names the
+ * new function too (its line is the site's first frame). */
+static void test_new_function_gil_released(void **state)
+{
+	(void)state;
+	assert_int_equal(run("def fresh5(mode):\n"
+	                     "    return probe.site(mode)\n"
+	                     "def caller5(mode):\n"
+	                     "    return fresh5(mode) if mode else probe.site(0)\n"
+	                     "caller5(0)\n"
+	                     "f5 = caller5(1)\n"),
+	                 0);
+	assert_int_equal(get_int("f5[1]"), 0);
+	cJSON *s = site_record(get_int("f5[0]"));
+	assert_non_null(s);
+	cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "frames"), 0);
+	assert_string_equal(cJSON_GetObjectItem(f0, "func")->valuestring, "fresh5");
+	assert_int_equal(cJSON_GetObjectItem(f0, "line")->valueint, 2);
+	cJSON_Delete(s);
+}
+
+/* The same with another thread alive: the GIL is not taken; the frames the shim can name
+ * (caller4, named earlier with the GIL) make the site, rather than an inherited one. */
+static void test_new_function_other_thread_alive(void **state)
+{
+	(void)state;
+	assert_int_equal(run("def fresh4(mode):\n"
+	                     "    return probe.site(mode)\n"
+	                     "def caller4(mode):\n"
+	                     "    return fresh4(mode) if mode else probe.site(0)\n"
+	                     "caller4(0)\n"
+	                     "ev = threading.Event()\n"
+	                     "t = threading.Thread(target=ev.wait)\n"
+	                     "t.start()\n"
+	                     "f4 = caller4(1)\n"
+	                     "ev.set(); t.join()\n"),
+	                 0);
+	assert_int_equal(get_int("f4[1]"), 0);
+	cJSON *s = site_record(get_int("f4[0]"));
+	assert_non_null(s);
+	cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(s, "frames"), 0);
+	assert_string_equal(cJSON_GetObjectItem(f0, "func")->valuestring, "caller4");
+	assert_int_equal(cJSON_GetObjectItem(f0, "line")->valueint, 4);
+	cJSON_Delete(s);
+}
+
 static void test_thread_without_python(void **state)
 {
 	(void)state;
@@ -181,6 +228,8 @@ int main(void)
 	    cmocka_unit_test(test_gil_held),
 	    cmocka_unit_test(test_gil_released_only_thread),
 	    cmocka_unit_test(test_gil_released_other_thread_alive),
+	    cmocka_unit_test(test_new_function_gil_released),
+	    cmocka_unit_test(test_new_function_other_thread_alive),
 	    cmocka_unit_test(test_thread_without_python),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
