@@ -721,12 +721,75 @@ static void parse_signature(struct fninfo *f)
  */
 #define HOW_SKIP 255 /* roles(): not an argument */
 
+/*
+ * Accuracy measurement (AICPROF_ACCURACY=1, for docs/accuracy.md): the calibration flags are
+ * set aside, the roles inferred from the other rules, and each probed pointer tallied against
+ * what the shim saw; the table goes to stderr at exit.
+ */
+static int accuracy = -1;
+static long acc[5][2]; /* [W, RW, R, skipped, how=fresh...] x [changed, unchanged] */
+static long acc_how[8][2][2]; /* [how][inferred write][changed] */
+
+static void accuracy_report(void)
+{
+	long agree = 0, total = 0;
+	for (int h = 0; h < 8; h++)
+		for (int w = 0; w < 2; w++)
+			for (int c = 0; c < 2; c++) {
+				total += acc_how[h][w][c];
+				if (w == c)
+					agree += acc_how[h][w][c];
+			}
+	fprintf(stderr, "accuracy: %ld probed pointers; inferred write = changed for %ld (%.1f%%)\n",
+	        total, agree, total ? 100.0 * agree / total : 0);
+	static const char *rn[] = {"W", "RW", "R", "not an argument"};
+	for (int r = 0; r < 4; r++)
+		fprintf(stderr, "accuracy: role %-16s changed %5ld unchanged %5ld\n", rn[r], acc[r][0],
+		        acc[r][1]);
+	static const char *hn[] = {"fresh-alloc", "semantics", "calibrated", "conservative"};
+	for (int h = 0; h < 4; h++)
+		fprintf(stderr,
+		        "accuracy: by %-12s write&changed %5ld write&unchanged %5ld read&changed %5ld "
+		        "read&unchanged %5ld\n",
+		        hn[h], acc_how[h][1][1], acc_how[h][1][0], acc_how[h][0][1], acc_how[h][0][0]);
+}
+
+static void accuracy_tally(struct builder *b, struct rec *o, struct fninfo *f,
+                           const unsigned char *role, const unsigned char *how)
+{
+	for (int i = 0; i < o->nptr; i++) {
+		int c = o->p[i].cal;
+		if (c < 0)
+			continue;
+		if (how[i] == HOW_SKIP) {
+			acc[3][c ? 0 : 1]++;
+			continue;
+		}
+		int r = role[i] == ROLE_WRITE ? 0 : role[i] == ROLE_READWRITE ? 1 : 2;
+		acc[r][c ? 0 : 1]++;
+		int h = how[i] < 8 ? how[i] : 7;
+		acc_how[h][(role[i] & ROLE_WRITE) ? 1 : 0][c ? 1 : 0]++;
+		if (getenv("AICPROF_ACCURACY_VERBOSE") && !!(role[i] & ROLE_WRITE) != !!c && f) {
+			char *sn = short_name(f->name);
+			fprintf(stderr, "accuracy: disagree %s arg %d +%u role %d changed %d\n", sn,
+			        o->p[i].arg, (unsigned)o->p[i].word, role[i], c);
+			free(sn);
+		}
+	}
+}
+
 static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
                   unsigned char *how)
 {
 	int n = o->nptr;
 	int have_cal = 0;
-	for (int i = 0; i < n; i++)
+	if (accuracy < 0) {
+		const char *e = getenv("AICPROF_ACCURACY");
+		accuracy = e && !strcmp(e, "1");
+		if (accuracy)
+			atexit(accuracy_report);
+	}
+	for (int i = 0; i < n && !accuracy; i++)
 		if (o->p[i].cal >= 0)
 			have_cal = 1;
 	if (f && have_cal) {
@@ -799,6 +862,8 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 	}
 	if (!anyw && last >= 0)
 		role[last] = ROLE_READWRITE;
+	if (accuracy)
+		accuracy_tally(b, o, f, role, how);
 }
 
 static struct buf *buf_of(struct builder *b, int64_t alloc)
