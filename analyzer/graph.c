@@ -64,6 +64,8 @@ struct rec {
 	long numel;
 	long scalars[4]; /* the first scalar arguments, for numel */
 	int nscalars;
+	struct node_param sp[8]; /* every scalar parameter (first 8), for the group description */
+	int nsp;
 	uint64_t br, bw;
 	int nptr, aptr;
 	struct ptrarg *p, pin[PIN];
@@ -1153,6 +1155,8 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		memcpy(nd->grid, o->grid, sizeof(nd->grid));
 		memcpy(nd->block, o->block, sizeof(nd->block));
 		nd->numel = o->numel;
+		memcpy(nd->params, o->sp, sizeof(o->sp));
+		nd->nparams = o->nsp;
 		nd->bytes_read = o->br;
 		nd->bytes_written = o->bw;
 		nd->claimed = -1;
@@ -1238,6 +1242,14 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			x->how = e->how;
 			vi = (uint64_t)c->nvalues++;
 			hmap_put(&idx, (uint64_t)e->vid, vi);
+		}
+		if (e->vid >= 0) { /* the reader's values in pointer order */
+			struct node *rd = &c->nodes[e->to - st->b];
+			int dup = 0;
+			for (int k = 0; k < rd->nreads; k++)
+				dup |= rd->reads[k] == (int)vi;
+			if (!dup && rd->nreads < 8)
+				rd->reads[rd->nreads++] = (int)vi;
 		}
 		if (e->vid >= 0 && c->values[vi].writer < 0) {
 			struct value *x = &c->values[vi];
@@ -1515,6 +1527,11 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	if (get_i64(rec, "pid", &v))
 		ti->pid = (long)v;
 	ti->rank = get_i64(rec, "rank", &v) ? (long)v : -1;
+	const cJSON *cwd = field(rec, "cwd");
+	if (cJSON_IsString(cwd)) {
+		free(ti->cwd);
+		ti->cwd = xstrdup(cwd->valuestring);
+	}
 	const cJSON *argv = field(rec, "argv");
 	struct strbuf sb = STRBUF_INIT;
 	const cJSON *a;
@@ -1580,6 +1597,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 		}
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* scalars: numel is chosen from them in dataflow(), buffers known */
+			if (vs && r->nsp < 8 && pn >= 1 && pn <= 8)
+				r->sp[r->nsp++] = (struct node_param){
+				    (short)pi, (unsigned char)pn, strtoull(vs, NULL, 16)};
 			if (vs && r->nscalars < 4 && (pn == 4 || pn == 8)) {
 				int64_t val = (int64_t)strtoull(vs, NULL, 16);
 				if (pn == 4)

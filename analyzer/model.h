@@ -43,6 +43,17 @@ struct node {
 	double achieved_gbs, intensity, roofline_us;
 	const char *bound; /* "memory", "compute" or "latency" */
 	int claimed;       /* candidate id that holds it, -1 none (candidates.c) */
+	/* the captured launch's scalar parameters (at most 8 bytes, as the trace's "v"), in
+	 * parameter order: what fusegroup.c reads a dropout's keep probability or a layer norm's
+	 * N and eps from */
+	struct node_param {
+		short arg;           /* kernel parameter index */
+		unsigned char size;  /* bytes */
+		uint64_t raw;        /* the bytes, little-endian */
+	} params[8];
+	int nparams;
+	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
+	int nreads;
 };
 
 struct edge {
@@ -76,6 +87,7 @@ struct candidate {
 	const char *library_form; /* static or NULL */
 	char *why;                /* owned */
 	void *group;              /* cJSON object (owned), the fusion group description */
+	char *group_why;          /* owned: why group is NULL, or NULL */
 };
 
 struct rejected {
@@ -94,6 +106,7 @@ struct trace_info {
 	char *path;
 	long pid, rank; /* rank -1 when absent */
 	char *program;  /* argv joined by spaces; owned */
+	char *cwd;      /* the program's working directory (header "cwd"), or NULL; owned */
 	int truncated;
 	long records, kernels;
 	char **warnings;
@@ -160,6 +173,12 @@ void ledger_compute(struct model *m);
 
 /* Finds fusion candidates and rejected groups in the step graph. Needs ledger_compute(). */
 void candidates_find(struct model *m);
+
+/*
+ * The fusion group description of candidate c (fusegroup.c), a new cJSON object the caller
+ * deletes; or NULL with *why a new string (caller frees): why the candidate has none.
+ */
+struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, char **why);
 
 /* Writes the model as JSON (summary.json) to path, whole or not at all. Returns 0 or -1. */
 int summary_write(const struct model *m, const char *path);

@@ -191,6 +191,10 @@ cJSON *summary_json(const struct model *m)
 		else
 			cJSON_AddNullToObject(o, "rank");
 		cJSON_AddStringToObject(o, "program", t->program ? t->program : "");
+		if (t->cwd)
+			cJSON_AddStringToObject(o, "cwd", t->cwd);
+		else
+			cJSON_AddNullToObject(o, "cwd");
 		cJSON_AddBoolToObject(o, "truncated", t->truncated);
 		cJSON_AddNumberToObject(o, "records", (double)t->records);
 		cJSON_AddNumberToObject(o, "kernels", (double)t->kernels);
@@ -271,6 +275,10 @@ cJSON *summary_json(const struct model *m)
 			cJSON_AddNullToObject(o, "library_form");
 		cJSON_AddItemToObject(o, "group",
 		                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
+		if (c->group_why)
+			cJSON_AddStringToObject(o, "group_why", c->group_why);
+		else
+			cJSON_AddNullToObject(o, "group_why");
 		cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
 		cJSON_AddItemToArray(cands, o);
 	}
@@ -321,6 +329,7 @@ void model_free(struct model *m)
 	for (int i = 0; i < m->ntraces; i++) {
 		free(m->traces[i].path);
 		free(m->traces[i].program);
+		free(m->traces[i].cwd);
 		for (int k = 0; k < m->traces[i].nwarnings; k++)
 			free(m->traces[i].warnings[k]);
 		free(m->traces[i].warnings);
@@ -347,6 +356,7 @@ void model_free(struct model *m)
 		free(m->cands[i].kept);
 		free(m->cands[i].why);
 		cJSON_Delete(m->cands[i].group);
+		free(m->cands[i].group_why);
 	}
 	free(m->cands);
 	for (int i = 0; i < m->nrejs; i++) {

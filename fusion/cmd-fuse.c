@@ -24,6 +24,7 @@ struct fuse_entry {
 	char *advice; /* why not generated */
 	char *sources;
 	struct fgroup g;
+	struct patch_group pg; /* the patch's result for a generated group */
 };
 
 struct fuse_run {
@@ -106,6 +107,10 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		if (cJSON_IsString(lib) && *lib->valuestring) {
 			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
 			            lib->valuestring);
+		} else if ((!grp || cJSON_IsNull(grp)) &&
+		           cJSON_IsString(cJSON_GetObjectItemCaseSensitive(c, "group_why"))) {
+			strbuf_addf(&msg, "%s: not generated: %s", ks,
+			            cJSON_GetObjectItemCaseSensitive(c, "group_why")->valuestring);
 		} else if (!grp || cJSON_IsNull(grp)) {
 			strbuf_addf(&msg,
 			            "%s: no group description in the summary; nothing to "
@@ -135,6 +140,49 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 	cJSON_Delete(j);
 	free(path);
 	return 0;
+}
+
+/* The patch of the generated groups of a summary's candidates (patch.c). */
+static int patch_run(const char *outdir, const char *fused, const char *srcdir,
+                     struct fuse_run *run)
+{
+	char *path = path_join(outdir, "summary.json");
+	size_t len;
+	char *text = read_whole(path, &len);
+	cJSON *j = text ? cJSON_ParseWithLength(text, len) : NULL;
+	free(text);
+	if (!j) {
+		error("cannot read '%s' again", path);
+		free(path);
+		return -1;
+	}
+	free(path);
+	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(j, "candidates");
+	struct patch_group *pg = xcalloc(run->nr ? run->nr : 1, sizeof(*pg));
+	int n = 0, *at = xcalloc(run->nr ? run->nr : 1, sizeof(int));
+	for (int i = 0; i < run->nr; i++) {
+		if (!run->e[i].name)
+			continue;
+		const cJSON *c;
+		cJSON_ArrayForEach(c, cands)
+		{
+			const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+			if (cJSON_IsNumber(id) && (long)id->valuedouble == run->e[i].cand)
+				break;
+		}
+		if (!c)
+			continue;
+		pg[n].g = &run->e[i].g;
+		pg[n].cand = c;
+		at[n++] = i;
+	}
+	int rc = n ? patch_write(fused, j, srcdir, pg, n) : 0;
+	for (int k = 0; k < n; k++)
+		run->e[at[k]].pg = pg[k];
+	free(pg);
+	free(at);
+	cJSON_Delete(j);
+	return rc;
 }
 
 static void add_readme_group(struct strbuf *sb, const struct fuse_entry *e)
@@ -234,6 +282,29 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 			strbuf_adds(&sb, "\n");
 		}
 	}
+	int npatch = 0;
+	for (int i = 0; i < run->nr; i++)
+		npatch += run->e[i].pg.g != NULL;
+	if (npatch) {
+		strbuf_adds(&sb, "\n## The patch (aicprof.patch)\n\n"
+		                 "`git apply aicprof.patch` in the program's working directory adds "
+		                 "the generated\nkernels under `aicprof_fused/` and rewrites the "
+		                 "source lines below to call them;\nthe original lines stay as the "
+		                 "fallback (no extension build, another dtype, autograd\nneeding a "
+		                 "gradient). Groups whose lines it cannot rewrite safely are advice: "
+		                 "call\nthe kernel yourself.\n\n");
+		for (int i = 0; i < run->nr; i++) {
+			const struct patch_group *p = &run->e[i].pg;
+			if (!p->g)
+				continue;
+			if (p->rewritten)
+				strbuf_addf(&sb, "- %s: rewritten at %s\n", p->g->name, p->where);
+			else
+				strbuf_addf(&sb, "- %s: advice, not rewritten: %s; the kernel is in "
+				                 "`aicprof_fused/%s/`\n",
+				            p->g->name, p->advice ? p->advice : "?", p->g->name);
+		}
+	}
 	if (drop)
 		strbuf_adds(&sb, readme_dropout);
 	return sb.buf;
@@ -273,6 +344,8 @@ static void release_run(struct fuse_run *run)
 		free(run->e[i].name);
 		free(run->e[i].advice);
 		free(run->e[i].sources);
+		free(run->e[i].pg.where);
+		free(run->e[i].pg.advice);
 		fgroup_release(&run->e[i].g);
 	}
 	free(run->e);
@@ -280,26 +353,28 @@ static void release_run(struct fuse_run *run)
 
 static int usage_fuse(void)
 {
-	fprintf(stderr, "usage: aicprof fuse OUTDIR -o FUSEDDIR\n"
+	fprintf(stderr, "usage: aicprof fuse OUTDIR -o FUSEDDIR [--src DIR]\n"
 	                "   or: aicprof fuse --group G.json [--group G2.json...] -o FUSEDDIR\n");
 	return 129;
 }
 
 int cmd_fuse(int argc, char **argv)
 {
-	const char *outdir = NULL, *fused = NULL;
+	const char *outdir = NULL, *fused = NULL, *srcdir = NULL;
 	const char **groups = xcalloc(argc, sizeof(*groups));
 	int ngroups = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			free(groups);
 			fprintf(stdout,
-			        "usage: aicprof fuse OUTDIR -o FUSEDDIR\n"
+			        "usage: aicprof fuse OUTDIR -o FUSEDDIR [--src DIR]\n"
 			        "   or: aicprof fuse --group G.json [--group G2.json...] -o "
 			        "FUSEDDIR\n");
 			return 0;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			fused = argv[++i];
+		else if (!strcmp(argv[i], "--src") && i + 1 < argc)
+			srcdir = argv[++i];
 		else if (!strcmp(argv[i], "--group") && i + 1 < argc)
 			groups[ngroups++] = argv[++i];
 		else if (argv[i][0] == '-' || outdir) {
@@ -341,6 +416,8 @@ int cmd_fuse(int argc, char **argv)
 	for (int i = 0; !rc && i < run.nr; i++)
 		if (run.e[i].name && fusion_write_group(fused, &run.e[i].g))
 			rc = -1;
+	if (!rc && outdir && patch_run(outdir, fused, srcdir, &run))
+		rc = -1;
 	if (!rc) {
 		struct strbuf origin = STRBUF_INIT;
 		if (outdir)

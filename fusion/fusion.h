@@ -173,4 +173,23 @@ const char *emit_upper(const struct fgroup *g, char *buf, size_t len);
  */
 int fusion_write_group(const char *dir, const struct fgroup *g);
 
+/* One generated group offered to the patch (patch.c). */
+struct patch_group {
+	const struct fgroup *g;
+	const struct cJSON *cand; /* its candidate in summary.json (nodes) */
+	int rewritten;            /* out: its source lines were rewritten */
+	char *where;              /* out (owned): "file.py:23-24" when rewritten */
+	char *advice;             /* out (owned): why its lines were not rewritten */
+};
+
+/*
+ * Writes fused/aicprof.patch (whole or not at all): a unified diff relative to the program's
+ * working directory that adds aicprof_fused/<name>/ (module, binding, kernel, math) of every
+ * group in pg[0..n-1] and rewrites the user's source lines of each group where that is safe
+ * (see patch.c), reading the sources under srcdir (NULL: "."). Fills pg[i].rewritten, .where
+ * and .advice (the caller frees them). Writes nothing when n is 0. Returns 0 or error().
+ */
+int patch_write(const char *fused, const struct cJSON *summary, const char *srcdir,
+                struct patch_group *pg, int n);
+
 #endif

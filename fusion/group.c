@@ -299,9 +299,9 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 			return -1;
 		if (g->values[n->arg[k]].dtype == FD_BOOL &&
 		    !((k == 0 && !strcmp(opname, "where")) ||
-		      (k == 1 && !strcmp(opname, "masked_fill"))))
+		      (k == 1 && !strcmp(opname, "masked_fill")) || !strcmp(opname, "mul")))
 			return perr(c,
-			            "%sargs[%d] '%s' is a bool mask; only where's condition and "
+			            "%sargs[%d] '%s' is a bool mask; only where's condition, mul's factors and "
 			            "masked_fill's mask may be",
 			            path, k, a->valuestring);
 	}

@@ -31,6 +31,12 @@ const struct fop fop_table[] = {
     {"gelu_tanh", 1, 1, EW, 0,
      "(0.5f * $0 * (1.f + tanhf(0.797884561f * ($0 + 0.044715f * $0 * $0 * $0))))",
      "(0.5 * $0 * (1.0 + tanh(sqrt(2.0 / M_PI) * ($0 + 0.044715 * $0 * $0 * $0))))"},
+    /* gelu_backward(dy, x) of the erf form, as ATen's GeluBackwardCUDAKernelImpl computes it:
+     * dy * (cdf + x * pdf), cdf = 0.5 (1 + erf(x / sqrt 2)), pdf = exp(-x^2 / 2) / sqrt(2 pi) */
+    {"gelu_backward", 2, 2, EW, 0,
+     "($0 * (0.5f * (1.f + erff($1 * 0.707106781f)) + $1 * (expf(-0.5f * $1 * $1) * "
+     "0.398942280f)))",
+     "($0 * (0.5 * (1.0 + erf($1 / sqrt(2.0))) + $1 * exp(-0.5 * $1 * $1) / sqrt(2.0 * M_PI)))"},
     {"silu", 1, 1, EW, 0, "($0 / (1.f + expf(-$0)))", "($0 / (1.0 + exp(-$0)))"},
     {"sigmoid", 1, 1, EW, 0, "(1.f / (1.f + expf(-$0)))", "(1.0 / (1.0 + exp(-$0)))"},
     {"tanh", 1, 1, EW, 0, "tanhf($0)", "tanh($0)"},

@@ -57,7 +57,8 @@ C="[c for c in s['candidates'] if c['kind']=='elementwise-chain'][0]"
 check "chain sample: scale -> add_bias -> relu -> square" q "$K" "[N[i]['name'] for i in ($C)['nodes']]==['scale','add_bias','relu','square']"
 # t0, t1, t2 are written and read once each: 3 x (64 MiB + 64 MiB)
 check "chain sample: 3 intermediates removed, 384 MiB a step" q "$K" "len(($C)['values_removed'])==3 and ($C)['bytes_saved_per_step']==402653184"
-check "chain sample: numel from n, dtype from float*" q "$K" "($C)['group']['numel']==16777216 and N[0]['dtype']=='f32'"
+check "chain sample: numel from n, dtype from float*" q "$K" "N[0]['numel']==16777216 and N[0]['dtype']=='f32'"
+check "chain sample: user kernels get no group, and why" q "$K" "($C)['group'] is None and 'unknown semantics' in ($C)['group_why']"
 check "chain sample: sum_reduce stops the chain (unknown kernel)" q "$K" "any('unknown kernel' in r['reason'] for r in s['rejected'])"
 
 # inference against calibration (docs/accuracy.md): the MLP sample's probed pointers

@@ -64,7 +64,7 @@ static void test_optable(void **state)
 	    "add",        "sub",      "mul",        "div",        "neg",   "relu",        "gelu",
 	    "gelu_tanh",  "silu",     "sigmoid",    "tanh",       "exp",   "log",         "sqrt",
 	    "rsqrt",      "scale",    "add_scalar", "cast",       "where", "masked_fill", "dropout",
-	    "layer_norm", "rms_norm", "softmax",    "log_softmax"};
+	    "layer_norm", "rms_norm", "softmax",    "log_softmax", "gelu_backward"};
 	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
 		const struct fop *op = fop_lookup(vocab[i]);
 		assert_non_null(op);
@@ -80,6 +80,8 @@ static void test_optable(void **state)
 	assert_int_equal(fop_lookup("softmax")->kind, FOP_REDUCE);
 	assert_int_equal(fop_lookup("dropout")->need, FOP_NEED_P);
 	assert_int_equal(fop_lookup("layer_norm")->max_args, 3);
+	assert_int_equal(fop_lookup("gelu_backward")->min_args, 2);
+	assert_non_null(strstr(fop_lookup("gelu_backward")->expr, "erff($1"));
 	enum fdtype t;
 	assert_int_equal(fdtype_parse("bfloat16", &t), 0);
 	assert_int_equal(t, FD_BF16);

@@ -1,0 +1,531 @@
+/*
+ * fusegroup.c - the fusion group description of a candidate (docs/summary-format.md, "The
+ * fusion group description"): what fusion/ generates a kernel from, or why it cannot.
+ *
+ * The members are walked in step order. Each member's reads (its pointer arguments in order,
+ * node.reads) name either an earlier member's result or a new group input; its op is turned
+ * into one or more ops of fusion's vocabulary by the rule for its kernel below, with the
+ * numbers the kernel took as scalar parameters (node.params): a dropout's keep probability, a
+ * layer norm's N and eps, a softmax's row count and length. A value's storage type comes from
+ * its size against the group's element count (4 bytes: f32, 2: the 16-bit type a member's
+ * name gives, 1: bool); a smaller value whose element count divides the group's is broadcast.
+ * An intermediate stored in 16 bits is rounded to that type again (a cast op) before the next
+ * member reads it, as the unfused program did, so the fused kernel computes what the program
+ * computed. A value a member also writes besides its result (dropout's mask, layer norm's
+ * mean and rstd) that something reads is listed in "unwritten": the generated kernel does not
+ * write it, so the fused form cannot replace the members where that reader runs (autograd).
+ *
+ * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
+ * number the trace does not hold) makes the whole group undescribable: the result is NULL and
+ * the reason is one sentence that `aicprof fuse` reports as advice.
+ */
+#include "analyzer/model.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct gb {
+	const struct model *m;
+	const struct candidate *c;
+	cJSON *ins, *ops, *outs, *kept, *unwritten;
+	char **vname; /* per value id: its name in the group, or NULL */
+	int nin, nt, nout, nx;
+	long numel;      /* elements per full tensor */
+	enum dtype half; /* the 16-bit type a member names, DT_UNKNOWN when none */
+	struct strbuf why;
+};
+
+static int fail(struct gb *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct gb *g, const char *fmt, ...)
+{
+	if (g->why.len)
+		return -1;
+	va_list ap;
+	va_start(ap, fmt);
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	strbuf_adds(&g->why, buf);
+	return -1;
+}
+
+static int in_group(const struct candidate *c, int n)
+{
+	for (int i = 0; i < c->nnodes; i++)
+		if (c->nodes[i] == n)
+			return 1;
+	return 0;
+}
+
+static int has(const int *a, int n, int v)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == v)
+			return 1;
+	return 0;
+}
+
+/* A scalar parameter's raw bytes by parameter index and size; 0 when the trace has none. */
+static int param(const struct node *n, int arg, int size, uint64_t *raw)
+{
+	for (int i = 0; i < n->nparams; i++)
+		if (n->params[i].arg == arg && n->params[i].size == size) {
+			*raw = n->params[i].raw;
+			return 1;
+		}
+	return 0;
+}
+
+static float f32_of(uint32_t bits)
+{
+	float f;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/*
+ * Storage type of value v in the group: by its size against the group's elements, then as a
+ * broadcast input of the reading node's type. Sets *vnumel (elements). DT_UNKNOWN on a fault.
+ */
+static enum dtype value_dtype(struct gb *g, const struct value *v, const struct node *rd,
+                              long *vnumel)
+{
+	uint64_t N = (uint64_t)g->numel;
+	*vnumel = g->numel;
+	if (v->size == N * 4)
+		return DT_F32;
+	if (v->size == N) /* one byte an element: a mask */
+		return DT_BOOL;
+	if (v->size == N * 2) {
+		if (g->half == DT_UNKNOWN)
+			fail(g, "value %d holds 16-bit elements but no member says bf16 or f16",
+			     v->id);
+		return g->half;
+	}
+	enum dtype t = rd && dtype_size(rd->sem.dtype) ? rd->sem.dtype : DT_F32;
+	if (t != DT_F32 && t != DT_BF16 && t != DT_F16)
+		t = DT_F32;
+	size_t es = dtype_size(t);
+	if (v->size && v->size < N * es && v->size % es == 0 && N % (v->size / es) == 0) {
+		*vnumel = (long)(v->size / es);
+		return t;
+	}
+	fail(g, "value %d (%llu bytes) is no tensor of the group's %ld elements", v->id,
+	     (unsigned long long)v->size, g->numel);
+	return DT_UNKNOWN;
+}
+
+/* The name of value vi read by node rd: a member's result, or a new input. NULL on a fault. */
+static const char *arg_name(struct gb *g, int vi, const struct node *rd)
+{
+	if (g->vname[vi])
+		return g->vname[vi];
+	const struct value *v = &g->m->values[vi];
+	if (v->writer >= 0 && in_group(g->c, v->writer)) {
+		fail(g, "node %d reads value %d, which member node %d writes besides its result",
+		     rd->id, vi, v->writer);
+		return NULL;
+	}
+	long vn;
+	enum dtype t = value_dtype(g, v, rd, &vn);
+	if (t == DT_UNKNOWN)
+		return NULL;
+	char nm[32];
+	snprintf(nm, sizeof(nm), "in%d", g->nin++);
+	g->vname[vi] = xstrdup(nm);
+	cJSON *in = cJSON_CreateObject();
+	cJSON_AddStringToObject(in, "name", nm);
+	cJSON_AddNumberToObject(in, "value", vi);
+	cJSON_AddStringToObject(in, "dtype", dtype_name(t));
+	if (vn != g->numel)
+		cJSON_AddNumberToObject(in, "numel", (double)vn);
+	cJSON_AddItemToArray(g->ins, in);
+	return g->vname[vi];
+}
+
+/* Appends op {"op": name, "args": [...], "out": <fresh x#>}; returns the op for more fields. */
+static cJSON *add_op(struct gb *g, const char *name, const char **args, int nargs, char *out,
+                     size_t outsz)
+{
+	cJSON *op = cJSON_CreateObject();
+	cJSON_AddStringToObject(op, "op", name);
+	cJSON *a = cJSON_AddArrayToObject(op, "args");
+	for (int i = 0; i < nargs; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(args[i]));
+	snprintf(out, outsz, "x%d", g->nx++);
+	cJSON_AddStringToObject(op, "out", out);
+	cJSON_AddItemToArray(g->ops, op);
+	return op;
+}
+
+/* The keep probability of a fused_dropout kernel (its float parameter after N), or -1. */
+static double dropout_keep(const struct node *n)
+{
+	uint64_t raw;
+	if (!n->full_name || !strstr(n->full_name, "fused_dropout_kernel") || !param(n, 4, 4, &raw))
+		return -1;
+	double k = f32_of((uint32_t)raw);
+	return k > 0 && k <= 1 ? k : -1;
+}
+
+/* p = 1 - keep, to the float's precision (keep 0.9f gives 0.1). */
+static double keep_to_p(double keep)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%.7g", 1.0 - keep);
+	return strtod(b, NULL);
+}
+
+/* GELU's form from ATen's lambda: {lambda()#1} dispatches approximate='tanh', #2 'none'. */
+static const char *gelu_form(const struct node *n, const char *impl, int backward)
+{
+	const char *s = n->full_name ? strstr(n->full_name, impl) : NULL;
+	if (!s)
+		return NULL;
+	if (strstr(s, "{lambda()#2}"))
+		return backward ? "gelu_backward" : "gelu";
+	return NULL; /* the tanh form's backward is not in the vocabulary; tanh forward below */
+}
+
+/*
+ * Emits the ops of member n reading args a[0..na-1]; the result's name goes to res. Returns
+ * 0, or -1 after fail() when the member has no exact rule.
+ */
+static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
+                      size_t rsz, double *row_cols, double *row_rows)
+{
+	const char *op = n->sem.op ? n->sem.op : "unknown";
+	const char *full = n->full_name ? n->full_name : "";
+	if (n->sem.family == FAM_OTHER || !strcmp(op, "unknown"))
+		return fail(g,
+		            "node %d ('%s') is a kernel of unknown semantics: its math cannot be "
+		            "generated from its name; fuse such kernels by hand, or write the "
+		            "group (docs/summary-format.md) and run aicprof fuse --group",
+		            n->id, n->name);
+	if (!strcmp(op, "gelu") && na == 1) {
+		const char *f = gelu_form(n, "GeluCUDAKernelImpl", 0);
+		if (!f && strstr(full, "GeluCUDAKernelImpl") && strstr(full, "{lambda()#1}"))
+			f = "gelu_tanh";
+		if (!f)
+			return fail(g, "node %d: cannot tell GELU's form from '%s'", n->id,
+			            n->name);
+		add_op(g, f, a, 1, res, rsz);
+		return 0;
+	}
+	if (!strcmp(op, "gelu_backward") && na == 2) {
+		if (!gelu_form(n, "GeluBackwardCUDAKernelImpl", 1))
+			return fail(g, "node %d: only the backward of GELU's erf form is generated",
+			            n->id);
+		add_op(g, "gelu_backward", a, 2, res, rsz); /* (dy, x), ATen's order */
+		return 0;
+	}
+	if (!strcmp(op, "dropout") && na == 1) {
+		double keep = dropout_keep(n);
+		if (keep < 0)
+			return fail(g, "node %d: dropout's keep probability is not in the trace",
+			            n->id);
+		cJSON *o = add_op(g, "dropout", a, 1, res, rsz);
+		cJSON_AddNumberToObject(o, "p", keep_to_p(keep));
+		return 0;
+	}
+	if (!strcmp(op, "dropout_backward") && na == 2 && strstr(full, "masked_scale_kernel")) {
+		/* (grad, mask) * scale; the scale is 1/keep of the dropout that wrote the mask */
+		const struct value *mask = &g->m->values[n->reads[1]];
+		double keep = mask->writer >= 0 ? dropout_keep(&g->m->nodes[mask->writer]) : -1;
+		if (keep < 0)
+			return fail(g,
+			            "node %d: dropout backward's scale is not in the trace (the "
+			            "dropout that wrote its mask ran outside the step)",
+			            n->id);
+		char t[16];
+		add_op(g, "mul", a, 2, t, sizeof(t));
+		const char *ta[1] = {t};
+		cJSON *o = add_op(g, "scale", ta, 1, res, rsz);
+		cJSON_AddNumberToObject(o, "scalar", 1.0 / (1.0 - keep_to_p(keep)));
+		return 0;
+	}
+	if (!strcmp(op, "add") && na == 2 && strstr(full, "CUDAFunctor_add")) {
+		uint64_t raw;
+		if (!param(n, 1, 4, &raw) || f32_of((uint32_t)raw) != 1.0f)
+			return fail(g, "node %d: add with an alpha other than 1 (or none recorded)",
+			            n->id);
+		add_op(g, "add", a, 2, res, rsz);
+		return 0;
+	}
+	if (!strcmp(op, "mul") && na == 2 && strstr(full, "MulFunctor") &&
+	    !strstr(full, "UnaryFunctor")) {
+		add_op(g, "mul", a, 2, res, rsz);
+		return 0;
+	}
+	if (!strcmp(op, "mse_loss") && na == 2 && strstr(full, "mse_kernel_cuda")) {
+		char t[16];
+		add_op(g, "sub", a, 2, t, sizeof(t));
+		const char *ta[2] = {t, t};
+		add_op(g, "mul", ta, 2, res, rsz); /* (a - b) * (a - b) */
+		return 0;
+	}
+	if (!strcmp(op, "cast") && na == 1) {
+		/* the storage type is the result's; the caller rounds to it */
+		snprintf(res, rsz, "%s", a[0]);
+		return 1;
+	}
+	if (!strcmp(op, "layer_norm") && !n->sem.backward &&
+	    strstr(full, "vectorized_layer_norm_kernel") && na == 3) {
+		uint64_t nraw, eraw;
+		if (!param(n, 0, 4, &nraw) || !param(n, 1, 4, &eraw) || (int32_t)nraw <= 0)
+			return fail(g, "node %d: layer norm's N and eps are not in the trace",
+			            n->id);
+		*row_cols = (double)(int32_t)nraw;
+		cJSON *o = add_op(g, "layer_norm", a, 3, res, rsz);
+		char b[32];
+		snprintf(b, sizeof(b), "%.7g", (double)f32_of((uint32_t)eraw));
+		cJSON_AddNumberToObject(o, "eps", strtod(b, NULL));
+		return 0;
+	}
+	if (!strcmp(op, "softmax") && !n->sem.backward && strstr(full, "softmax_warp_forward") &&
+	    na == 1) {
+		uint64_t rows, len;
+		int lg = strstr(full, ", true, false>") != NULL;
+		if (!strstr(full, ", false, false>") && !lg)
+			return fail(g, "node %d: a masked softmax kernel", n->id);
+		if (!param(n, 2, 4, &rows) || !param(n, 4, 4, &len) || (int32_t)len <= 0)
+			return fail(g, "node %d: softmax's rows and length are not in the trace",
+			            n->id);
+		*row_cols = (double)(int32_t)len;
+		*row_rows = (double)(int32_t)rows;
+		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
+		return 0;
+	}
+	if (!strcmp(op, "mse_loss_backward"))
+		return fail(
+		    g,
+		    "node %d: mse_loss backward's scale (2/N for a mean, 2 for a sum) is not "
+		    "in the trace",
+		    n->id);
+	return fail(g, "node %d ('%s', op %s%s): fusion has no exact rule for it", n->id, n->name,
+	            op, n->sem.backward ? ", a backward kernel" : "");
+}
+
+/* The member's result: the largest value it writes (dropout's output over its mask, layer
+ * norm's Y over mean and rstd). -1 when it writes none. */
+static int result_of(const struct model *m, int n)
+{
+	int best = -1;
+	for (int i = 0; i < m->nvalues; i++)
+		if (m->values[i].writer == n &&
+		    (best < 0 || m->values[i].size > m->values[best].size))
+			best = i;
+	return best;
+}
+
+static int build(struct gb *g)
+{
+	const struct model *m = g->m;
+	const struct candidate *c = g->c;
+	double cols = 0, rows = 0;
+	for (int i = 0; i < c->nnodes; i++) {
+		const struct node *n = &m->nodes[c->nodes[i]];
+		const char *fn = n->full_name ? n->full_name : "";
+		if ((n->sem.dtype == DT_BF16 || n->sem.dtype == DT_F16) && g->half == DT_UNKNOWN)
+			g->half = n->sem.dtype;
+		else if (g->half == DT_UNKNOWN &&
+		         (strstr(fn, "bfloat16") || strstr(fn, "BFloat16")))
+			g->half = DT_BF16; /* bfloat16_copy_kernel_cuda: a cast to bf16 */
+		else if (g->half == DT_UNKNOWN && (strstr(fn, "Half") || strstr(fn, "half")))
+			g->half = DT_F16;
+		if (g->numel <= 0 && n->numel > 0 && n->sem.family != FAM_OTHER)
+			g->numel = n->numel;
+	}
+	if (g->numel <= 0)
+		for (int i = 0; i < c->nnodes; i++)
+			if (m->nodes[c->nodes[i]].numel > 0)
+				g->numel = m->nodes[c->nodes[i]].numel;
+	for (int i = 0; i < c->nnodes && g->numel <= 0; i++) {
+		/* a row group without elementwise members: the largest f32 tensor it reads */
+		const struct node *n = &m->nodes[c->nodes[i]];
+		if (n->nreads)
+			g->numel =
+			    (long)(m->values[n->reads[0]].size /
+			           (dtype_size(n->sem.dtype) ? dtype_size(n->sem.dtype) : 4));
+	}
+	for (int i = 0; i < c->nnodes; i++) {
+		/* members no rule covers, named before any fault of their values */
+		const struct node *n = &m->nodes[c->nodes[i]];
+		if (n->sem.backward && (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX))
+			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
+			            n->id, n->sem.op);
+		if (n->sem.family == FAM_OTHER)
+			return fail(
+			    g,
+			    "node %d ('%s') is a kernel of unknown semantics: its math cannot "
+			    "be generated from its name; fuse such kernels by hand, or write "
+			    "the group (docs/summary-format.md) and run aicprof fuse --group",
+			    n->id, n->name);
+	}
+	if (g->numel <= 0)
+		return fail(g, "the group's element count is not in the trace");
+	enum dtype last = DT_UNKNOWN;
+	for (int i = 0; i < c->nnodes; i++) {
+		const struct node *n = &m->nodes[c->nodes[i]];
+		const char *a[8];
+		int na = 0;
+		for (int k = 0; k < n->nreads; k++) {
+			const char *s = arg_name(g, n->reads[k], n);
+			if (!s)
+				return -1;
+			int dup = 0;
+			for (int j = 0; j < na; j++)
+				dup |= a[j] == s;
+			if (!dup)
+				a[na++] = s;
+		}
+		char res[16];
+		int r = member_ops(g, n, a, na, res, sizeof(res), &cols, &rows);
+		if (r < 0)
+			return -1;
+		int rv = result_of(m, n->id);
+		if (rv < 0)
+			return fail(g, "node %d writes nothing the trace saw", n->id);
+		const struct value *v = &m->values[rv];
+		long vn;
+		enum dtype t = value_dtype(g, v, n, &vn);
+		if (t == DT_UNKNOWN)
+			return -1;
+		if (vn != g->numel)
+			return fail(g, "node %d's result is not a whole tensor", n->id);
+		last = t;
+		int internal = has(c->removed, c->nremoved, rv) || has(c->kept, c->nkept, rv);
+		if (r == 1 || (internal && (t == DT_BF16 || t == DT_F16))) {
+			/* a cast member, or an intermediate rounded to its storage type, as the
+			 * member after it read it */
+			const char *ra[1] = {res};
+			char cr[16];
+			cJSON *o = add_op(g, "cast", ra, 1, cr, sizeof(cr));
+			cJSON_AddStringToObject(o, "to", dtype_name(t));
+			snprintf(res, sizeof(res), "%s", cr);
+		}
+		g->vname[rv] = xstrdup(res);
+		if (!internal || has(c->kept, c->nkept, rv)) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", res);
+			cJSON_AddNumberToObject(o, "value", rv);
+			cJSON_AddStringToObject(o, "dtype", dtype_name(t));
+			cJSON_AddItemToArray(internal ? g->kept : g->outs, o);
+		}
+		/* what else it writes that something reads */
+		for (int k = 0; k < m->nvalues; k++) {
+			const struct value *w = &m->values[k];
+			if (w->writer != n->id || k == rv || (!w->nreaders && !w->live_after_step))
+				continue;
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "value", k);
+			cJSON_AddNumberToObject(o, "writer", n->id);
+			cJSON_AddNumberToObject(o, "bytes", (double)w->size);
+			cJSON *rd = cJSON_AddArrayToObject(o, "readers");
+			for (int q = 0; q < w->nreaders; q++)
+				cJSON_AddItemToArray(rd, cJSON_CreateNumber(w->readers[q]));
+			cJSON_AddBoolToObject(o, "live_after_step", w->live_after_step);
+			cJSON_AddItemToArray(g->unwritten, o);
+		}
+	}
+	(void)last;
+	if (!strcmp(c->kind, "reduction-epilogue")) {
+		if (cols <= 0)
+			return fail(g, "the row length of the reduction is not in the trace");
+		if (rows <= 0)
+			rows = (double)(g->numel / (long)cols);
+		if ((long)rows * (long)cols != g->numel)
+			return fail(g, "rows x cols (%ld x %ld) is not the group's %ld elements",
+			            (long)rows, (long)cols, g->numel);
+	}
+	return 0;
+}
+
+/*
+ * The group description of candidate c of model m, as a new cJSON object the caller deletes;
+ * or NULL with *why set to a new string (the caller frees) saying in one sentence why the
+ * candidate has none. Only "elementwise-chain" and "reduction-epilogue" candidates have one;
+ * the others (attention, GEMM epilogues, optimizers) are the library's to fuse.
+ */
+struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, char **why)
+{
+	*why = NULL;
+	if (strcmp(c->kind, "elementwise-chain") && strcmp(c->kind, "reduction-epilogue")) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s: GEMMs and multi-tensor kernels are not generated here%s%s",
+		            c->kind, c->library_form ? "; the library's fused form: " : "",
+		            c->library_form ? c->library_form : "");
+		*why = sb.buf;
+		return NULL;
+	}
+	struct gb g = {0};
+	g.m = m;
+	g.c = c;
+	g.why = (struct strbuf)STRBUF_INIT;
+	cJSON *root = cJSON_CreateObject();
+	struct strbuf nm = STRBUF_INIT;
+	strbuf_addf(&nm, "c%d", c->id);
+	for (int i = 0; i < c->nnodes && nm.len < 40; i++) {
+		const char *op = m->nodes[c->nodes[i]].sem.op;
+		if (!op || !strcmp(op, "unknown"))
+			continue;
+		strbuf_adds(&nm, "_");
+		for (const char *s = op; *s; s++)
+			strbuf_addf(&nm, "%c",
+			            (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ? *s
+			                                                                 : '_');
+	}
+	cJSON_AddStringToObject(root, "name", nm.buf);
+	strbuf_release(&nm);
+	cJSON_AddStringToObject(root, "kind", c->kind);
+	g.ins = cJSON_CreateArray();
+	g.ops = cJSON_CreateArray();
+	g.outs = cJSON_CreateArray();
+	g.kept = cJSON_CreateArray();
+	g.unwritten = cJSON_CreateArray();
+	g.vname = xcalloc(m->nvalues ? m->nvalues : 1, sizeof(char *));
+	double cols = 0;
+	int rc = build(&g);
+	if (!rc) {
+		/* dtype: the first output's; sizes */
+		const cJSON *o0 = cJSON_GetArrayItem(g.outs, 0);
+		const cJSON *dt = o0 ? cJSON_GetObjectItemCaseSensitive(o0, "dtype") : NULL;
+		if (cJSON_IsString(dt))
+			cJSON_AddStringToObject(root, "dtype", dt->valuestring);
+		if (!strcmp(c->kind, "reduction-epilogue")) {
+			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
+				const struct node *n = &m->nodes[c->nodes[i]];
+				uint64_t raw;
+				if (n->sem.family == FAM_NORM && param(n, 0, 4, &raw))
+					cols = (double)(int32_t)raw;
+				else if (n->sem.family == FAM_SOFTMAX && param(n, 4, 4, &raw))
+					cols = (double)(int32_t)raw;
+			}
+			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
+			cJSON_AddNumberToObject(root, "cols", cols);
+		} else {
+			cJSON_AddNumberToObject(root, "numel", (double)g.numel);
+		}
+	}
+	cJSON_AddItemToObject(root, "inputs", g.ins);
+	cJSON_AddItemToObject(root, "ops", g.ops);
+	cJSON_AddItemToObject(root, "outputs", g.outs);
+	cJSON_AddItemToObject(root, "kept", g.kept);
+	cJSON_AddItemToObject(root, "unwritten", g.unwritten);
+	cJSON_AddNumberToObject(root, "time_before_us",
+	                        (double)(long long)(c->before_us * 1000 + 0.5) / 1000);
+	for (int i = 0; i < m->nvalues; i++)
+		free(g.vname[i]);
+	free(g.vname);
+	if (rc) {
+		cJSON_Delete(root);
+		*why = g.why.buf ? g.why.buf : xstrdup("no exact rule for a member");
+		return NULL;
+	}
+	strbuf_release(&g.why);
+	return root;
+}

@@ -1,0 +1,681 @@
+/*
+ * patch.c - FUSEDDIR/aicprof.patch: a unified diff, relative to the program's working
+ * directory (summary.json's traces[0].cwd), that `git apply` accepts. It adds the generated
+ * groups' kernel sources and bindings under aicprof_fused/<name>/ and rewrites the user's own
+ * source lines that the trace attributed to a generated group's members.
+ *
+ * A group's lines are rewritten only when the pattern is safe: every member was launched from
+ * its own line, the lines are consecutive in one Python file inside the program's tree (a
+ * relative path without "..", never site-packages), each line is a simple assignment of one
+ * call of torch.nn.functional (gelu, dropout, relu, silu, sigmoid, tanh; as F., nn.functional.,
+ * torch.nn.functional. or torch.) whose tensor argument is the previous line's target, and the
+ * group has one input and one write. The lines become
+ *
+ *     _aicprof_r = _aicprof_call("c0_gelu_dropout", "torch.bfloat16", h) if GUARD else None
+ *     if _aicprof_r is not None:
+ *         h = _aicprof_r[0]
+ *     else:
+ *         <the original lines>
+ *
+ * where GUARD holds dropout's training flag and p as written (p must equal the group's). The
+ * helper _aicprof_call, added once after the file's imports, loads aicprof_fused/<name>/<name>.py
+ * by path and returns None (so the original lines run) when the module or its extension cannot
+ * load, a tensor is not a contiguous CUDA tensor of the group's dtype, or autograd will need
+ * the inputs' gradient (the fused kernels have no backward, and dropout's mask is not written).
+ * Anything else is not rewritten: the reason comes back as advice for FUSEDDIR/README.md.
+ */
+#include "fusion/fusion.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lines {
+	char **l; /* without their newline */
+	int n;
+	int last_nl; /* the file ends with a newline */
+};
+
+static int lines_read(const char *path, struct lines *L)
+{
+	memset(L, 0, sizeof(*L));
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -1;
+	struct strbuf sb = STRBUF_INIT;
+	char buf[8192];
+	size_t k;
+	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+		strbuf_add(&sb, buf, k);
+	fclose(f);
+	char *s = sb.buf ? sb.buf : "";
+	L->last_nl = sb.len && s[sb.len - 1] == '\n';
+	for (char *p = s; *p;) {
+		char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		L->l = xrealloc(L->l, sizeof(char *) * (L->n + 1));
+		L->l[L->n] = xmalloc(len + 1);
+		memcpy(L->l[L->n], p, len);
+		L->l[L->n++][len] = 0;
+		p += len + (e ? 1 : 0);
+	}
+	strbuf_release(&sb);
+	return 0;
+}
+
+static void lines_release(struct lines *L)
+{
+	for (int i = 0; i < L->n; i++)
+		free(L->l[i]);
+	free(L->l);
+}
+
+/* One edit of a file: old lines [a, a + nold) become the new lines. */
+struct edit {
+	int a, nold;
+	char **nl;
+	int nnew;
+};
+
+struct pfile {
+	char *rel; /* path relative to cwd */
+	struct lines L;
+	struct edit *e;
+	int ne;
+	int helper; /* the helper was added */
+};
+
+static void edit_add(struct pfile *f, int a, int nold, char **nl, int nnew)
+{
+	f->e = xrealloc(f->e, sizeof(*f->e) * (f->ne + 1));
+	f->e[f->ne++] = (struct edit){a, nold, nl, nnew};
+}
+
+static int cmp_edit(const void *x, const void *y)
+{
+	return ((const struct edit *)x)->a - ((const struct edit *)y)->a;
+}
+
+/* Unified diff hunks of f's edits (3 lines of context) into sb. */
+static void diff_file(struct strbuf *sb, struct pfile *f)
+{
+	qsort(f->e, f->ne, sizeof(*f->e), cmp_edit);
+	strbuf_addf(sb, "diff --git a/%s b/%s\n--- a/%s\n+++ b/%s\n", f->rel, f->rel, f->rel,
+	            f->rel);
+	int delta = 0;
+	for (int i = 0; i < f->ne;) {
+		int j = i;
+		while (j + 1 < f->ne && f->e[j + 1].a - (f->e[j].a + f->e[j].nold) <= 6)
+			j++;
+		int os = f->e[i].a - 3 < 0 ? 0 : f->e[i].a - 3;
+		int oe = f->e[j].a + f->e[j].nold + 3;
+		if (oe > f->L.n)
+			oe = f->L.n;
+		int nnew = oe - os;
+		for (int k = i; k <= j; k++)
+			nnew += f->e[k].nnew - f->e[k].nold;
+		strbuf_addf(sb, "@@ -%d,%d +%d,%d @@\n", os + 1, oe - os, os + 1 + delta, nnew);
+		int at = os;
+		for (int k = i; k <= j; k++) {
+			for (; at < f->e[k].a; at++)
+				strbuf_addf(sb, " %s\n", f->L.l[at]);
+			for (int q = 0; q < f->e[k].nold; q++, at++)
+				strbuf_addf(sb, "-%s\n", f->L.l[at]);
+			for (int q = 0; q < f->e[k].nnew; q++)
+				strbuf_addf(sb, "+%s\n", f->e[k].nl[q]);
+			delta += f->e[k].nnew - f->e[k].nold;
+		}
+		for (; at < oe; at++)
+			strbuf_addf(sb, " %s\n", f->L.l[at]);
+		if (oe == f->L.n && !f->L.last_nl)
+			strbuf_adds(sb, "\\ No newline at end of file\n");
+		i = j + 1;
+	}
+}
+
+/* The diff adding file rel (contents text) as a new file. */
+static void diff_new(struct strbuf *sb, const char *rel, const char *text)
+{
+	int n = 0;
+	size_t len = strlen(text);
+	for (size_t i = 0; i < len; i++)
+		n += text[i] == '\n';
+	int tail = len && text[len - 1] != '\n';
+	strbuf_addf(sb, "diff --git a/%s b/%s\nnew file mode 100644\n--- /dev/null\n+++ b/%s\n",
+	            rel, rel, rel);
+	if (!len)
+		return;
+	strbuf_addf(sb, "@@ -0,0 +1,%d @@\n", n + tail);
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t k = e ? (size_t)(e - p) : strlen(p);
+		strbuf_adds(sb, "+");
+		strbuf_add(sb, p, k);
+		strbuf_adds(sb, "\n");
+		p += k + (e ? 1 : 0);
+	}
+	if (tail)
+		strbuf_adds(sb, "\\ No newline at end of file\n");
+}
+
+static char *slurp(const char *path)
+{
+	struct lines L;
+	if (lines_read(path, &L))
+		return NULL;
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 0; i < L.n; i++)
+		strbuf_addf(&sb, "%s%s", L.l[i], i + 1 < L.n || L.last_nl ? "\n" : "");
+	lines_release(&L);
+	return sb.buf ? sb.buf : xstrdup("");
+}
+
+/* ---- the Python line patterns ---- */
+
+static const char *const prefixes[] = {"torch.nn.functional.", "nn.functional.", "F.", "torch."};
+
+struct pyline {
+	char indent[64];
+	char target[64];
+	char func[32]; /* gelu, dropout, ... */
+	char *args[4]; /* positional/keyword arguments as written, owned */
+	char *kw[4];   /* keyword name or NULL */
+	int nargs;
+};
+
+static void pyline_release(struct pyline *p)
+{
+	for (int i = 0; i < p->nargs; i++) {
+		free(p->args[i]);
+		free(p->kw[i]);
+	}
+}
+
+static int is_ident(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
+static char *trimdup(const char *a, const char *b)
+{
+	while (a < b && isspace((unsigned char)*a))
+		a++;
+	while (b > a && isspace((unsigned char)b[-1]))
+		b--;
+	char *s = xmalloc(b - a + 1);
+	memcpy(s, a, b - a);
+	s[b - a] = 0;
+	return s;
+}
+
+/*
+ * Parses "INDENT TARGET = PREFIX.FUNC(ARGS)" with balanced brackets, no strings, comments,
+ * semicolons or continuation. Returns 0, or -1 when the line is no such statement.
+ */
+static int pyline_parse(const char *s, struct pyline *p)
+{
+	memset(p, 0, sizeof(*p));
+	size_t ind = strspn(s, " \t");
+	if (ind >= sizeof(p->indent) || strpbrk(s, "#;'\"\\"))
+		return -1;
+	memcpy(p->indent, s, ind);
+	const char *q = s + ind, *eq = strchr(q, '=');
+	if (!eq || eq[1] == '=')
+		return -1;
+	char *t = trimdup(q, eq);
+	int ok = is_ident(t) && strlen(t) < sizeof(p->target);
+	if (ok)
+		strcpy(p->target, t);
+	free(t);
+	if (!ok)
+		return -1;
+	q = eq + 1;
+	while (isspace((unsigned char)*q))
+		q++;
+	const char *pre = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(prefixes) && !pre; i++)
+		if (!strncmp(q, prefixes[i], strlen(prefixes[i])))
+			pre = prefixes[i];
+	if (!pre)
+		return -1;
+	q += strlen(pre);
+	const char *lp = strchr(q, '(');
+	if (!lp || lp - q >= (long)sizeof(p->func))
+		return -1;
+	memcpy(p->func, q, lp - q);
+	p->func[lp - q] = 0;
+	if (!is_ident(p->func))
+		return -1;
+	int depth = 0;
+	const char *a = lp + 1, *c;
+	for (c = lp + 1; *c; c++) {
+		if (*c == '(' || *c == '[' || *c == '{')
+			depth++;
+		else if ((*c == ')' || *c == ']' || *c == '}') && depth)
+			depth--;
+		else if ((*c == ',' || *c == ')') && !depth) {
+			if (p->nargs == 4)
+				return -1;
+			char *arg = trimdup(a, c);
+			char *e = strchr(arg, '=');
+			if (e && e[1] != '=' && e > arg) {
+				p->kw[p->nargs] = trimdup(arg, e);
+				p->args[p->nargs] = trimdup(e + 1, arg + strlen(arg));
+				free(arg);
+			} else {
+				p->args[p->nargs] = arg;
+			}
+			if (*p->args[p->nargs] || p->kw[p->nargs])
+				p->nargs++;
+			else
+				free(p->args[p->nargs]);
+			a = c + 1;
+			if (*c == ')')
+				break;
+		}
+	}
+	if (*c != ')')
+		return -1;
+	for (c++; *c; c++)
+		if (!isspace((unsigned char)*c))
+			return -1;
+	return 0;
+}
+
+/* Argument by position pos or keyword kw; NULL when absent. */
+static const char *pyarg(const struct pyline *p, int pos, const char *kw)
+{
+	for (int i = 0; i < p->nargs; i++)
+		if (p->kw[i] && !strcmp(p->kw[i], kw))
+			return p->args[i];
+	if (pos < p->nargs && !p->kw[pos])
+		return p->args[pos];
+	return NULL;
+}
+
+/* The torch dtype spelling of a storage type. */
+static const char *torch_dtype(enum fdtype t)
+{
+	return t == FD_BF16 ? "torch.bfloat16" : t == FD_F16 ? "torch.float16" : "torch.float32";
+}
+
+static const char helper_fmt[] =
+    "\n\n"
+    "# aicprof: fused kernels generated by `aicprof fuse` (aicprof_fused/). _aicprof_call runs\n"
+    "# one and returns its writes, or None where it cannot run (the module or its extension\n"
+    "# does not load, a tensor is not a contiguous CUDA tensor of its dtype, or autograd needs\n"
+    "# a gradient the kernel does not give): then the original code runs.\n"
+    "_AICPROF = {}\n"
+    "\n"
+    "\n"
+    "def _aicprof_call(name, dtype, *xs):\n"
+    "    import importlib.util\n"
+    "    import os\n"
+    "    import warnings\n"
+    "\n"
+    "    import torch\n"
+    "\n"
+    "    f = _AICPROF.get(name, False)\n"
+    "    if f is False:\n"
+    "        f = None\n"
+    "        try:\n"
+    "            d = os.path.join(os.path.dirname(os.path.abspath(__file__)), \"%s\",\n"
+    "                             \"aicprof_fused\", name)\n"
+    "            spec = importlib.util.spec_from_file_location(name, os.path.join(d, name + "
+    "\".py\"))\n"
+    "            mod = importlib.util.module_from_spec(spec)\n"
+    "            spec.loader.exec_module(mod)\n"
+    "            f = getattr(mod, name)\n"
+    "        except Exception as e:  # noqa: BLE001\n"
+    "            warnings.warn(\"aicprof: %%s unavailable (%%s); the original code runs\" %% "
+    "(name, e))\n"
+    "        _AICPROF[name] = f\n"
+    "    if f is None or (torch.is_grad_enabled() and any(x.requires_grad for x in xs)):\n"
+    "        return None\n"
+    "    if any(not x.is_cuda or not x.is_contiguous() or str(x.dtype) != dtype for x in "
+    "xs):\n"
+    "        return None\n"
+    "    try:\n"
+    "        return f(*xs)\n"
+    "    except Exception as e:  # noqa: BLE001\n"
+    "        _AICPROF[name] = None\n"
+    "        warnings.warn(\"aicprof: %%s failed (%%s); the original code runs\" %% (name, "
+    "e))\n"
+    "        return None\n";
+
+/* Adds the helper after the file's last top-level import (before its first def or class). */
+static int add_helper(struct pfile *f)
+{
+	if (f->helper)
+		return 0;
+	int last = -1;
+	for (int i = 0; i < f->L.n; i++) {
+		const char *s = f->L.l[i];
+		if (!strncmp(s, "def ", 4) || !strncmp(s, "class ", 6) || !strncmp(s, "@", 1))
+			break;
+		if (!strncmp(s, "import ", 7) || !strncmp(s, "from ", 5)) {
+			if (strchr(s, '(') || strchr(s, '\\'))
+				return -1; /* a multi-line import: not placed safely */
+			last = i;
+		}
+	}
+	if (last < 0)
+		return -1;
+	/* from the file's directory up to cwd */
+	struct strbuf up = STRBUF_INIT;
+	for (const char *c = f->rel; (c = strchr(c, '/')); c++)
+		strbuf_adds(&up, up.len ? "/.." : "..");
+	struct strbuf h = STRBUF_INIT;
+	strbuf_addf(&h, helper_fmt, up.len ? up.buf : ".");
+	strbuf_release(&up);
+	int n = 0;
+	char **nl = NULL;
+	for (char *p = h.buf; *p;) {
+		char *e = strchr(p, '\n');
+		size_t k = e ? (size_t)(e - p) : strlen(p);
+		nl = xrealloc(nl, sizeof(char *) * (n + 1));
+		nl[n] = xmalloc(k + 1);
+		memcpy(nl[n], p, k);
+		nl[n++][k] = 0;
+		p += k + (e ? 1 : 0);
+	}
+	strbuf_release(&h);
+	edit_add(f, last + 1, 0, nl, n); /* inserted after the import */
+	f->helper = 1;
+	return 0;
+}
+
+/* ---- one group ---- */
+
+struct pctx {
+	const cJSON *nodes; /* summary.json's nodes */
+	const char *root;   /* directory the sources are read from */
+	const char *cwd;    /* the program's cwd as recorded, or NULL */
+	struct pfile *files;
+	int nfiles;
+};
+
+static struct pfile *file_get(struct pctx *x, const char *rel)
+{
+	for (int i = 0; i < x->nfiles; i++)
+		if (!strcmp(x->files[i].rel, rel))
+			return &x->files[i];
+	char *path = path_join(x->root, rel);
+	struct lines L;
+	int r = lines_read(path, &L);
+	free(path);
+	if (r)
+		return NULL;
+	x->files = xrealloc(x->files, sizeof(*x->files) * (x->nfiles + 1));
+	struct pfile *f = &x->files[x->nfiles++];
+	memset(f, 0, sizeof(*f));
+	f->rel = xstrdup(rel);
+	f->L = L;
+	return f;
+}
+
+/* A site's file as a path relative to cwd, or NULL when it is outside the user's tree. */
+static char *user_rel(const struct pctx *x, const char *file)
+{
+	if (strstr(file, "site-packages") || strstr(file, "dist-packages") || strstr(file, "<"))
+		return NULL;
+	if (file[0] == '/') {
+		size_t n = x->cwd ? strlen(x->cwd) : 0;
+		if (!n || strncmp(file, x->cwd, n) || file[n] != '/')
+			return NULL;
+		file += n + 1;
+	}
+	if (!strncmp(file, "../", 3) || strstr(file, "/../") || !*file)
+		return NULL;
+	while (!strncmp(file, "./", 2))
+		file += 2;
+	return xstrdup(file);
+}
+
+static int fail(struct strbuf *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct strbuf *why, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char buf[512];
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	strbuf_adds(why, buf);
+	return -1;
+}
+
+static const char *const unary_ok[] = {"gelu", "relu", "silu", "sigmoid", "tanh", "dropout"};
+
+/* Rewrites the lines of one generated group, or says why not in *why. */
+static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *why)
+{
+	const struct fgroup *g = pg->g;
+	const cJSON *cn = cJSON_GetObjectItemCaseSensitive(pg->cand, "nodes"), *it;
+	if (g->kind != FG_CHAIN)
+		return fail(why, "row groups are not rewritten in the source (yet)");
+	if (g->ninputs != 1 || g->nwrites != 1)
+		return fail(why,
+		            "the group has %d inputs and %d writes; only one-in one-out chains "
+		            "are rewritten",
+		            g->ninputs, g->nwrites);
+	char *rel = NULL;
+	int line0 = -1, nlines = 0;
+	cJSON_ArrayForEach(it, cn)
+	{
+		const cJSON *nd = cJSON_GetArrayItem(x->nodes, (int)it->valuedouble);
+		const cJSON *site = nd ? cJSON_GetObjectItemCaseSensitive(nd, "site") : NULL;
+		const cJSON *fl = site ? cJSON_GetObjectItemCaseSensitive(site, "file") : NULL;
+		const cJSON *ln = site ? cJSON_GetObjectItemCaseSensitive(site, "line") : NULL;
+		if (!cJSON_IsString(fl) || !cJSON_IsNumber(ln)) {
+			free(rel);
+			return fail(why, "node %d has no source line", (int)it->valuedouble);
+		}
+		char *r = user_rel(x, fl->valuestring);
+		if (!r) {
+			free(rel);
+			return fail(why, "'%s' is outside the program's tree", fl->valuestring);
+		}
+		if (rel && strcmp(rel, r)) {
+			free(r);
+			free(rel);
+			return fail(why, "its members were launched from more than one file");
+		}
+		if (!rel)
+			rel = r;
+		else
+			free(r);
+		int l = (int)ln->valuedouble - 1;
+		if (line0 < 0)
+			line0 = l;
+		if (l != line0 + nlines) {
+			free(rel);
+			return fail(why,
+			            "its members' lines are not one consecutive statement each "
+			            "(%s:%d)",
+			            fl->valuestring, l + 1);
+		}
+		nlines++;
+	}
+	if (!rel || nlines < 1)
+		return fail(why, "no member has a source line");
+	size_t rl = strlen(rel);
+	if (rl < 3 || strcmp(rel + rl - 3, ".py")) {
+		fail(why, "'%s' is not Python source", rel);
+		free(rel);
+		return -1;
+	}
+	struct pfile *f = file_get(x, rel);
+	if (!f) {
+		fail(why, "cannot read '%s' under '%s'", rel, x->root);
+		free(rel);
+		return -1;
+	}
+	free(rel);
+	if (line0 + nlines > f->L.n)
+		return fail(why, "%s has no line %d", f->rel, line0 + nlines);
+	for (int e = 0; e < f->ne; e++)
+		if (line0 < f->e[e].a + f->e[e].nold && f->e[e].a < line0 + nlines)
+			return fail(why, "its lines overlap another rewrite");
+	struct pyline pl[16];
+	if (nlines > 16)
+		return fail(why, "more than 16 lines");
+	int np = 0, rc = 0;
+	struct strbuf guard = STRBUF_INIT;
+	const char *in = NULL;
+	int ndrop = 0;
+	for (int i = 0; i < nlines && !rc; i++) {
+		const char *s = f->L.l[line0 + i];
+		if (pyline_parse(s, &pl[np])) {
+			rc =
+			    fail(why, "%s:%d is not a simple assignment of one functional call: %s",
+			         f->rel, line0 + i + 1, s);
+			break;
+		}
+		struct pyline *p = &pl[np++];
+		int known = 0;
+		for (size_t k = 0; k < ARRAY_SIZE(unary_ok); k++)
+			known |= !strcmp(p->func, unary_ok[k]);
+		const char *a0 = pyarg(p, 0, "input");
+		if (!known || !a0 || !is_ident(a0)) {
+			rc = fail(why, "%s:%d: '%s(...)' is not a call the patch rewrites", f->rel,
+			          line0 + i + 1, p->func);
+			break;
+		}
+		if (i == 0)
+			in = a0;
+		else if (strcmp(a0, pl[i - 1].target))
+			rc = fail(why, "%s:%d reads '%s', not the line before's '%s'", f->rel,
+			          line0 + i + 1, a0, pl[i - 1].target);
+		if (i && strcmp(p->indent, pl[0].indent))
+			rc = fail(why, "%s:%d is indented otherwise", f->rel, line0 + i + 1);
+		if (!strcmp(p->func, "gelu")) {
+			const char *ap = pyarg(p, 1, "approximate");
+			if (p->nargs > 1 && !(ap && !strcmp(ap, "'none'")))
+				rc = fail(why, "%s:%d: gelu with another form", f->rel,
+				          line0 + i + 1);
+		} else if (!strcmp(p->func, "dropout")) {
+			const char *pp = pyarg(p, 1, "p"), *tr = pyarg(p, 2, "training");
+			const char *ip = pyarg(p, 3, "inplace");
+			if (ip && strcmp(ip, "False"))
+				rc = fail(why, "%s:%d: an in-place dropout", f->rel, line0 + i + 1);
+			double gp = -1;
+			for (int k = 0, d = 0; k < g->nops; k++)
+				if (g->ops[k].drop >= 0 && d++ == ndrop)
+					gp = g->ops[k].p;
+			ndrop++;
+			char lit[32];
+			snprintf(lit, sizeof(lit), "%.7g", gp);
+			strbuf_addf(&guard, " and (%s) and (%s) == %s", tr ? tr : "True",
+			            pp ? pp : "0.5", lit);
+		} else if (p->nargs != 1) {
+			rc = fail(why, "%s:%d: '%s' with more arguments", f->rel, line0 + i + 1,
+			          p->func);
+		}
+	}
+	if (!rc && ndrop != g->ndrop)
+		rc = fail(why, "the lines have %d dropouts, the group %d", ndrop, g->ndrop);
+	if (!rc && add_helper(f))
+		rc = fail(why, "%s: no top-level imports to place the helper after", f->rel);
+	if (!rc) {
+		const char *ind = pl[0].indent;
+		const char *step = strchr(ind, '\t') ? "\t" : "    ";
+		int n = 0;
+		char **nl = xmalloc(sizeof(char *) * (nlines + 4));
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s_aicprof_r = _aicprof_call(\"%s\", \"%s\", %s)%s%s%s", ind,
+		            g->name, torch_dtype(g->values[0].dtype), in, guard.len ? " if" : "",
+		            guard.len ? guard.buf + 4 : "", guard.len ? " else None" : "");
+		nl[n++] = sb.buf;
+		sb = (struct strbuf)STRBUF_INIT;
+		strbuf_addf(&sb, "%sif _aicprof_r is not None:", ind);
+		nl[n++] = sb.buf;
+		sb = (struct strbuf)STRBUF_INIT;
+		strbuf_addf(&sb, "%s%s%s = _aicprof_r[0]", ind, step, pl[nlines - 1].target);
+		nl[n++] = sb.buf;
+		sb = (struct strbuf)STRBUF_INIT;
+		strbuf_addf(&sb, "%selse:", ind);
+		nl[n++] = sb.buf;
+		for (int i = 0; i < nlines; i++) {
+			sb = (struct strbuf)STRBUF_INIT;
+			strbuf_addf(&sb, "%s%s%s", ind, step, f->L.l[line0 + i] + strlen(ind));
+			nl[n++] = sb.buf;
+		}
+		edit_add(f, line0, nlines, nl, n);
+		pg->rewritten = 1;
+		pg->where = xmalloc(strlen(f->rel) + 32);
+		sprintf(pg->where, "%s:%d-%d", f->rel, line0 + 1, line0 + nlines);
+	}
+	for (int i = 0; i < np; i++)
+		pyline_release(&pl[i]);
+	strbuf_release(&guard);
+	return rc;
+}
+
+static const char *const group_files[] = {".py", "_binding.cu", "_kernel.cu", "_math.h"};
+
+int patch_write(const char *fused, const cJSON *summary, const char *srcdir, struct patch_group *pg,
+                int n)
+{
+	const cJSON *tr =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(summary, "traces"), 0);
+	const cJSON *cwd = tr ? cJSON_GetObjectItemCaseSensitive(tr, "cwd") : NULL;
+	struct pctx x = {0};
+	x.nodes = cJSON_GetObjectItemCaseSensitive(summary, "nodes");
+	x.cwd = cJSON_IsString(cwd) ? cwd->valuestring : NULL;
+	x.root = srcdir ? srcdir : ".";
+	struct strbuf sb = STRBUF_INIT;
+	int rc = 0;
+	for (int i = 0; i < n; i++) {
+		struct strbuf why = STRBUF_INIT;
+		if (rewrite_group(&x, &pg[i], &why))
+			pg[i].advice = why.buf;
+		else
+			strbuf_release(&why);
+	}
+	for (int i = 0; i < n && !rc; i++) {
+		for (size_t k = 0; k < ARRAY_SIZE(group_files); k++) {
+			struct strbuf src = STRBUF_INIT, rel = STRBUF_INIT;
+			strbuf_addf(&src, "%s/%s/%s%s", fused, pg[i].g->name, pg[i].g->name,
+			            group_files[k]);
+			strbuf_addf(&rel, "aicprof_fused/%s/%s%s", pg[i].g->name, pg[i].g->name,
+			            group_files[k]);
+			char *text = slurp(src.buf);
+			if (!text)
+				rc = error("cannot read '%s': %m", src.buf);
+			else
+				diff_new(&sb, rel.buf, text);
+			free(text);
+			strbuf_release(&src);
+			strbuf_release(&rel);
+		}
+	}
+	for (int i = 0; i < x.nfiles && !rc; i++)
+		if (x.files[i].ne)
+			diff_file(&sb, &x.files[i]);
+	if (!rc && sb.len) {
+		char *path = path_join(fused, "aicprof.patch");
+		rc = write_file_atomic(path, sb.buf, sb.len);
+		free(path);
+	}
+	for (int i = 0; i < x.nfiles; i++) {
+		for (int e = 0; e < x.files[i].ne; e++) {
+			for (int q = 0; q < x.files[i].e[e].nnew; q++)
+				free(x.files[i].e[e].nl[q]);
+			free(x.files[i].e[e].nl);
+		}
+		free(x.files[i].e);
+		free(x.files[i].rel);
+		lines_release(&x.files[i].L);
+	}
+	free(x.files);
+	strbuf_release(&sb);
+	return rc ? -1 : 0;
+}
