@@ -27,14 +27,15 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define REORDER      4096 /* records the reorder buffer holds before releasing the lowest seq */
 #define SAMPLE_CAP   4096 /* duration samples kept per node (reservoir beyond) */
-#define MAX_ID       50000000L /* str/site ids above this are refused */
-#define UNLOCKED_CAP 1000000   /* ops held before steps are found: then decide with what is seen */
+#define MAX_ID       (1L << 20) /* str/site ids above this are refused (tables are indexed by id) */
+#define UNLOCKED_CAP 1000000    /* ops held before steps are found: then decide with what is seen */
 #define MAX_CLASSES  256
 #define PIN          6
 
@@ -95,6 +96,7 @@ struct fninfo {
 struct siteinfo {
 	char *source, *file, *func;
 	int line;
+	int defined; /* a site record with this id was read */
 };
 
 struct buf {
@@ -174,7 +176,9 @@ struct builder {
 	struct device_info *dev;
 	long line;
 	int have_header;
-	const char *raw; /* the current line's text */
+	long unknown_refs,
+	    unknown_line; /* references to undefined str/site ids, the first's line */
+	const char *raw;  /* the current line's text */
 	size_t rawlen;
 
 	struct rec *pool;
@@ -425,6 +429,23 @@ static uint64_t get_hex(const cJSON *o, const char *k)
 		return get_i64(o, k, &v) ? (uint64_t)v : 0;
 	}
 	return strtoull(s, NULL, 16);
+}
+
+/*
+ * An allocation id and an offset in it from a JSON number, converted only when in range (a
+ * double outside int64's range converted to an integer is undefined behaviour): ids outside it
+ * are -1 (no known allocation), offsets outside it or negative are 0.
+ */
+static int64_t num_id(const cJSON *x)
+{
+	return cJSON_IsNumber(x) && fabs(x->valuedouble) <= 9e18 ? (int64_t)x->valuedouble : -1;
+}
+
+static uint64_t num_off(const cJSON *x)
+{
+	return cJSON_IsNumber(x) && x->valuedouble > 0 && x->valuedouble <= 9e18
+	           ? (uint64_t)x->valuedouble
+	           : 0;
 }
 
 static void get_dim3(const cJSON *o, const char *k, int *d)
@@ -1500,9 +1521,28 @@ static void drain(struct builder *b, long keep)
 
 /* ---------- records ---------- */
 
-static int bad(struct builder *b, const char *what, const char *field)
+/* A required field of the current record is absent, of the wrong type or out of range. */
+static int bad(struct builder *b, const char *what, const char *key)
 {
-	return error_at(b->file, b->line, "%s record has no '%s'", what, field);
+	const cJSON *x = field(idx_rec, key);
+	if (!x)
+		return error_at(b->file, b->line, "%s record has no '%s'", what, key);
+	if (!cJSON_IsNumber(x))
+		return error_at(b->file, b->line, "%s record: '%s' must be a number, not %s", what,
+		                key,
+		                cJSON_IsString(x)   ? "a string"
+		                : cJSON_IsArray(x)  ? "an array"
+		                : cJSON_IsObject(x) ? "an object"
+		                                    : "true, false or null");
+	return error_at(b->file, b->line, "%s record: '%s' is out of range (%g)", what, key,
+	                x->valuedouble);
+}
+
+/* A reference to a str or site id no record defined (yet): counted, warned about once. */
+static void unknown_ref(struct builder *b)
+{
+	if (!b->unknown_refs++)
+		b->unknown_line = b->line;
 }
 
 static int id_ok(struct builder *b, int64_t id, const char *what)
@@ -1552,7 +1592,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 		b->dev->name = xstrdup(nm ? nm : "unknown");
 		snprintf(b->dev->cc, sizeof(b->dev->cc), "%s", cc ? cc : "");
 		double x;
-		if (get_num(d0, "sm_count", &x))
+		if (get_num(d0, "sm_count", &x) && x >= 0 && x <= 1e6)
 			b->dev->sm_count = (int)x;
 		if (get_num(d0, "peak_bw_gbs", &x) && x > 0)
 			b->dev->peak_bw_gbs = x;
@@ -1629,10 +1669,8 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				r->aptr = na;
 			}
 			struct ptrarg *pa = &r->p[r->nptr++];
-			pa->alloc = (int64_t)al->valuedouble;
-			pa->off = cJSON_IsNumber(of) && of->valuedouble > 0
-			              ? (uint64_t)of->valuedouble
-			              : 0;
+			pa->alloc = num_id(al);
+			pa->off = num_off(of);
 			const cJSON *cf = cJSON_IsArray(cal) ? cJSON_GetArrayItem(cal, k) : NULL;
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
 			const cJSON *w = cJSON_GetArrayItem(e, 0);
@@ -1744,8 +1782,11 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 	}
 	get_i64(rec, "ts", &r->ts);
 	r->stream_h = get_hex(rec, "stream");
-	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID)
+	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID) {
 		r->site = (int)v;
+		if (v >= b->nsites || !b->sites[v].defined)
+			unknown_ref(b);
+	}
 	if (kind == NK_KERNEL) {
 		if (!get_i64(rec, "fn", &v)) {
 			rec_free(b, r);
@@ -1756,6 +1797,8 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 			return -1;
 		}
 		r->fn = (int)v;
+		if (v >= b->nfns || !b->fns[v].name)
+			unknown_ref(b);
 		get_dim3(rec, "grid", r->grid);
 		get_dim3(rec, "block", r->block);
 		if (parse_ptrs(b, r, rec) < 0) {
@@ -1768,16 +1811,12 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 		const cJSON *da = field(rec, "dst_alloc");
 		const cJSON *sa = field(rec, "src_alloc");
 		if (cJSON_IsArray(da) && cJSON_IsNumber(cJSON_GetArrayItem(da, 0))) {
-			r->dst_alloc = (int64_t)cJSON_GetArrayItem(da, 0)->valuedouble;
-			const cJSON *o = cJSON_GetArrayItem(da, 1);
-			r->dst_off =
-			    cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble : 0;
+			r->dst_alloc = num_id(cJSON_GetArrayItem(da, 0));
+			r->dst_off = num_off(cJSON_GetArrayItem(da, 1));
 		}
 		if (cJSON_IsArray(sa) && cJSON_IsNumber(cJSON_GetArrayItem(sa, 0))) {
-			r->src_alloc = (int64_t)cJSON_GetArrayItem(sa, 0)->valuedouble;
-			const cJSON *o = cJSON_GetArrayItem(sa, 1);
-			r->src_off =
-			    cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble : 0;
+			r->src_alloc = num_id(cJSON_GetArrayItem(sa, 0));
+			r->src_off = num_off(cJSON_GetArrayItem(sa, 1));
 		}
 	}
 	uint64_t p;
@@ -1800,7 +1839,9 @@ static int parse_str(struct builder *b, const cJSON *rec)
 	if (!get_i64(rec, "id", &id))
 		return bad(b, "str", "id");
 	if (!s)
-		return bad(b, "str", "s");
+		return field(rec, "s")
+		           ? error_at(b->file, b->line, "str record: 's' must be a string")
+		           : bad(b, "str", "s");
 	if (id_ok(b, id, "str") < 0)
 		return -1;
 	if (id >= b->nfns) {
@@ -1812,12 +1853,8 @@ static int parse_str(struct builder *b, const cJSON *rec)
 		b->nfns = n;
 	}
 	struct fninfo *f = &b->fns[id];
-	free(f->name);
-	free(f->full);
-	free(f->shortn);
-	free(f->cal);
-	free(f->sig);
-	memset(f, 0, sizeof(*f));
+	if (f->name)
+		return error_at(b->file, b->line, "str id %lld is defined twice", (long long)id);
 	f->name = xstrdup(s);
 	return 0;
 }
@@ -1839,10 +1876,9 @@ static int parse_site(struct builder *b, const cJSON *rec)
 		b->nsites = n;
 	}
 	struct siteinfo *s = &b->sites[id];
-	free(s->source);
-	free(s->file);
-	free(s->func);
-	memset(s, 0, sizeof(*s));
+	if (s->defined)
+		return error_at(b->file, b->line, "site id %lld is defined twice", (long long)id);
+	s->defined = 1;
 	const cJSON *frames = field(rec, "frames"), *f, *pick = NULL;
 	cJSON_ArrayForEach(f, frames)
 	{
@@ -1856,7 +1892,8 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	}
 	if (pick && get_str(pick, "file")) {
 		double line = 0;
-		get_num(pick, "line", &line);
+		if (!get_num(pick, "line", &line) || !(line >= 0 && line <= INT_MAX))
+			line = 0;
 		s->file = xstrdup(get_str(pick, "file"));
 		s->line = (int)line;
 		const char *fn = get_str(pick, "func");
@@ -2078,6 +2115,17 @@ int builder_finish(struct builder *b, struct model *m)
 	}
 	hmap_release(&b->orphans);
 	hmap_init(&b->orphans);
+	if (b->unknown_refs) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb,
+		            "%ld records name str or site ids that no record defines (this is the "
+		            "first); their kernels and sources are shown as unknown",
+		            b->unknown_refs);
+		warning_at(b->file, b->unknown_line, "%s", sb.buf);
+		b->ti->warnings =
+		    xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
+		b->ti->warnings[b->ti->nwarnings++] = sb.buf;
+	}
 	if (orphans) {
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%ld activity records have no API record", orphans);
