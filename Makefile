@@ -25,16 +25,16 @@ CORE_SRC := $(wildcard preload/cmd-*.c analyzer/*.c report/*.c fusion/*.c)
 SHIM_OBJ := $(SHIM_SRC:%.c=$(B)/pic/%.o)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ  := $(CORE_SRC:%.c=$(B)/san/%.o) $(SHIM_SRC:%.c=$(B)/san/%.o)
-SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SANFLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 SHIM_INC := $(addprefix -I,$(CUDA_INC))
 
-.PHONY: all deps test demo gpu-test install clean format check-format tools
+.PHONY: all deps test demo gpu-test install clean format check-format tools fuzz
 all: $(B)/libaicprof.so $(B)/aicprof
 
 # make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
-DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium
+DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium clang libclang-rt-14-dev
 deps: $(B)/.deps
 # NO_DEPS=1 (the device machine, which has no package registry): trust the caller's flags.
 $(B)/.deps: Makefile
@@ -83,7 +83,36 @@ $(B)/tools/gen-trace: tests/tools/gen-trace.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -O2 $< -o $@ $(LDLIBS)
 
-test: all $(UNIT_BIN) $(if $(wildcard tests/tools/*.c),tools)
+# Fuzz targets: tests/fuzz/fuzz-<name>.c. make test replays tests/fuzz/{seeds,regress}/<name>/
+# through build/tests/replay-<name> (the target with replay.c's main, ASan+UBSan, gcc);
+# make fuzz builds build/fuzz/fuzz-<name> with clang's libFuzzer and runs each FUZZ_SECONDS,
+# new inputs into build/fuzz/corpus-<name>, crashes as build/fuzz/crash-<name>-*.
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz-%.c,%,$(wildcard tests/fuzz/fuzz-*.c))
+REPLAY_BIN := $(FUZZ_NAMES:%=$(B)/tests/replay-%)
+FUZZ_CC  ?= clang
+FUZZ_SECONDS ?= 10
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_OBJ := $(CORE_SRC:%.c=$(B)/fuzz/%.o) $(SHIM_SRC:%.c=$(B)/fuzz/%.o)
+$(B)/tests/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/replay.c tests/fuzz/scratch.c tests/fuzz/fuzz.h $(B)/san/core.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(filter %.c,$^) $(B)/san/core.a -o $@ -ldl $(PKG_LIBS) $(LDLIBS)
+$(B)/fuzz/%.o: %.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALLCFLAGS) -Wno-unknown-warning-option $(FUZZ_SAN) -fsanitize=fuzzer-no-link -O1 $(PKG_CFLAGS) $(SHIM_INC) -c $< -o $@
+$(B)/fuzz/core.a: $(FUZZ_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(B)/fuzz/fuzz-%: tests/fuzz/fuzz-%.c tests/fuzz/scratch.c tests/fuzz/fuzz.h $(B)/fuzz/core.a
+	$(FUZZ_CC) $(ALLCFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -O1 $(PKG_CFLAGS) $(filter %.c,$^) $(B)/fuzz/core.a -o $@ -ldl $(PKG_LIBS) $(LDLIBS)
+fuzz: $(FUZZ_NAMES:%=$(B)/fuzz/fuzz-%)
+	@for n in $(FUZZ_NAMES); do mkdir -p $(B)/fuzz/corpus-$$n; \
+	  echo "fuzz: $$n for $(FUZZ_SECONDS) s"; \
+	  $(B)/fuzz/fuzz-$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
+	    -artifact_prefix=$(B)/fuzz/crash-$$n- $(B)/fuzz/corpus-$$n tests/fuzz/seeds/$$n tests/fuzz/regress/$$n \
+	    2>&1 | grep -E '^(#[0-9]+ +DONE|==[0-9]+==ERROR|SUMMARY|Done)' || true; \
+	  ! ls $(B)/fuzz/crash-$$n-* >/dev/null 2>&1 || { echo "fuzz: $$n found a crash" >&2; exit 1; }; \
+	done
+
+test: all $(UNIT_BIN) $(REPLAY_BIN) $(if $(wildcard tests/tools/*.c),tools)
 	@sh tests/run.sh $(UNIT_BIN)
 
 demo: all

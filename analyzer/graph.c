@@ -4,10 +4,10 @@
  * How it works, in the order a record travels:
  *  1. Parse: each record is copied into a pooled struct rec (no per-record malloc once warm).
  *     API records (launch, memcpy, memset, alloc, free, NVTX, event_record, stream_wait) carry
- *     `seq` and go into a reorder heap; activity records (kernel, copy, set) are joined at once
+ *     `seq` and go into a reorder buffer; activity records (kernel, copy, set) are joined at once
  *     to their API record by correlation id `c` (or parked until it arrives). Kernels from CUDA
  *     graphs have no launch: they enter the op stream where their activity record is read.
- *  2. Sequence: when the heap holds more than REORDER records, the lowest `seq` leaves it, so
+ *  2. Sequence: when the buffer holds more than REORDER records, the lowest `seq` leaves it, so
  *     records written out of order by different threads are seen in the order they happened.
  *     Each op gets a global index gi in that order.
  *  3. Data flow: each op's pointer arguments are given roles (calibration flags, then op
@@ -27,14 +27,15 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define REORDER      4096      /* records the reorder heap holds before releasing the lowest seq */
-#define SAMPLE_CAP   4096      /* duration samples kept per node (reservoir beyond) */
-#define MAX_ID       50000000L /* str/site ids above this are refused */
-#define UNLOCKED_CAP 1000000   /* ops held before steps are found: then decide with what is seen */
+#define REORDER      4096 /* records the reorder buffer holds before releasing the lowest seq */
+#define SAMPLE_CAP   4096 /* duration samples kept per node (reservoir beyond) */
+#define MAX_ID       (1L << 20) /* str/site ids above this are refused (tables are indexed by id) */
+#define UNLOCKED_CAP 1000000    /* ops held before steps are found: then decide with what is seen */
 #define MAX_CLASSES  256
 #define PIN          6
 
@@ -95,6 +96,7 @@ struct fninfo {
 struct siteinfo {
 	char *source, *file, *func;
 	int line;
+	int defined; /* a site record with this id was read */
 };
 
 struct buf {
@@ -174,14 +176,16 @@ struct builder {
 	struct device_info *dev;
 	long line;
 	int have_header;
-	const char *raw; /* the current line's text */
+	long unknown_refs,
+	    unknown_line; /* references to undefined str/site ids, the first's line */
+	const char *raw;  /* the current line's text */
 	size_t rawlen;
 
 	struct rec *pool;
 	struct rec **heap;
-	long nheap, aheap;
-	uint64_t last_seq; /* of the last record out of the heap */
-	uint64_t max_seq;  /* the highest seq read */
+	long nheap, aheap, hhead; /* the reorder buffer: a sorted ring */
+	uint64_t last_seq;        /* of the last record out of the heap */
+	uint64_t max_seq;         /* the highest seq read */
 	uint64_t arrivals;
 	int warned_order;
 
@@ -427,6 +431,23 @@ static uint64_t get_hex(const cJSON *o, const char *k)
 	return strtoull(s, NULL, 16);
 }
 
+/*
+ * An allocation id and an offset in it from a JSON number, converted only when in range (a
+ * double outside int64's range converted to an integer is undefined behaviour): ids outside it
+ * are -1 (no known allocation), offsets outside it or negative are 0.
+ */
+static int64_t num_id(const cJSON *x)
+{
+	return cJSON_IsNumber(x) && fabs(x->valuedouble) <= 9e18 ? (int64_t)x->valuedouble : -1;
+}
+
+static uint64_t num_off(const cJSON *x)
+{
+	return cJSON_IsNumber(x) && x->valuedouble > 0 && x->valuedouble <= 9e18
+	           ? (uint64_t)x->valuedouble
+	           : 0;
+}
+
 static void get_dim3(const cJSON *o, const char *k, int *d)
 {
 	const cJSON *a = field(o, k);
@@ -466,44 +487,48 @@ static void rec_free(struct builder *b, struct rec *r)
 	b->pool = r;
 }
 
-/* ---------- the reorder heap ---------- */
+/* ---------- the reorder buffer ---------- */
 
 static inline int before(const struct rec *a, const struct rec *b)
 {
 	return a->seq < b->seq || (a->seq == b->seq && a->ord < b->ord);
 }
 
+/*
+ * Records kept sorted by (seq, arrival) in a ring: the trace is nearly in seq order, so a new
+ * record lands at the tail after a step or two back, and the lowest leaves from the head in
+ * O(1). A record far out of order costs a shift of at most the buffer (REORDER records).
+ */
+#define RING_AT(b, i) ((b)->heap[((b)->hhead + (i)) & ((b)->aheap - 1)])
+
 static void heap_push(struct builder *b, struct rec *r)
 {
 	r->ord = b->arrivals++;
 	if (r->seq > b->max_seq)
 		b->max_seq = r->seq;
-	ALLOC_GROW(b->heap, b->nheap, b->aheap);
-	long i = b->nheap++;
-	while (i > 0 && before(r, b->heap[(i - 1) / 2])) {
-		b->heap[i] = b->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
+	if (b->nheap == b->aheap) {
+		long cap = b->aheap ? b->aheap * 2 : 1024;
+		struct rec **a = xmalloc(sizeof(*a) * cap);
+		for (long i = 0; i < b->nheap; i++)
+			a[i] = RING_AT(b, i);
+		free(b->heap);
+		b->heap = a;
+		b->aheap = cap;
+		b->hhead = 0;
 	}
-	b->heap[i] = r;
+	long i = b->nheap++;
+	while (i > 0 && before(r, RING_AT(b, i - 1))) {
+		RING_AT(b, i) = RING_AT(b, i - 1);
+		i--;
+	}
+	RING_AT(b, i) = r;
 }
 
 static struct rec *heap_pop(struct builder *b)
 {
-	struct rec *top = b->heap[0], *last = b->heap[--b->nheap];
-	long i = 0;
-	for (;;) {
-		long c = 2 * i + 1;
-		if (c >= b->nheap)
-			break;
-		if (c + 1 < b->nheap && before(b->heap[c + 1], b->heap[c]))
-			c++;
-		if (!before(b->heap[c], last))
-			break;
-		b->heap[i] = b->heap[c];
-		i = c;
-	}
-	if (b->nheap)
-		b->heap[i] = last;
+	struct rec *top = RING_AT(b, 0);
+	b->hhead = (b->hhead + 1) & (b->aheap - 1);
+	b->nheap--;
 	return top;
 }
 
@@ -719,12 +744,75 @@ static void parse_signature(struct fninfo *f)
  */
 #define HOW_SKIP 255 /* roles(): not an argument */
 
+/*
+ * Accuracy measurement (AICPROF_ACCURACY=1, for docs/accuracy.md): the calibration flags are
+ * set aside, the roles inferred from the other rules, and each probed pointer tallied against
+ * what the shim saw; the table goes to stderr at exit.
+ */
+static int accuracy = -1;
+static long acc[5][2]; /* [W, RW, R, skipped, how=fresh...] x [changed, unchanged] */
+static long acc_how[8][2][2]; /* [how][inferred write][changed] */
+
+static void accuracy_report(void)
+{
+	long agree = 0, total = 0;
+	for (int h = 0; h < 8; h++)
+		for (int w = 0; w < 2; w++)
+			for (int c = 0; c < 2; c++) {
+				total += acc_how[h][w][c];
+				if (w == c)
+					agree += acc_how[h][w][c];
+			}
+	fprintf(stderr, "accuracy: %ld probed pointers; inferred write = changed for %ld (%.1f%%)\n",
+	        total, agree, total ? 100.0 * agree / total : 0);
+	static const char *rn[] = {"W", "RW", "R", "not an argument"};
+	for (int r = 0; r < 4; r++)
+		fprintf(stderr, "accuracy: role %-16s changed %5ld unchanged %5ld\n", rn[r], acc[r][0],
+		        acc[r][1]);
+	static const char *hn[] = {"fresh-alloc", "semantics", "calibrated", "conservative"};
+	for (int h = 0; h < 4; h++)
+		fprintf(stderr,
+		        "accuracy: by %-12s write&changed %5ld write&unchanged %5ld read&changed %5ld "
+		        "read&unchanged %5ld\n",
+		        hn[h], acc_how[h][1][1], acc_how[h][1][0], acc_how[h][0][1], acc_how[h][0][0]);
+}
+
+static void accuracy_tally(struct builder *b, struct rec *o, struct fninfo *f,
+                           const unsigned char *role, const unsigned char *how)
+{
+	for (int i = 0; i < o->nptr; i++) {
+		int c = o->p[i].cal;
+		if (c < 0)
+			continue;
+		if (how[i] == HOW_SKIP) {
+			acc[3][c ? 0 : 1]++;
+			continue;
+		}
+		int r = role[i] == ROLE_WRITE ? 0 : role[i] == ROLE_READWRITE ? 1 : 2;
+		acc[r][c ? 0 : 1]++;
+		int h = how[i] < 8 ? how[i] : 7;
+		acc_how[h][(role[i] & ROLE_WRITE) ? 1 : 0][c ? 1 : 0]++;
+		if (getenv("AICPROF_ACCURACY_VERBOSE") && !!(role[i] & ROLE_WRITE) != !!c && f) {
+			char *sn = short_name(f->name);
+			fprintf(stderr, "accuracy: disagree %s arg %d +%u role %d changed %d\n", sn,
+			        o->p[i].arg, (unsigned)o->p[i].word, role[i], c);
+			free(sn);
+		}
+	}
+}
+
 static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
                   unsigned char *how)
 {
 	int n = o->nptr;
 	int have_cal = 0;
-	for (int i = 0; i < n; i++)
+	if (accuracy < 0) {
+		const char *e = getenv("AICPROF_ACCURACY");
+		accuracy = e && !strcmp(e, "1");
+		if (accuracy)
+			atexit(accuracy_report);
+	}
+	for (int i = 0; i < n && !accuracy; i++)
 		if (o->p[i].cal >= 0)
 			have_cal = 1;
 	if (f && have_cal) {
@@ -797,6 +885,8 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 	}
 	if (!anyw && last >= 0)
 		role[last] = ROLE_READWRITE;
+	if (accuracy)
+		accuracy_tally(b, o, f, role, how);
 }
 
 static struct buf *buf_of(struct builder *b, int64_t alloc)
@@ -1431,9 +1521,28 @@ static void drain(struct builder *b, long keep)
 
 /* ---------- records ---------- */
 
-static int bad(struct builder *b, const char *what, const char *field)
+/* A required field of the current record is absent, of the wrong type or out of range. */
+static int bad(struct builder *b, const char *what, const char *key)
 {
-	return error_at(b->file, b->line, "%s record has no '%s'", what, field);
+	const cJSON *x = field(idx_rec, key);
+	if (!x)
+		return error_at(b->file, b->line, "%s record has no '%s'", what, key);
+	if (!cJSON_IsNumber(x))
+		return error_at(b->file, b->line, "%s record: '%s' must be a number, not %s", what,
+		                key,
+		                cJSON_IsString(x)   ? "a string"
+		                : cJSON_IsArray(x)  ? "an array"
+		                : cJSON_IsObject(x) ? "an object"
+		                                    : "true, false or null");
+	return error_at(b->file, b->line, "%s record: '%s' is out of range (%g)", what, key,
+	                x->valuedouble);
+}
+
+/* A reference to a str or site id no record defined (yet): counted, warned about once. */
+static void unknown_ref(struct builder *b)
+{
+	if (!b->unknown_refs++)
+		b->unknown_line = b->line;
 }
 
 static int id_ok(struct builder *b, int64_t id, const char *what)
@@ -1483,7 +1592,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 		b->dev->name = xstrdup(nm ? nm : "unknown");
 		snprintf(b->dev->cc, sizeof(b->dev->cc), "%s", cc ? cc : "");
 		double x;
-		if (get_num(d0, "sm_count", &x))
+		if (get_num(d0, "sm_count", &x) && x >= 0 && x <= 1e6)
 			b->dev->sm_count = (int)x;
 		if (get_num(d0, "peak_bw_gbs", &x) && x > 0)
 			b->dev->peak_bw_gbs = x;
@@ -1560,10 +1669,8 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				r->aptr = na;
 			}
 			struct ptrarg *pa = &r->p[r->nptr++];
-			pa->alloc = (int64_t)al->valuedouble;
-			pa->off = cJSON_IsNumber(of) && of->valuedouble > 0
-			              ? (uint64_t)of->valuedouble
-			              : 0;
+			pa->alloc = num_id(al);
+			pa->off = num_off(of);
 			const cJSON *cf = cJSON_IsArray(cal) ? cJSON_GetArrayItem(cal, k) : NULL;
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
 			const cJSON *w = cJSON_GetArrayItem(e, 0);
@@ -1675,8 +1782,11 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 	}
 	get_i64(rec, "ts", &r->ts);
 	r->stream_h = get_hex(rec, "stream");
-	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID)
+	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID) {
 		r->site = (int)v;
+		if (v >= b->nsites || !b->sites[v].defined)
+			unknown_ref(b);
+	}
 	if (kind == NK_KERNEL) {
 		if (!get_i64(rec, "fn", &v)) {
 			rec_free(b, r);
@@ -1687,6 +1797,8 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 			return -1;
 		}
 		r->fn = (int)v;
+		if (v >= b->nfns || !b->fns[v].name)
+			unknown_ref(b);
 		get_dim3(rec, "grid", r->grid);
 		get_dim3(rec, "block", r->block);
 		if (parse_ptrs(b, r, rec) < 0) {
@@ -1699,16 +1811,12 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 		const cJSON *da = field(rec, "dst_alloc");
 		const cJSON *sa = field(rec, "src_alloc");
 		if (cJSON_IsArray(da) && cJSON_IsNumber(cJSON_GetArrayItem(da, 0))) {
-			r->dst_alloc = (int64_t)cJSON_GetArrayItem(da, 0)->valuedouble;
-			const cJSON *o = cJSON_GetArrayItem(da, 1);
-			r->dst_off =
-			    cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble : 0;
+			r->dst_alloc = num_id(cJSON_GetArrayItem(da, 0));
+			r->dst_off = num_off(cJSON_GetArrayItem(da, 1));
 		}
 		if (cJSON_IsArray(sa) && cJSON_IsNumber(cJSON_GetArrayItem(sa, 0))) {
-			r->src_alloc = (int64_t)cJSON_GetArrayItem(sa, 0)->valuedouble;
-			const cJSON *o = cJSON_GetArrayItem(sa, 1);
-			r->src_off =
-			    cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble : 0;
+			r->src_alloc = num_id(cJSON_GetArrayItem(sa, 0));
+			r->src_off = num_off(cJSON_GetArrayItem(sa, 1));
 		}
 	}
 	uint64_t p;
@@ -1731,7 +1839,9 @@ static int parse_str(struct builder *b, const cJSON *rec)
 	if (!get_i64(rec, "id", &id))
 		return bad(b, "str", "id");
 	if (!s)
-		return bad(b, "str", "s");
+		return field(rec, "s")
+		           ? error_at(b->file, b->line, "str record: 's' must be a string")
+		           : bad(b, "str", "s");
 	if (id_ok(b, id, "str") < 0)
 		return -1;
 	if (id >= b->nfns) {
@@ -1743,12 +1853,8 @@ static int parse_str(struct builder *b, const cJSON *rec)
 		b->nfns = n;
 	}
 	struct fninfo *f = &b->fns[id];
-	free(f->name);
-	free(f->full);
-	free(f->shortn);
-	free(f->cal);
-	free(f->sig);
-	memset(f, 0, sizeof(*f));
+	if (f->name)
+		return error_at(b->file, b->line, "str id %lld is defined twice", (long long)id);
 	f->name = xstrdup(s);
 	return 0;
 }
@@ -1770,10 +1876,9 @@ static int parse_site(struct builder *b, const cJSON *rec)
 		b->nsites = n;
 	}
 	struct siteinfo *s = &b->sites[id];
-	free(s->source);
-	free(s->file);
-	free(s->func);
-	memset(s, 0, sizeof(*s));
+	if (s->defined)
+		return error_at(b->file, b->line, "site id %lld is defined twice", (long long)id);
+	s->defined = 1;
 	const cJSON *frames = field(rec, "frames"), *f, *pick = NULL;
 	cJSON_ArrayForEach(f, frames)
 	{
@@ -1787,7 +1892,8 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	}
 	if (pick && get_str(pick, "file")) {
 		double line = 0;
-		get_num(pick, "line", &line);
+		if (!get_num(pick, "line", &line) || !(line >= 0 && line <= INT_MAX))
+			line = 0;
 		s->file = xstrdup(get_str(pick, "file"));
 		s->line = (int)line;
 		const char *fn = get_str(pick, "func");
@@ -2009,6 +2115,17 @@ int builder_finish(struct builder *b, struct model *m)
 	}
 	hmap_release(&b->orphans);
 	hmap_init(&b->orphans);
+	if (b->unknown_refs) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb,
+		            "%ld records name str or site ids that no record defines (this is the "
+		            "first); their kernels and sources are shown as unknown",
+		            b->unknown_refs);
+		warning_at(b->file, b->unknown_line, "%s", sb.buf);
+		b->ti->warnings =
+		    xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
+		b->ti->warnings[b->ti->nwarnings++] = sb.buf;
+	}
 	if (orphans) {
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%ld activity records have no API record", orphans);

@@ -1202,6 +1202,71 @@ static int legacy_data_roles(const char *name, int nptrs, const struct sem_ptr *
 	return 1;
 }
 
+/*
+ * MultiTensorApply.cuh: the first parameter is TensorListMetadata<depth>, whose first member is
+ * `const void *addresses[depth][depth_to_max_tensors[depth - 1]]` (110, 64, 48, 36, 30 for depth
+ * 1..5): list d's tensors are the words d*max .. d*max+max-1. The foreach functors are
+ * templates <T, depth, r_args_depth, res_arg_index>: list res_arg_index is written (read too when
+ * the op is in place, i.e. depth == r_args_depth), the other lists are read. The fused Adam and
+ * AdamW functor (<T, depth, mode, amsgrad>) writes params, exp_avg, exp_avg_sq (and
+ * max_exp_avg_sq): every list but the gradients (list 1). Slots of a list past the tensors of
+ * this launch are stale (not arguments). Returns 1 when it could tell, filling
+ * role[] for the pointers of parameter 0 (the others are left as they are).
+ */
+static int multi_tensor_roles(const char *name, int nptrs, const struct sem_ptr *ptr,
+                              unsigned char *role)
+{
+	static const int max_tensors[] = {110, 64, 48, 36, 30};
+	char *d = demangle(name);
+	const char *f = d ? strstr(d, "Functor<") : NULL;
+	int fused_adam = d && strstr(d, "FusedAdamMathFunctor<") != NULL;
+	int v[3] = {-1, -1, -1};
+	if (f) {
+		const char *q = strchr(f, ',');
+		for (int k = 0; k < 3 && q; k++) {
+			while (*q == ',' || *q == ' ')
+				q++;
+			char *end;
+			long x = strtol(q, &end, 10);
+			v[k] = end != q ? (int)x : -1;
+			q = strchr(q, ',');
+		}
+	}
+	free(d);
+	int depth = v[0];
+	if (depth < 1 || depth > 5 || (!fused_adam && (v[1] < 1 || v[2] < 0 || v[2] >= depth)))
+		return 0;
+	int max = max_tensors[depth - 1];
+	/* tensors in this launch: list 0's slots are filled from 0 up; slots past them hold
+	 * addresses left over from an earlier use of the struct, which the kernel never reads */
+	int used = 0;
+	for (int k = 0; k < max; k++) {
+		int found = 0;
+		for (int i = 0; i < nptrs && !found; i++)
+			found = ptr[i].arg == 0 && ptr[i].off == (unsigned)k * 8;
+		if (!found)
+			break;
+		used++;
+	}
+	for (int i = 0; i < nptrs; i++) {
+		if (ptr[i].arg != 0)
+			continue;
+		unsigned slot = ptr[i].off / 8;
+		int list = ptr[i].off % 8 ? depth : (int)(slot / (unsigned)max);
+		if (list < depth && (int)(slot % (unsigned)max) >= used)
+			list = depth; /* a stale slot */
+		if (list >= depth)
+			role[i] = ROLE_UNKNOWN; /* numel, block tables: not an address */
+		else if (fused_adam)
+			role[i] = list == 1 ? ROLE_READ : ROLE_READWRITE;
+		else if (list == v[2])
+			role[i] = depth == v[1] ? ROLE_READWRITE : ROLE_WRITE;
+		else
+			role[i] = ROLE_READ;
+	}
+	return 1;
+}
+
 int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const struct sem_ptr *ptr,
                  unsigned char *role)
 {
@@ -1220,6 +1285,8 @@ int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const stru
 	}
 	if (legacy)
 		return legacy_data_roles(name, nptrs, ptr, params, role);
+	if (!strcmp(s->rule, "torch-multi-tensor-apply"))
+		multi_tensor_roles(name, nptrs, ptr, role);
 	return 1;
 }
 

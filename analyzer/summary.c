@@ -9,6 +9,7 @@
 #include "analyzer/util.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,8 @@ static cJSON *int_array(const int *a, int n)
 
 static double r3(double x)
 {
+	if (!(fabs(x) < 1e15)) /* already whole, or inf/NaN: no cast of it to an integer */
+		return x;
 	return (double)(long long)(x * 1000.0 + (x < 0 ? -0.5 : 0.5)) / 1000.0;
 }
 

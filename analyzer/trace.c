@@ -1,6 +1,6 @@
 /*
  * trace.c - the streaming trace reader: reads a .aicp.jsonl file in large blocks, cuts it into
- * lines with memchr, parses each line with cJSON_ParseWithLength and hands the record to the
+ * lines with memchr, parses each line with cJSON_ParseWithLengthOpts and hands the record to the
  * graph builder. cJSON's allocations during the read come from a bump arena that is rewound
  * after every line, so a million-line trace costs no malloc per record; the hooks are set back
  * to malloc/free before returning. Memory is one block, the longest line and the arena.
@@ -8,12 +8,18 @@
  * The cut: a process that was killed leaves a last line without '\n', or one that does not
  * parse. Such a last line is a warning ("line N cut short") and everything before it counts.
  * Any other line that does not parse is an error naming file and line.
+ *
+ * Text: a trace is UTF-8. Bytes that are not (a file name in another encoding, damage) are
+ * replaced by '?' in place before the line is parsed, with one warning naming the first such
+ * line, so every string the outputs carry is valid UTF-8. A line with a NUL byte counts as one
+ * that does not parse (cJSON would cut a string at it silently).
  */
 #include "analyzer/trace.h"
 #include "analyzer/util.h"
 
 #include <cJSON.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +100,48 @@ static int only_space(const char *p, size_t n)
 	return 1;
 }
 
+/*
+ * Replaces every byte of p[0..n) that is not part of a well-formed UTF-8 sequence (overlong
+ * forms, surrogates and code points above U+10FFFF included) by '?'. Returns how many bytes it
+ * replaced. ASCII lines cost one pass of a byte test.
+ */
+static size_t utf8_fix(char *p, size_t n)
+{
+	unsigned char *s = (unsigned char *)p;
+	size_t i = 0, fixed = 0;
+	/* ASCII eight bytes at a time, to the first byte with its high bit set */
+	for (uint64_t w; i + 8 <= n; i += 8) {
+		memcpy(&w, s + i, 8);
+		if (w & 0x8080808080808080ull)
+			break;
+	}
+	while (i < n) {
+		unsigned c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len = c >= 0xC2 && c <= 0xDF   ? 2
+		             : c >= 0xE0 && c <= 0xEF ? 3
+		             : c >= 0xF0 && c <= 0xF4 ? 4
+		                                      : 0;
+		int ok = len && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++)
+			ok = (s[i + k] & 0xC0) == 0x80;
+		if (ok && len == 3)
+			ok = !(c == 0xE0 && s[i + 1] < 0xA0) && !(c == 0xED && s[i + 1] >= 0xA0);
+		if (ok && len == 4)
+			ok = !(c == 0xF0 && s[i + 1] < 0x90) && !(c == 0xF4 && s[i + 1] >= 0x90);
+		if (ok) {
+			i += len;
+			continue;
+		}
+		s[i++] = '?';
+		fixed++;
+	}
+	return fixed;
+}
+
 int trace_read(const char *path, struct builder *b, struct trace_info *ti)
 {
 	FILE *f = fopen(path, "rb");
@@ -104,7 +152,7 @@ int trace_read(const char *path, struct builder *b, struct trace_info *ti)
 
 	size_t cap = 1 << 20, len = 0, pos = 0;
 	char *buf = xmalloc(cap);
-	int eof = 0, ret = 0;
+	int eof = 0, ret = 0, warned_utf8 = 0;
 	long line = 0;
 	for (;;) {
 		char *nl = memchr(buf + pos, '\n', len - pos);
@@ -139,9 +187,20 @@ int trace_read(const char *path, struct builder *b, struct trace_info *ti)
 				break;
 			continue;
 		}
+		/* a NUL byte (cJSON would cut a string at it): as a line that does not parse */
+		int nul = memchr(s, 0, n) != NULL;
+		if (!nul && utf8_fix(s, n) && !warned_utf8) {
+			warned_utf8 = 1;
+			add_warning(ti, "invalid UTF-8 replaced by '?' (line %ld is the first)",
+			            line);
+		}
 		arena_rewind();
-		cJSON *rec = cJSON_ParseWithLength(s, n);
-		if (!rec || !cJSON_IsObject(rec)) {
+		const char *end = NULL;
+		cJSON *rec = nul ? NULL : cJSON_ParseWithLengthOpts(s, n, &end, 0);
+		/* one object a line: characters after it are as bad as a line that does not parse
+		 */
+		int trailing = rec && end && !only_space(end, (size_t)(s + n - end));
+		if (!rec || !cJSON_IsObject(rec) || trailing) {
 			/* is this the last line? read on to see whether anything follows */
 			int last = !nl;
 			if (nl) {
@@ -162,7 +221,10 @@ int trace_read(const char *path, struct builder *b, struct trace_info *ti)
 				break;
 			}
 			ret = error_at(path, line,
-			               rec ? "record is not a JSON object" : "not valid JSON");
+			               nul        ? "NUL byte in the line"
+			               : !rec     ? "not valid JSON"
+			               : trailing ? "characters after the record's JSON object"
+			                          : "record is not a JSON object");
 			break;
 		}
 		if (!nl && line > 1) {

@@ -164,10 +164,14 @@ static int add_value(struct pctx *c, struct fgroup *g, const char *path, const c
 	return 0;
 }
 
+/* The analyzer's value id, informational: -1 when absent or not an integer id (a huge or
+ * negative number, NaN), so nothing converts an out-of-range double to long. */
 static long get_id(const cJSON *o)
 {
 	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "value");
-	return cJSON_IsNumber(f) ? (long)f->valuedouble : -1;
+	if (!cJSON_IsNumber(f) || !(f->valuedouble >= 0 && f->valuedouble <= 9e15))
+		return -1;
+	return (long)f->valuedouble;
 }
 
 static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, const char *key,

@@ -5,14 +5,27 @@
  * a file that cannot be found is remembered as absent, so a thousand nodes of one missing
  * file cost one failed open per directory. A file with a NUL byte in its first 4 KiB is not
  * text and is treated as absent.
+ *
+ * The names come from the trace, which is input: a hostile one may say "/etc/shadow",
+ * "../../.ssh/id_rsa" or "/proc/self/mem". So a file is read only when (1) its name ends in a
+ * source extension (.py, .c, .cu, ...), (2) its real path (symbolic links and ".." resolved
+ * by realpath) lies inside the real path of the directory it was looked up in, or, for an
+ * absolute name, inside one of the cache's directories, and (3) what was opened is a regular
+ * file of at most SRC_MAX bytes: opened with O_NONBLOCK|O_NOCTTY (a FIFO swapped in cannot
+ * block), checked with fstat on the open descriptor, and read no further than SRC_MAX.
  */
 #include "report/source.h"
 #include "analyzer/util.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#define SRC_MAX (8 << 20)
 
 struct srcfile {
 	char *name;  /* as asked for */
@@ -69,18 +82,64 @@ int source_split(const char *loc, char **file, long *line)
 	return 0;
 }
 
-/* Reads path whole if it is a regular file under 8 MiB of text; NULL otherwise. */
-static char *read_text(const char *path, size_t *len)
+/* Source files by name: what a traced program's launch sites can be. */
+static int source_name_ok(const char *file)
 {
+	static const char *const ext[] = {".py",  ".pyx", ".c",  ".cc",  ".cpp", ".cxx", ".cu",
+	                                  ".cuh", ".h",   ".hh", ".hpp", ".hxx", ".inl", ".f90"};
+	const char *slash = strrchr(file, '/');
+	const char *dot = strrchr(slash ? slash + 1 : file, '.');
+	if (!dot)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(ext); i++)
+		if (!strcmp(dot, ext[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether real path p is dir (a real path) or below it. */
+static int path_under(const char *p, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return p[0] == '/';
+	return !strncmp(p, dir, n) && (p[n] == '/' || p[n] == 0);
+}
+
+/*
+ * Reads path whole if its real path lies under one of the real directories base[0..nbase) and
+ * it is a regular file of at most SRC_MAX bytes of text; NULL otherwise.
+ */
+static char *read_text(const char *path, char *const *base, int nbase, size_t *len)
+{
+	char *real = realpath(path, NULL);
+	if (!real)
+		return NULL;
+	int under = 0;
+	for (int i = 0; i < nbase && !under; i++)
+		under = base[i] && path_under(real, base[i]);
+	if (!under) {
+		free(real);
+		return NULL;
+	}
+	int fd = open(real, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	free(real);
+	if (fd < 0)
+		return NULL;
 	struct stat st;
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (8 << 20))
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SRC_MAX) {
+		close(fd);
 		return NULL;
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	char *buf = xmalloc((size_t)st.st_size + 1);
-	size_t n = fread(buf, 1, (size_t)st.st_size, f);
-	fclose(f);
+	}
+	size_t cap = (size_t)st.st_size, n = 0;
+	char *buf = xmalloc(cap + 1);
+	while (n < cap) {
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
 	buf[n] = 0;
 	if (memchr(buf, 0, n < 4096 ? n : 4096)) {
 		free(buf);
@@ -100,15 +159,25 @@ static struct srcfile *srccache_open(struct srccache *c, const char *file)
 	memset(sf, 0, sizeof(*sf));
 	sf->name = xstrdup(file);
 	size_t len = 0;
+	if (!source_name_ok(file))
+		return sf;
+	char **real = xcalloc(c->nr_dirs ? c->nr_dirs : 1, sizeof(char *));
+	for (int i = 0; i < c->nr_dirs; i++)
+		real[i] = realpath(c->dirs[i], NULL);
 	if (file[0] == '/') {
-		sf->text = read_text(file, &len);
+		sf->text = read_text(file, real, c->nr_dirs, &len);
 	} else {
 		for (int i = 0; i < c->nr_dirs && !sf->text; i++) {
+			if (!real[i])
+				continue;
 			char *p = path_join(c->dirs[i], file);
-			sf->text = read_text(p, &len);
+			sf->text = read_text(p, &real[i], 1, &len);
 			free(p);
 		}
 	}
+	for (int i = 0; i < c->nr_dirs; i++)
+		free(real[i]);
+	free(real);
 	if (!sf->text)
 		return sf;
 	long alloc = 0;

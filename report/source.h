@@ -3,6 +3,9 @@
  * line's text when the file can be read. Files are looked up as given when absolute, else
  * relative to each directory the summary offers (traces[].cwd, then the summary's own
  * directory, then the current directory). Absence is normal: the report still shows file:line.
+ * Only source files (by extension) whose real path lies inside one of those directories are
+ * read, and only regular files (see source.c): a trace cannot make the report read
+ * /etc/passwd, ../secrets.py or /dev/zero.
  */
 #ifndef AICPROF_REPORT_SOURCE_H
 #define AICPROF_REPORT_SOURCE_H
@@ -30,7 +33,8 @@ int source_split(const char *loc, char **file, long *line);
 /*
  * The text of line (1-based) of file, leading and trailing blanks trimmed, at most 240 bytes;
  * owned by the cache, valid until srccache_release(). NULL when the file cannot be read, is
- * not text, or is shorter. Files over 8 MiB are not read. Never fails otherwise.
+ * not text, or is shorter, or is not a source file inside the cache's directories (see
+ * source.c). Files over 8 MiB are not read. Never fails otherwise.
  */
 const char *source_line(struct srccache *c, const char *file, long line);
 

@@ -60,3 +60,9 @@ check "chain sample: 3 intermediates removed, 384 MiB a step" q "$K" "len(($C)['
 check "chain sample: numel from n, dtype from float*" q "$K" "N[0]['numel']==16777216 and N[0]['dtype']=='f32'"
 check "chain sample: user kernels get no group, and why" q "$K" "($C)['group'] is None and 'unknown semantics' in ($C)['group_why']"
 check "chain sample: sum_reduce stops the chain (unknown kernel)" q "$K" "any('unknown kernel' in r['reason'] for r in s['rejected'])"
+
+# inference against calibration (docs/accuracy.md): the MLP sample's probed pointers
+AICPROF_ACCURACY=1 "$B/aicprof" analyze -q --no-report "$top/samples/traces/mlp_probe.aicp.jsonl" -o "$tmp/acc" 2>"$tmp/acc.log"
+share=$(sed -n 's/^accuracy: .* (\([0-9.]*\)%)$/\1/p' "$tmp/acc.log")
+check "mlp_probe: inferred writes agree with calibration for at least 95% of probed pointers ($share%)" \
+	awk -v s="${share:-0}" 'BEGIN { exit !(s >= 95.0) }'

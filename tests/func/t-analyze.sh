@@ -10,7 +10,9 @@ q() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if
 "$A" analyze -q --no-report "$T/mlp-nvtx.aicp.jsonl" -o "$tmp/mlp"; rc=$?
 S=$tmp/mlp/summary.json
 check "mlp: analyze exits 0" test "$rc" = 0
-check "mlp: writes only summary.json" test "$(ls "$tmp/mlp")" = summary.json
+check "mlp: --no-report writes only summary.json" test "$(ls "$tmp/mlp")" = summary.json
+"$A" analyze -q "$T/mlp-nvtx.aicp.jsonl" -o "$tmp/mlp-r"
+check "mlp: the report lands beside it, nothing else" test "$(ls "$tmp/mlp-r" | tr '\n' ' ')" = "graph.dot graph.svg report.html summary.json trace.perfetto.json "
 check "mlp: 5 steps from NVTX 'step #'" q "$S" "s['steps']['count']==5 and s['steps']['how']=='nvtx' and s['steps']['range']=='step #'"
 # step 0's layer_norm took 43 us instead of 3: the step (64.3 us) is an outlier, warm-up
 check "mlp: one warm-up step" q "$S" "s['steps']['warmup']==1"

@@ -239,7 +239,7 @@ static const struct kcase cases[] = {
 	/* a memset kernel of a library (illustrative name, not from a trace) */
 	{"driver memset kernel", "memset32_aligned1D", FAM_MEMSET, "fill", DT_UNKNOWN, 0, 1,
 	 "memset"},
-	/* --- every kernel name in the samples' traces (samples/traces/*_train and chain, recorded
+	/* --- every kernel name in the samples' traces (the samples' *_train and chain traces, recorded
 	 * on an H200 with PyTorch 2.11 + CUDA 13), exactly as the trace's "str" records hold them;
 	 * the expected values are the ones docs/accuracy.md reviews --- */
 	/* chain.aicp.jsonl: sum_reduce */
@@ -879,6 +879,7 @@ int main(void)
 	    cmocka_unit_test(test_roles_norm),
 	    cmocka_unit_test(test_roles_softmax_reduce_optim),
 	    cmocka_unit_test(test_roles_unknown),
+	    cmocka_unit_test(test_roles_at),
 	    cmocka_unit_test(test_short_names),
 	    cmocka_unit_test(test_demangle),
 	    cmocka_unit_test(test_names_of_enums),
