@@ -25,6 +25,7 @@ static const struct subcommand commands[] = {
 	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
 	{"fuse", cmd_fuse, "fuse OUTDIR|--group G.json -o FUSEDDIR", "generate fused CUDA kernels"},
 	{"bench", cmd_bench, "bench FUSEDDIR", "build, check, tune and time fused kernels on a GPU"},
+	{"compare", cmd_compare, "compare BEFORE AFTER", "ledger and step time of two runs side by side"},
 };
 
 static void usage(FILE *f)

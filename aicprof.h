@@ -11,5 +11,6 @@ int cmd_analyze(int argc, char **argv); /* analyzer/cmd-analyze.c */
 int cmd_report(int argc, char **argv);  /* report/cmd-report.c */
 int cmd_fuse(int argc, char **argv);    /* fusion/cmd-fuse.c */
 int cmd_bench(int argc, char **argv);   /* fusion/cmd-bench.c */
+int cmd_compare(int argc, char **argv); /* analyzer/cmd-compare.c */
 
 #endif
