@@ -166,6 +166,8 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddBoolToObject(o, "live_after_step", v->live_after_step);
 		cJSON_AddBoolToObject(o, "dead_in_step", v->dead_in_step);
 		cJSON_AddStringToObject(o, "how", edge_how_name(v->how));
+		if (v->writer < 0 && v->written_ago >= 0)
+			cJSON_AddNumberToObject(o, "written_ops_before_step", (double)v->written_ago);
 		const char *src = v->writer >= 0 ? m->nodes[v->writer].source : NULL;
 		if (src)
 			cJSON_AddStringToObject(o, "source", src);
@@ -272,6 +274,8 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddItemToObject(o, "group",
 		                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
 		cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
+		if (c->evidence)
+			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
 		cJSON_AddItemToArray(cands, o);
 	}
 	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
@@ -282,6 +286,7 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "reason", m->rejs[i].reason);
 		cJSON_AddItemToArray(rej, o);
 	}
+	cJSON_AddItemToObject(root, "memory", memplan_json(m));
 	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
 	cJSON_AddNumberToObject(tl, "step", m->tl_step);
 	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
@@ -347,6 +352,7 @@ void model_free(struct model *m)
 		free(m->cands[i].kept);
 		free(m->cands[i].why);
 		cJSON_Delete(m->cands[i].group);
+		cJSON_Delete(m->cands[i].evidence);
 	}
 	free(m->cands);
 	for (int i = 0; i < m->nrejs; i++) {
@@ -355,6 +361,7 @@ void model_free(struct model *m)
 	}
 	free(m->rejs);
 	free(m->tl);
+	memplan_free(m->mem);
 	free(m);
 }
 
@@ -408,6 +415,10 @@ struct model *analysis_run(char **paths, int npaths)
 	}
 	ledger_compute(m);
 	candidates_find(m);
+	deadwork_find(m);
+	invariant_find(m);
+	if (memplan_compute(m, m->traces[0].path) < 0)
+		goto fail;
 	return m;
 fail:
 	model_free(m);
