@@ -40,3 +40,9 @@ check "mlp: the ideal peak is positive and below what was held" \
 	q "$ML" "0 < s['memory']['ideal_peak_bytes'] <= s['memory']['held_peak_any_bytes'] and len(s['memory']['curve'])==len(s['nodes'])"
 check "mlp: one memory finding states the difference" \
 	q "$ML" "[c['evidence']['excess_bytes'] for c in C if c['kind']=='memory']==[s['memory']['held_peak_bytes']-s['memory']['ideal_peak_bytes']]"
+
+"$A" analyze -q "$S/attention_train.aicp.jsonl" -o "$tmp/att-report"
+check "report: the beyond section with its tables and the live-bytes plot" sh -c \
+	"grep -q 'id=\"beyond\"' '$tmp/att-report/report.html' && grep -q 'id=\"beyond-invariant\"' '$tmp/att-report/report.html' && grep -q '<svg class=\"memplot\"' '$tmp/att-report/report.html'"
+check "report: the mask's source line is in the invariant table" sh -c \
+	"sed -n '/id=\"beyond-invariant\"/,/<\/table>/p' '$tmp/att-report/report.html' | grep -q 'samples/attention_train.py:31'"
