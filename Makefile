@@ -14,7 +14,7 @@ B        := build
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter $(if $(WERROR),-Werror)
 CFLAGS   ?= -O2 -g
-ALLCFLAGS = $(CFLAGS) -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(EXTRA_CFLAGS)
+ALLCFLAGS = $(CFLAGS) -MMD -MP -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(EXTRA_CFLAGS)
 PKGS     := libcjson libcgraph libgvc
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc)
@@ -134,3 +134,6 @@ check-format:
 
 clean:
 	rm -rf $(B)
+
+# header dependencies, written by -MMD beside each object
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -160,6 +160,7 @@ struct cls {
 	struct tl_event *tl;
 	int ntl;
 	int64_t tl_t0;
+	uint64_t seq_end; /* seq of the first op after the captured step, UINT64_MAX none */
 };
 
 /* A growable ring of pointers/structs indexed by a monotonic number. */
@@ -1160,6 +1161,8 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 	c->tl = xcalloc(c->len, sizeof(struct tl_event));
 	c->ntl = 0;
 	c->cap_step = si;
+	struct rec *next = op_at(b, st->e);
+	c->seq_end = next ? next->seq : UINT64_MAX;
 	int64_t t0 = INT64_MAX;
 	for (long gi = st->b; gi < st->e; gi++) {
 		struct rec *o = op_at(b, gi);
@@ -1171,6 +1174,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		struct rec *o = op_at(b, gi);
 		struct node *nd = &c->nodes[gi - st->b];
 		nd->id = (int)(gi - st->b);
+		nd->seq = o->seq;
 		nd->kind = (enum node_kind)o->kind;
 		nd->stream = o->stream;
 		memcpy(nd->grid, o->grid, sizeof(nd->grid));
@@ -1229,6 +1233,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		x->buffer = v->buffer;
 		x->size = v->size;
 		x->writer = (int)(v->writer - st->b);
+		x->written_ago = -1;
 		x->bytes_written = v->bw;
 		x->how = v->how;
 		/* a free right after the step's last op (before its range closed) counts */
@@ -1260,6 +1265,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			x->buffer = e->buffer;
 			x->size = e->size;
 			x->writer = -1;
+			x->written_ago = e->from >= 0 ? st->b - e->from : -1;
 			x->how = e->how;
 			vi = (uint64_t)c->nvalues++;
 			hmap_put(&idx, (uint64_t)e->vid, vi);
@@ -2233,6 +2239,7 @@ int builder_finish(struct builder *b, struct model *m)
 	c->tl = NULL;
 	m->tl_step = (int)c->cap_step;
 	m->tl_t0_ns = c->tl_t0;
+	m->cap_seq_end = c->seq_end;
 	return 0;
 }
 

@@ -54,6 +54,7 @@ struct node {
 	int nparams;
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
+	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c re-reads by it) */
 };
 
 struct edge {
@@ -74,6 +75,8 @@ struct value {
 	int live_after_step; /* read after the step ended */
 	int dead_in_step;    /* freed or overwritten before the step ended */
 	enum edge_how how;   /* how its writer was found to write it */
+	long written_ago;    /* inputs (writer -1): ops from its last write to the step's first
+	                      * op; -1 never seen written (from before the trace, or a fill) */
 };
 
 struct candidate {
@@ -88,6 +91,7 @@ struct candidate {
 	char *why;                /* owned */
 	void *group;              /* cJSON object (owned), the fusion group description */
 	char *group_why;          /* owned: why group is NULL, or NULL */
+	void *evidence;           /* cJSON object (owned) or NULL: dead/invariant/memory proof */
 };
 
 struct rejected {
@@ -157,6 +161,10 @@ struct model {
 	int64_t tl_t0_ns;
 	struct tl_event *tl;
 	int ntl;
+
+	/* beyond fusion (deadwork.c, invariant.c, memplan.c) */
+	uint64_t cap_seq_end; /* seq of the first op after the captured step; UINT64_MAX none */
+	struct memplan *mem;  /* owned, NULL when not computed */
 };
 
 /*
@@ -187,6 +195,23 @@ int summary_write(const struct model *m, const char *path);
 struct cJSON *summary_json(const struct model *m);
 
 void model_free(struct model *m);
+
+/*
+ * Beyond fusion. Each appends candidates of its kind to m->cands (ids continue), with the
+ * evidence (value ids, node ids, steps, bytes) in candidate.evidence; none claims nodes.
+ * deadwork_find(): kind "dead", values written and never read, kernels and copies whose every
+ * output is such. invariant_find(): kind "invariant", nodes whose inputs do not change across
+ * steps, and host-device traffic repeated every step. memplan_compute(): re-reads the trace at
+ * path for the captured step's alloc/free/sync/memcpy records, fills m->mem and appends kind
+ * "memory"; returns 0, or -1 after error_at() when the trace cannot be read again. Call them
+ * after candidates_find(), in this order.
+ */
+void deadwork_find(struct model *m);
+void invariant_find(struct model *m);
+int memplan_compute(struct model *m, const char *path);
+/* The memory plan as JSON (summary.json "memory"), a new object; cJSON null when none. */
+struct cJSON *memplan_json(const struct model *m);
+void memplan_free(struct memplan *mp);
 
 /*
  * Peak compute of a device in TFLOP/s, looked up by name and compute capability in a small

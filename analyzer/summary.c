@@ -169,6 +169,8 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddBoolToObject(o, "live_after_step", v->live_after_step);
 		cJSON_AddBoolToObject(o, "dead_in_step", v->dead_in_step);
 		cJSON_AddStringToObject(o, "how", edge_how_name(v->how));
+		if (v->writer < 0 && v->written_ago >= 0)
+			cJSON_AddNumberToObject(o, "written_ops_before_step", (double)v->written_ago);
 		const char *src = v->writer >= 0 ? m->nodes[v->writer].source : NULL;
 		if (src)
 			cJSON_AddStringToObject(o, "source", src);
@@ -283,6 +285,8 @@ cJSON *summary_json(const struct model *m)
 		else
 			cJSON_AddNullToObject(o, "group_why");
 		cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
+		if (c->evidence)
+			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
 		cJSON_AddItemToArray(cands, o);
 	}
 	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
@@ -293,6 +297,7 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "reason", m->rejs[i].reason);
 		cJSON_AddItemToArray(rej, o);
 	}
+	cJSON_AddItemToObject(root, "memory", memplan_json(m));
 	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
 	cJSON_AddNumberToObject(tl, "step", m->tl_step);
 	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
@@ -360,6 +365,7 @@ void model_free(struct model *m)
 		free(m->cands[i].why);
 		cJSON_Delete(m->cands[i].group);
 		free(m->cands[i].group_why);
+		cJSON_Delete(m->cands[i].evidence);
 	}
 	free(m->cands);
 	for (int i = 0; i < m->nrejs; i++) {
@@ -368,6 +374,7 @@ void model_free(struct model *m)
 	}
 	free(m->rejs);
 	free(m->tl);
+	memplan_free(m->mem);
 	free(m);
 }
 
@@ -421,6 +428,10 @@ struct model *analysis_run(char **paths, int npaths)
 	}
 	ledger_compute(m);
 	candidates_find(m);
+	deadwork_find(m);
+	invariant_find(m);
+	if (memplan_compute(m, m->traces[0].path) < 0)
+		goto fail;
 	return m;
 fail:
 	model_free(m);

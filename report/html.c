@@ -17,6 +17,7 @@
  */
 #include "report/html.h"
 #include "report/assets.h"
+#include "report/beyond.h"
 #include "report/plot.h"
 #include "report/sha256.h"
 #include "report/source.h"
@@ -1231,6 +1232,8 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	     "Which of my lines cost the most time and traffic?"},
 	    {"timeline", "Timeline", "6. One step's timeline",
 	     "What ran when, on which stream, and where did the GPU wait?"},
+	    {"beyond", "Beyond fusion", "7. Dead work, unchanging work, memory",
+	     "What runs for nothing, what could run once, and how much memory does a step need?"},
 	};
 	struct strbuf body[ARRAY_SIZE(sec)];
 	for (size_t i = 0; i < ARRAY_SIZE(sec); i++)
@@ -1241,6 +1244,7 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	section_ledger(&pg, &body[3]);
 	section_sources(&pg, &body[4]);
 	section_timeline(&pg, &body[5]);
+	report_beyond_section(m, &body[6]);
 
 	char css_hash[45], js_hash[45];
 	sha256_base64(report_css, strlen(report_css), css_hash);

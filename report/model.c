@@ -238,6 +238,13 @@ void rmodel_init(struct rmodel *m, const cJSON *root)
 	cJSON_ArrayForEach(o, m->cands)
 	{
 		const cJSON *id;
+		const char *kind = jstr(o, "kind");
+		/* dead/invariant/memory findings are no fusion: no cluster, no node mark */
+		if (kind && (!strcmp(kind, "dead") || !strcmp(kind, "invariant") ||
+		             !strcmp(kind, "memory"))) {
+			ci++;
+			continue;
+		}
 		cJSON_ArrayForEach(id, jarr(o, "nodes"))
 		{
 			int k = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;

@@ -33,6 +33,9 @@ class Attention(nn.Module):
         attn = torch.softmax(scores, dim=-1)
         attn = nn.functional.dropout(attn, self.p, self.training)
         y = attn @ v
+        # Planted for aicprof's dead-work test: computed every step and never read.
+        # (The committed trace predates this line; re-record it to get the golden finding.)
+        _unused = attn.sum(dim=-1)
         y = y.transpose(1, 2).contiguous().view(b, t, d)
         return self.out(y)
 

@@ -1,0 +1,167 @@
+/*
+ * deadwork.c - dead work: values written in the step and never read, and the kernels, copies
+ * and sets whose every output is such a value.
+ *
+ * A value (one version of a buffer, written by node W) with no reader inside the step and not
+ * read after it is given one verdict, the first that applies:
+ *  - workspace: W also reads the buffer (a reduction's staging area or semaphore): the kernel
+ *    uses it itself; not dead work, not reported.
+ *  - dead: freed or overwritten inside the step, unread.
+ *  - kept-alive: it survives the step without being read in it or after it (freed in a later
+ *    step, or alive when the trace ended). It only looks dead: the program may read it after
+ *    the trace (on the host through a copy, a later `.item()`, or a checkpoint).
+ * A value whose only readers overwrite the whole buffer, where those readers' read is inferred
+ * (a kernel of unknown semantics with a non-const `T*` parameter), is `dead-unless-read`: dead
+ * if the overwriting kernel does not read it first, which the trace cannot show.
+ * Values read by a copy (to the host too) or by a collective (another rank reads it) have a
+ * reader and are never dead here.
+ *
+ * A node whose outputs are all dead, dead-unless-read, kept-alive or workspace (at least one
+ * not workspace) is one `dead` candidate: its time per step (median) and bytes (read +
+ * written) are what removing it saves; `evidence.verdict` is the weakest of its outputs'
+ * verdicts, and `evidence.values` lists each output with its buffer, bytes and verdict.
+ */
+#include "analyzer/beyond.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum verdict { V_LIVE, V_WORKSPACE, V_DEAD, V_DEAD_UNLESS, V_KEPT };
+
+static const char *verdict_name(enum verdict v)
+{
+	static const char *n[] = {"live", "workspace", "dead", "dead-unless-read", "kept-alive"};
+	return n[v];
+}
+
+/* Every reader of v overwrites v's whole buffer, and its read is only inferred. */
+static int readers_overwrite(const struct model *m, const struct value *v)
+{
+	if (!v->nreaders)
+		return 0;
+	for (int r = 0; r < v->nreaders; r++) {
+		const struct node *n = &m->nodes[v->readers[r]];
+		if (n->kind != NK_KERNEL || n->sem.family != FAM_OTHER)
+			return 0;
+		int covers = 0;
+		for (int i = 0; i < m->nvalues; i++) {
+			const struct value *w = &m->values[i];
+			if (w->writer == n->id && w->buffer == v->buffer && w->size >= v->size)
+				covers = 1;
+		}
+		if (!covers)
+			return 0;
+	}
+	return 1;
+}
+
+static enum verdict value_verdict(const struct model *m, const struct value *v)
+{
+	if (v->writer < 0 || v->live_after_step)
+		return V_LIVE;
+	if (v->nreaders) {
+		if (v->dead_in_step && readers_overwrite(m, v))
+			return V_DEAD_UNLESS;
+		return V_LIVE;
+	}
+	/* the writer's own read of the buffer (an earlier version) makes it a workspace */
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *u = &m->values[i];
+		if (u == v || u->buffer != v->buffer)
+			continue;
+		for (int r = 0; r < u->nreaders; r++)
+			if (u->readers[r] == v->writer)
+				return V_WORKSPACE;
+	}
+	return v->dead_in_step ? V_DEAD : V_KEPT;
+}
+
+void deadwork_find(struct model *m)
+{
+	if (!m->nnodes)
+		return;
+	enum verdict *vv = xcalloc(m->nvalues ? m->nvalues : 1, sizeof(*vv));
+	for (int i = 0; i < m->nvalues; i++)
+		vv[i] = value_verdict(m, &m->values[i]);
+	for (int n = 0; n < m->nnodes; n++) {
+		const struct node *nd = &m->nodes[n];
+		int outs = 0, live = 0, real = 0;
+		enum verdict worst = V_DEAD;
+		for (int i = 0; i < m->nvalues; i++) {
+			if (m->values[i].writer != n)
+				continue;
+			outs++;
+			if (vv[i] == V_LIVE)
+				live++;
+			else if (vv[i] != V_WORKSPACE) {
+				real++;
+				if (vv[i] > worst)
+					worst = vv[i];
+			}
+		}
+		if (!outs || live || !real)
+			continue;
+		struct candidate *c = beyond_add(m, "dead", &n, 1);
+		cJSON *ev = c->evidence;
+		cJSON_AddStringToObject(ev, "verdict", verdict_name(worst));
+		cJSON_AddStringToObject(ev, "what",
+		                        nd->kind == NK_COPY  ? "dead copy"
+		                        : nd->kind == NK_SET ? "dead set"
+		                                             : "dead kernel");
+		cJSON *vals = cJSON_AddArrayToObject(ev, "values");
+		int rm[64], nrm = 0;
+		uint64_t wbytes = 0;
+		for (int i = 0; i < m->nvalues; i++) {
+			const struct value *v = &m->values[i];
+			if (v->writer != n)
+				continue;
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddNumberToObject(o, "value", v->id);
+			cJSON_AddNumberToObject(o, "buffer", (double)v->buffer);
+			cJSON_AddNumberToObject(o, "bytes", (double)v->bytes_written);
+			cJSON_AddStringToObject(o, "verdict", verdict_name(vv[i]));
+			cJSON_AddItemToObject(o, "readers", beyond_ints(v->readers, v->nreaders));
+			cJSON_AddBoolToObject(o, "freed_or_overwritten_in_step", v->dead_in_step);
+			cJSON_AddItemToArray(vals, o);
+			if (vv[i] != V_WORKSPACE && nrm < 64)
+				rm[nrm++] = v->id;
+			wbytes += v->bytes_written;
+		}
+		c->removed = xmalloc(sizeof(int) * (nrm ? nrm : 1));
+		memcpy(c->removed, rm, sizeof(int) * nrm);
+		c->nremoved = nrm;
+		c->bytes_saved = nd->bytes_read + nd->bytes_written;
+		c->before_us = nd->median_us;
+		c->after_us = 0;
+		c->saved_us = worst == V_KEPT ? 0 : nd->median_us;
+		cJSON_AddNumberToObject(ev, "steps_seen", (double)nd->count);
+		struct strbuf sb = STRBUF_INIT;
+		const char *src = nd->source ? nd->source : "an unattributed line";
+		if (worst == V_DEAD)
+			strbuf_addf(
+			    &sb,
+			    "%s (node %d, %s) writes %llu bytes every step that nothing reads "
+			    "before they are freed or overwritten: remove it",
+			    nd->name, n, src, (unsigned long long)wbytes);
+		else if (worst == V_DEAD_UNLESS)
+			strbuf_addf(
+			    &sb,
+			    "%s (node %d, %s) writes %llu bytes that the next writer of the same "
+			    "buffer overwrites whole; dead unless that kernel reads them first "
+			    "(its read is only inferred from a non-const pointer)",
+			    nd->name, n, src, (unsigned long long)wbytes);
+		else
+			strbuf_addf(
+			    &sb,
+			    "%s (node %d, %s) writes %llu bytes that nothing in the step reads; "
+			    "they stay allocated past the step, so the program may read them "
+			    "later (on the host, after the loop): looks dead, check before "
+			    "removing",
+			    nd->name, n, src, (unsigned long long)wbytes);
+		c->why = sb.buf;
+	}
+	free(vv);
+}

@@ -1,0 +1,437 @@
+/*
+ * memplan.c - the memory plan of one step: what an ideal plan of the step's values would need
+ * at peak, beside what the program's allocator actually held, and the host-device traffic
+ * inside the step.
+ *
+ * Ideal: every value of the captured step occupies its bytes from its writer to its last
+ * reader (inputs from the step's start; a value read after the step, to its end). A buffer that
+ * enters the step as an input and is not freed in it (parameters, optimizer state) is live the
+ * whole step, at its largest version. The ideal curve is the sum at each node position; its
+ * peak is what a perfect planner (exact frees, no fragmentation) needs.
+ *
+ * Held: the trace is read a second time (the graph builder does not keep allocator records):
+ * alloc and free records before the captured step give the bytes live when it starts, those
+ * inside it (seq from its first op to the next step's first op) move the curve, each placed
+ * after the last node launched before it. With cudaMallocAsync every tensor is one record, so
+ * `held` is the bytes in live allocations (the pool's cached reserve is not visible, so
+ * fragmentation inside the pool is not measured: the difference is late frees and bytes kept
+ * past their last use). Virtual memory mappings (expandable segments) are not counted.
+ *
+ * Host traffic: inside the same window, `sync` records (with the CPU time blocked) and
+ * memcpy calls joined to their copy activity (kind HtoD/DtoH); a device-to-host copy stalls
+ * the host from its call until the copy ends. Each becomes an `invariant` candidate of
+ * evidence.what "host-sync" or "host-copy" (repeated every step: copy once if the bytes are
+ * the same, which the trace cannot confirm).
+ *
+ * The values alive at the ideal peak are listed with their writer's source line; for each
+ * fusion candidate, the bytes of its removed values alive at the peak are what it frees there
+ * (also written to that candidate's evidence.peak_bytes_freed). One `memory` candidate states
+ * held peak minus ideal peak.
+ */
+#include "analyzer/beyond.h"
+#include "analyzer/hmap.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct memplan {
+	int n;                  /* node positions */
+	uint64_t *ideal, *held; /* per position, after that node's launch */
+	uint64_t held_at_start, ideal_peak, held_peak;
+	uint64_t held_peak_any; /* over every alloc/free of the step, not only at launches */
+	int ideal_peak_at, held_peak_at;
+	long allocs, frees; /* records inside the window */
+	cJSON *at_peak;     /* array of values alive at the ideal peak (owned) */
+	cJSON *by_cand;     /* array {candidate, bytes} (owned) */
+};
+
+void memplan_free(struct memplan *mp)
+{
+	if (!mp)
+		return;
+	free(mp->ideal);
+	free(mp->held);
+	cJSON_Delete(mp->at_peak);
+	cJSON_Delete(mp->by_cand);
+	free(mp);
+}
+
+/* The node position an API record of sequence number seq falls after. */
+static int pos_of(const struct model *m, uint64_t seq)
+{
+	int lo = 0, hi = m->nnodes; /* first node with seq > given */
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (m->nodes[mid].seq <= seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 ? lo - 1 : 0;
+}
+
+static int64_t num(const cJSON *o, const char *k, int64_t dflt)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(x) ? (int64_t)x->valuedouble : dflt;
+}
+
+struct memev {
+	uint64_t seq;
+	int64_t delta;
+};
+
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct memev *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct afrec {
+	uint64_t seq;
+	int64_t id, size; /* size -1: a free */
+};
+
+static int cmp_af(const void *a, const void *b)
+{
+	const struct afrec *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+struct hostop {
+	int64_t c, ts, end;
+	uint64_t bytes;
+	int pos, sync;
+	char kind[8];
+	double dur_us;
+	const char *api;
+};
+
+static void ideal_curve(struct model *m, struct memplan *mp)
+{
+	int n = m->nnodes;
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		int persistent = 0;
+		for (int j = 0; j < m->nvalues; j++) {
+			const struct value *u = &m->values[j];
+			if (u->buffer == v->buffer && u->writer < 0 && u->how != HOW_FRESH)
+				persistent = 1;
+		}
+		/* a persistent buffer counts once, at its largest version, for the whole step */
+		int s, e;
+		if (persistent) {
+			int largest = 1;
+			for (int j = 0; j < m->nvalues; j++) {
+				const struct value *u = &m->values[j];
+				if (u->buffer == v->buffer &&
+				    (u->size > v->size || (u->size == v->size && j < i)))
+					largest = 0;
+			}
+			if (!largest)
+				continue;
+			s = 0, e = n - 1;
+		} else {
+			s = v->writer < 0 ? 0 : v->writer;
+			e = s;
+			for (int r = 0; r < v->nreaders; r++)
+				if (v->readers[r] > e)
+					e = v->readers[r];
+			if (v->live_after_step)
+				e = n - 1;
+		}
+		for (int k = s; k <= e && k < n; k++)
+			mp->ideal[k] += v->size;
+	}
+	for (int k = 0; k < n; k++)
+		if (mp->ideal[k] > mp->ideal_peak)
+			mp->ideal_peak = mp->ideal[k], mp->ideal_peak_at = k;
+	/* values alive at the peak, and what each fusion candidate frees there */
+	int k = mp->ideal_peak_at;
+	mp->at_peak = cJSON_CreateArray();
+	mp->by_cand = cJSON_CreateArray();
+	uint64_t *freed = xcalloc(m->ncands ? m->ncands : 1, sizeof(uint64_t));
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		int s = v->writer < 0 ? 0 : v->writer, e = s;
+		for (int r = 0; r < v->nreaders; r++)
+			if (v->readers[r] > e)
+				e = v->readers[r];
+		if (v->live_after_step ||
+		    (v->writer < 0 && !v->dead_in_step && v->how != HOW_FRESH))
+			e = n - 1;
+		if (k < s || k > e || !v->size)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "value", v->id);
+		cJSON_AddNumberToObject(o, "bytes", (double)v->size);
+		cJSON_AddNumberToObject(o, "writer", v->writer);
+		const char *src = v->writer >= 0 ? m->nodes[v->writer].source : NULL;
+		if (src)
+			cJSON_AddStringToObject(o, "source", src);
+		else
+			cJSON_AddNullToObject(o, "source");
+		cJSON *fc = cJSON_CreateNull();
+		for (int c = 0; c < m->ncands; c++) {
+			for (int j = 0; j < m->cands[c].nremoved; j++)
+				if (m->cands[c].removed[j] == v->id &&
+				    strcmp(m->cands[c].kind, "dead")) {
+					freed[c] += v->size;
+					cJSON_Delete(fc);
+					fc = cJSON_CreateNumber(c);
+				}
+		}
+		cJSON_AddItemToObject(o, "removed_by", fc);
+		cJSON_AddItemToArray(mp->at_peak, o);
+	}
+	for (int c = 0; c < m->ncands; c++) {
+		if (!freed[c])
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "candidate", c);
+		cJSON_AddNumberToObject(o, "bytes", (double)freed[c]);
+		cJSON_AddItemToArray(mp->by_cand, o);
+		if (!m->cands[c].evidence)
+			m->cands[c].evidence = cJSON_CreateObject();
+		cJSON_AddNumberToObject(m->cands[c].evidence, "peak_bytes_freed", (double)freed[c]);
+	}
+	free(freed);
+}
+
+int memplan_compute(struct model *m, const char *path)
+{
+	if (!m->nnodes)
+		return 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return error("cannot read '%s' again for the memory plan", path);
+	struct memplan *mp = xcalloc(1, sizeof(*mp));
+	int n = m->nnodes;
+	mp->n = n;
+	mp->ideal = xcalloc(n, sizeof(uint64_t));
+	mp->held = xcalloc(n, sizeof(uint64_t));
+	int64_t *delta = xcalloc(n, sizeof(int64_t));
+	uint64_t s0 = m->nodes[0].seq, s1 = m->cap_seq_end;
+	struct hmap live;
+	hmap_init(&live);
+	struct hostop *hop = NULL, *cps = NULL;
+	int ncps = 0, acps = 0;
+	struct memev *evs = NULL;
+	struct afrec *af = NULL;
+	long naf = 0, aaf = 0;
+	long nevs = 0, aevs = 0;
+	struct hmap copies;
+	hmap_init(&copies);
+	uint64_t v;
+	int nhop = 0, ahop = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	/* allocator: bytes live at the step's start, then per-position deltas in it */
+	int64_t held = 0;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		if (!strstr(line, "\"alloc\"") && !strstr(line, "\"free\"") &&
+		    !strstr(line, "\"sync\"") && !strstr(line, "\"memcpy\"") &&
+		    !strstr(line, "\"copy\""))
+			continue;
+		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
+		if (!o)
+			continue; /* the first pass reported a cut line */
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "t");
+		const char *ts = cJSON_IsString(t) ? t->valuestring : "";
+		int64_t seq = num(o, "seq", -1);
+		int in = seq >= 0 && (uint64_t)seq >= s0 && (uint64_t)seq < s1;
+		int64_t id = num(o, "id", -1);
+		if ((!strcmp(ts, "alloc") || !strcmp(ts, "free")) && id >= 0 && seq >= 0 &&
+		    (uint64_t)seq < s1) {
+			/* replayed in seq order below: threads' records interleave in the file */
+			const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
+			int vmm = cJSON_IsString(api) && strstr(api->valuestring, "Reserve");
+			ALLOC_GROW(af, naf, aaf);
+			af[naf].seq = (uint64_t)seq;
+			af[naf].id = id;
+			af[naf].size = ts[0] == 'a' ? (vmm ? 0 : num(o, "size", 0)) : -1;
+			naf++;
+		} else if ((!strcmp(ts, "sync") || !strcmp(ts, "memcpy")) && in) {
+			ALLOC_GROW(hop, nhop, ahop);
+			struct hostop *h = &hop[nhop++];
+			memset(h, 0, sizeof(*h));
+			h->sync = !strcmp(ts, "sync");
+			h->c = num(o, "c", -1);
+			h->ts = num(o, "ts", 0);
+			h->bytes = (uint64_t)num(o, "bytes", 0);
+			h->pos = pos_of(m, (uint64_t)seq);
+			h->dur_us = (double)num(o, "dur", 0) / 1e3;
+			const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
+			h->api = cJSON_IsString(api) && strstr(api->valuestring, "Async") ? "async"
+			                                                                  : "sync";
+		} else if (!strcmp(ts, "copy")) {
+			/* activity may come before or after its API record: joined after the read
+			 */
+			const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
+			const char *ks = cJSON_IsString(k) ? k->valuestring : "";
+			if (!strcmp(ks, "DtoH") || !strcmp(ks, "HtoD")) {
+				ALLOC_GROW(cps, ncps, acps);
+				cps[ncps].c = num(o, "c", -2);
+				cps[ncps].end = num(o, "end", 0);
+				snprintf(cps[ncps].kind, sizeof(cps[ncps].kind), "%s", ks);
+				hmap_put(&copies, (uint64_t)cps[ncps].c, (uint64_t)ncps);
+				ncps++;
+			}
+		}
+		cJSON_Delete(o);
+	}
+	free(line);
+	fclose(f);
+	for (int i = 0; i < nhop; i++)
+		if (!hop[i].sync && hmap_get(&copies, (uint64_t)hop[i].c, &v)) {
+			memcpy(hop[i].kind, cps[v].kind, sizeof(hop[i].kind));
+			hop[i].end = cps[v].end;
+		}
+	hmap_release(&copies);
+	free(cps);
+	if (naf)
+		qsort(af, naf, sizeof(*af), cmp_af);
+	for (long i = 0; i < naf; i++) {
+		int in = af[i].seq >= s0;
+		int64_t d;
+		if (af[i].size >= 0) {
+			hmap_put(&live, (uint64_t)af[i].id, (uint64_t)af[i].size);
+			d = af[i].size;
+			mp->allocs += in;
+		} else if (hmap_del(&live, (uint64_t)af[i].id, &v)) {
+			d = -(int64_t)v;
+			mp->frees += in;
+		} else {
+			continue;
+		}
+		if (!in) {
+			held += d;
+			continue;
+		}
+		delta[pos_of(m, af[i].seq)] += d;
+		ALLOC_GROW(evs, nevs, aevs);
+		evs[nevs++] = (struct memev){af[i].seq, d};
+	}
+	free(af);
+	mp->held_at_start = held > 0 ? (uint64_t)held : 0;
+	for (int k = 0; k < n; k++) {
+		held += delta[k];
+		mp->held[k] = held > 0 ? (uint64_t)held : 0;
+		if (mp->held[k] > mp->held_peak)
+			mp->held_peak = mp->held[k], mp->held_peak_at = k;
+	}
+	free(delta);
+	/* the true peak: between two launches an alloc may come before a free */
+	if (nevs)
+		qsort(evs, nevs, sizeof(*evs), cmp_ev);
+	int64_t run = (int64_t)mp->held_at_start;
+	mp->held_peak_any = mp->held_at_start;
+	for (long i = 0; i < nevs; i++) {
+		run += evs[i].delta;
+		if (run > 0 && (uint64_t)run > mp->held_peak_any)
+			mp->held_peak_any = (uint64_t)run;
+	}
+	free(evs);
+	hmap_release(&live);
+	ideal_curve(m, mp);
+	m->mem = mp;
+
+	/* one memory candidate: held peak over ideal peak */
+	int at = mp->held_peak_at;
+	struct candidate *c = beyond_add(m, "memory", &at, 1);
+	cJSON *ev = c->evidence;
+	cJSON_AddNumberToObject(ev, "held_peak_bytes", (double)mp->held_peak);
+	cJSON_AddNumberToObject(ev, "ideal_peak_bytes", (double)mp->ideal_peak);
+	cJSON_AddNumberToObject(
+	    ev, "excess_bytes",
+	    mp->held_peak > mp->ideal_peak ? (double)(mp->held_peak - mp->ideal_peak) : 0.0);
+	char b1[32], b2[32], b3[32];
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb,
+	            "the program held %s in live allocations at peak (after node %d); the step's "
+	            "values need %s at peak (after node %d) with exact frees: %s held by late "
+	            "frees and values kept past their last use",
+	            fmt_bytes((double)mp->held_peak, b1), mp->held_peak_at,
+	            fmt_bytes((double)mp->ideal_peak, b2), mp->ideal_peak_at,
+	            fmt_bytes(mp->held_peak > mp->ideal_peak
+	                          ? (double)(mp->held_peak - mp->ideal_peak)
+	                          : 0.0,
+	                      b3));
+	c->why = sb.buf;
+
+	/* host traffic inside the step */
+	for (int i = 0; i < nhop; i++) {
+		struct hostop *h = &hop[i];
+		int host = h->sync || !strcmp(h->kind, "DtoH") || !strcmp(h->kind, "HtoD");
+		if (!host)
+			continue;
+		double stall = h->sync ? h->dur_us
+		               : (!strcmp(h->kind, "DtoH") && h->end > h->ts)
+		                   ? (double)(h->end - h->ts) / 1e3
+		                   : 0;
+		struct candidate *hc = beyond_add(m, "invariant", &h->pos, 1);
+		cJSON *e = hc->evidence;
+		cJSON_AddStringToObject(e, "what", h->sync ? "host-sync" : "host-copy");
+		cJSON_AddStringToObject(e, "copy_kind", h->sync ? "" : h->kind);
+		cJSON_AddNumberToObject(e, "bytes", (double)h->bytes);
+		cJSON_AddNumberToObject(e, "stall_us", stall);
+		cJSON_AddNumberToObject(e, "correlation", (double)h->c);
+		cJSON_AddBoolToObject(e, "confirmed", 0);
+		hc->bytes_saved = h->bytes;
+		hc->before_us = stall;
+		hc->saved_us = stall;
+		const struct node *nd = &m->nodes[h->pos];
+		struct strbuf hb = STRBUF_INIT;
+		if (h->sync)
+			strbuf_addf(&hb,
+			            "a synchronize inside the step (after node %d, %s) blocks "
+			            "the host %.1f us every step",
+			            h->pos, nd->source ? nd->source : "unattributed", stall);
+		else
+			strbuf_addf(
+			    &hb,
+			    "a %s copy of %llu bytes every step (node %d, %s)%s: if the bytes "
+			    "are the same each step, copy once; if it is a loss read for "
+			    "printing, read it every N steps",
+			    h->kind, (unsigned long long)h->bytes, h->pos,
+			    nd->source ? nd->source : "unattributed",
+			    stall > 0 ? " stalls the host until the copy ends" : "");
+		if (stall > 0 && !h->sync)
+			strbuf_addf(&hb, " (%.1f us blocked)", stall);
+		hc->why = hb.buf;
+	}
+	free(hop);
+	return 0;
+}
+
+cJSON *memplan_json(const struct model *m)
+{
+	const struct memplan *mp = m->mem;
+	if (!mp)
+		return cJSON_CreateNull();
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "step", m->tl_step);
+	cJSON_AddNumberToObject(o, "held_at_start_bytes", (double)mp->held_at_start);
+	cJSON_AddNumberToObject(o, "held_peak_bytes", (double)mp->held_peak);
+	cJSON_AddNumberToObject(o, "held_peak_after_node", mp->held_peak_at);
+	cJSON_AddNumberToObject(o, "held_peak_any_bytes", (double)mp->held_peak_any);
+	cJSON_AddNumberToObject(o, "ideal_peak_bytes", (double)mp->ideal_peak);
+	cJSON_AddNumberToObject(o, "ideal_peak_after_node", mp->ideal_peak_at);
+	cJSON_AddNumberToObject(o, "allocs_in_step", (double)mp->allocs);
+	cJSON_AddNumberToObject(o, "frees_in_step", (double)mp->frees);
+	cJSON *cv = cJSON_AddArrayToObject(o, "curve");
+	for (int k = 0; k < mp->n; k++) {
+		cJSON *p = cJSON_CreateObject();
+		cJSON_AddNumberToObject(p, "node", k);
+		cJSON_AddNumberToObject(p, "ideal", (double)mp->ideal[k]);
+		cJSON_AddNumberToObject(p, "held", (double)mp->held[k]);
+		cJSON_AddItemToArray(cv, p);
+	}
+	cJSON_AddItemToObject(o, "at_peak", cJSON_Duplicate(mp->at_peak, 1));
+	cJSON_AddItemToObject(o, "freed_by_candidate", cJSON_Duplicate(mp->by_cand, 1));
+	return o;
+}
