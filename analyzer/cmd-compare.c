@@ -193,7 +193,8 @@ static void print_compare(const char *pa, const cJSON *a, const char *pb, const 
 		}
 	int na = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "candidates"));
 	int nb = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b, "candidates"));
-	row("\ncandidates", na, nb, "", 1);
+	printf("\n");
+	row("candidates", na, nb, "", 1);
 	if (!cands_missing(a, b, "candidates gone after (present before)"))
 		printf("\ncandidates gone after: none\n");
 	if (!cands_missing(b, a, "candidates new after"))
