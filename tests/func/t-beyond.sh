@@ -3,7 +3,8 @@
 # attention sample's causal mask rebuilt every step is an invariant finding with its source
 # line; the chain sample's per-step cudaMemset of `out` is a dead finding; the MLP sample's
 # held memory over one step matches an independent replay of the trace's alloc/free records
-# (tests/tools/mem-peak.py); the chain's per-step device-to-host copy is a host finding.
+# (tests/tools/mem-peak.py); the chain's per-step device-to-host copy is a host finding; the
+# attention sample's planted never-read value is dead work.
 . "$(dirname "$0")/lib.sh"
 S=$top/samples/traces
 A=$B/aicprof
@@ -23,6 +24,16 @@ check "attention: invariant saves its nodes' time, unconfirmed" \
 check "attention: the attention candidate still holds" q "$AT" "sum(c['kind']=='attention' for c in C)==1"
 check "attention: dropout is never invariant" \
 	q "$AT" "not any(s['nodes'][n]['op']=='dropout' for c in C if c['kind']=='invariant' for n in c['nodes'])"
+
+# The planted value: `_unused = attn.sum(dim=-1)` in the attention sample, computed and never read.
+PL=$(grep -n '_unused = ' "$top/samples/attention_train.py" | cut -d: -f1)
+P="[c for c in C if c['kind']=='dead' and c['sources']==['samples/attention_train.py:$PL']]"
+check "attention: the planted never-read value (line $PL) is dead work" \
+	q "$AT" "len($P)==1 and ($P)[0]['evidence']['verdict']=='dead' and s['nodes'][($P)[0]['nodes'][0]]['op']=='sum'"
+check "attention: its value has no reader and it saves the sum's time" \
+	q "$AT" "all(v['readers']==[] for v in ($P)[0]['evidence']['values']) and ($P)[0]['time_saved_us_per_step']==s['nodes'][($P)[0]['nodes'][0]]['median_us']>0"
+check "attention: the loss mean read after the loop only looks dead (kept alive, saves nothing)" \
+	q "$AT" "all(c['evidence']['verdict']!='dead' and c['time_saved_us_per_step']==0 for c in C if c['kind']=='dead' and c not in $P)"
 
 D="[c for c in C if c['kind']=='dead' and s['nodes'][c['nodes'][0]]['kind']=='set']"
 check "chain: the memset of out is dead (overwritten by sum_partials)" \
