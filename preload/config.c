@@ -82,7 +82,9 @@ static int parse_str(const char *var, const char *v, char *out, size_t outsz, st
 void config_load(struct config *c, const char *(*lookup)(const char *name), struct config_msgs *m)
 {
 	memset(c, 0, sizeof(*c));
-	strcpy(c->output, "aicprof.%p.aicp.jsonl");
+	/* under torchrun (RANK set) the default name says the rank, for the job's glob */
+	const char *rk = lookup("RANK");
+	strcpy(c->output, rk && *rk ? "aicprof.rank%r.%p.aicp.jsonl" : "aicprof.%p.aicp.jsonl");
 	c->attrib = 1;
 	c->depth = 4;
 	c->alloc_backend = 1;

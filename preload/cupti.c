@@ -15,6 +15,7 @@
  * launch points into before and after it, for the first few launches of each kernel name.
  */
 #include "preload/cupti.h"
+#include "preload/nccl.h"
 #include "preload/ptrmap.h"
 #include "preload/record.h"
 #include "preload/ring.h"
@@ -430,8 +431,10 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 
 	uint32_t site = 0;
 	int inh = 0, has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+	uint32_t coll[NCCL_MAX_IDS];
+	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
 	size_t len = REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
-	                       sizeof(struct r_ptr) * (size_t)np);
+	                       sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll);
 	struct r_launch *r = ring_reserve(len);
 	if (!r)
 		return;
@@ -453,10 +456,14 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	r->argerr = shim_cfg.args ? e->err : 0;
 	r->nargs = (uint16_t)nargs;
 	r->nptrs = (uint16_t)np;
+	r->ncoll = (uint16_t)ncoll;
 	r->pad = 0;
 	memcpy(r + 1, args, sizeof(struct r_arg) * (size_t)nargs);
 	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs, ptrs,
 	       sizeof(struct r_ptr) * (size_t)np);
+	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs +
+	           sizeof(struct r_ptr) * (size_t)np,
+	       coll, sizeof(uint32_t) * (size_t)ncoll);
 	ring_commit();
 }
 
@@ -983,6 +990,22 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 			ring_commit();
 			break;
 		}
+		case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+			/* peer-to-peer copies come only as this kind, with both devices */
+			const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
+			struct r_copy *r = ring_reserve(sizeof(*r));
+			if (!r)
+				break;
+			memset(r, 0, sizeof(*r));
+			r->h = (struct rec_hdr){R_COPY, 0, sizeof(*r)};
+			r->bytes = m->bytes, r->start = m->start, r->end = m->end;
+			r->corr = m->correlationId, r->dev = m->deviceId, r->stream = m->streamId;
+			r->kind = m->copyKind, r->src_kind = m->srcKind, r->dst_kind = m->dstKind;
+			r->peer = 1;
+			r->src_dev = (uint8_t)m->srcDeviceId, r->dst_dev = (uint8_t)m->dstDeviceId;
+			ring_commit();
+			break;
+		}
 		case CUPTI_ACTIVITY_KIND_MEMSET: {
 			const CUpti_ActivityMemset4 *m = (const void *)rec;
 			struct r_copy *r = ring_reserve(sizeof(*r));
@@ -1125,6 +1148,7 @@ int cupti_start(void)
 		return -1;
 	}
 	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
 	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
 	started = 1;
 	Dl_info di;
@@ -1232,6 +1256,7 @@ __attribute__((visibility("default"))) CUptiResult cuptiSubscribe(CUpti_Subscrib
 		p_cuptiActivityFlushAll(1);
 		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
 		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
 		p_cuptiUnsubscribe(subscriber);
 		writer_flush(1, "yielded");

@@ -29,6 +29,8 @@ enum rec_type {
 	R_RSTART,
 	R_REND,
 	R_MARK,
+	R_COMM,
+	R_COLL,
 };
 
 #define MAX_ARGS 128
@@ -62,8 +64,9 @@ struct r_launch {
 	uint8_t has_site;
 	int32_t argerr; /* 0, or the CUresult of the failed layout query (negative: other reason) */
 	uint16_t nargs, nptrs;
-	uint32_t pad;
-	/* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; */
+	uint16_t ncoll; /* NCCL collectives this launch carries (nccl.c) */
+	uint16_t pad;
+	/* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; uint32_t coll[ncoll]; */
 };
 
 struct r_kernel {
@@ -90,7 +93,7 @@ struct r_copy {
 	struct rec_hdr h;
 	uint64_t bytes, start, end;
 	uint32_t corr, dev, stream, value;
-	uint8_t kind, src_kind, dst_kind, pad[5];
+	uint8_t kind, src_kind, dst_kind, peer, src_dev, dst_dev, pad[2];
 };
 
 /* R_ALLOC, R_FREE, R_VMM */
@@ -117,6 +120,23 @@ struct r_range {
 	struct rec_hdr h;
 	uint64_t seq, ts, id;
 	uint32_t tid, len;
+};
+
+/* R_COMM: a new NCCL communicator */
+struct r_comm {
+	struct rec_hdr h;
+	uint64_t seq, ts, comm, uid;
+	int32_t nranks, rank, dev;
+	uint32_t tid;
+};
+
+/* R_COLL: one NCCL collective or point-to-point call */
+struct r_coll {
+	struct rec_hdr h;
+	uint64_t seq, ts, count, bytes, comm, uid, n, stream;
+	uint32_t id, tid, site, group;
+	int32_t root_or_peer, nranks, rank;
+	uint8_t op, dtype, redop, has_site, inherited, pad[3];
 };
 
 #define REC_ALIGN(n) (((n) + 7u) & ~(size_t)7u)

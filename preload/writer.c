@@ -9,6 +9,7 @@
  * prints one line and turns the writer into a counter; the program is never affected.
  */
 #include "preload/writer.h"
+#include "preload/nccl.h"
 #include "preload/record.h"
 #include "preload/ring.h"
 #include "preload/shim.h"
@@ -241,6 +242,59 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 		}
 		jb_s(b, "]");
 	}
+	if (r->ncoll) {
+		const uint32_t *coll = (const void *)(ptrs + r->nptrs);
+		jb_s(b, ",\"coll\":[");
+		for (unsigned k = 0; k < r->ncoll; k++) {
+			if (k)
+				jb_s(b, ",");
+			jb_u64(b, coll[k]);
+		}
+		jb_s(b, "]");
+	}
+	jb_s(b, "}");
+}
+
+static void fmt_comm(struct jbuf *b, const struct r_comm *r)
+{
+	jb_s(b, "{\"t\":\"comm\",\"seq\":"), jb_u64(b, r->seq);
+	jb_key(b, "ts"), jb_u64(b, r->ts);
+	jb_key(b, "tid"), jb_u64(b, r->tid);
+	jb_key(b, "comm"), jb_hex(b, r->comm);
+	jb_key(b, "uid"), jb_hex(b, r->uid);
+	jb_key(b, "nranks"), jb_i64(b, r->nranks);
+	jb_key(b, "rank"), jb_i64(b, r->rank);
+	jb_key(b, "dev"), jb_i64(b, r->dev);
+	jb_s(b, "}");
+}
+
+static void fmt_coll(struct jbuf *b, const struct r_coll *r)
+{
+	jb_s(b, "{\"t\":\"coll\",\"seq\":"), jb_u64(b, r->seq);
+	jb_key(b, "ts"), jb_u64(b, r->ts);
+	jb_key(b, "tid"), jb_u64(b, r->tid);
+	jb_key(b, "id"), jb_u64(b, r->id);
+	jb_key(b, "op"), jb_str(b, nccl_op_name(r->op));
+	jb_key(b, "dtype"), jb_str(b, nccl_dtype_name(r->dtype));
+	jb_key(b, "count"), jb_u64(b, r->count);
+	jb_key(b, "bytes"), jb_u64(b, r->bytes);
+	const char *redop = nccl_redop_name(r->redop);
+	if (redop)
+		jb_key(b, "redop"), jb_str(b, redop);
+	jb_key(b, "comm"), jb_hex(b, r->comm);
+	jb_key(b, "uid"), jb_hex(b, r->uid);
+	jb_key(b, "nranks"), jb_i64(b, r->nranks);
+	jb_key(b, "rank"), jb_i64(b, r->rank);
+	int p2p = !strcmp(nccl_op_name(r->op), "Send") || !strcmp(nccl_op_name(r->op), "Recv");
+	jb_key(b, "root"), jb_i64(b, p2p ? -1 : r->root_or_peer);
+	jb_key(b, "peer"), jb_i64(b, p2p ? r->root_or_peer : -1);
+	jb_key(b, "stream"), jb_hex(b, r->stream);
+	if (r->n != UINT64_MAX)
+		jb_key(b, "n"), jb_u64(b, r->n);
+	jb_key(b, "group"), jb_u64(b, r->group);
+	site_fields(b, r->has_site, r->site);
+	if (r->inherited)
+		jb_s(b, ",\"inh\":1");
 	jb_s(b, "}");
 }
 
@@ -299,6 +353,12 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_KERNEL:
 		fmt_kernel(b, (const void *)h);
 		break;
+	case R_COMM:
+		fmt_comm(b, (const void *)h);
+		break;
+	case R_COLL:
+		fmt_coll(b, (const void *)h);
+		break;
 	case R_MEMCPY:
 	case R_MEMSET: {
 		const struct r_mem *r = (const void *)h;
@@ -332,6 +392,9 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 			jb_key(b, "kind"), jb_str(b, copy_kind(r->kind));
 			jb_key(b, "src_kind"), jb_str(b, mem_kind(r->src_kind));
 			jb_key(b, "dst_kind"), jb_str(b, mem_kind(r->dst_kind));
+			if (r->peer)
+				jb_key(b, "src_dev"), jb_u64(b, r->src_dev), jb_key(b, "dst_dev"),
+				    jb_u64(b, r->dst_dev);
 		} else {
 			jb_key(b, "value"), jb_u64(b, r->value);
 		}

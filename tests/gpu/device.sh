@@ -23,7 +23,7 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			build/aicprof 2>&1 | tail -3
 	fi
 	GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
-	for t in tests/gpu/t-*.sh; do [ -f "$t" ] && sh "$t"; done
+	for t in tests/gpu/t-*.sh; do [ -f "$t" ] && GPU_OUT=$OUT/gpu sh "$t"; done
 } >"$OUT/gpu.log" 2>&1
 cp "$OUT/gpu/bench.jsonl" "$OUT/" 2>/dev/null
 (cd "$OUT/gpu" && tar czf "$OUT/traces.tar.gz" *.aicp.jsonl *.stderr 2>/dev/null)

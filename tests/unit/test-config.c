@@ -49,6 +49,22 @@ static void test_defaults(void **state)
 	assert_int_equal(c.eager, 0);
 }
 
+/* Under torchrun every worker gets RANK: the default name carries it; AICPROF_OUTPUT wins. */
+static void test_rank_default_name(void **state)
+{
+	(void)state;
+	struct config c;
+	set("RANK", "3");
+	config_load(&c, lookup, NULL);
+	assert_string_equal(c.output, "aicprof.rank%r.%p.aicp.jsonl");
+	char out[256];
+	assert_int_equal(config_output_path(c.output, 42, "3", "h", out, sizeof(out)), 0);
+	assert_string_equal(out, "aicprof.rank3.42.aicp.jsonl");
+	set("AICPROF_OUTPUT", "mine.%p.jsonl");
+	config_load(&c, lookup, NULL);
+	assert_string_equal(c.output, "mine.%p.jsonl");
+}
+
 static void test_every_variable(void **state)
 {
 	(void)state;
@@ -139,6 +155,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_defaults, setup),
+	    cmocka_unit_test_setup(test_rank_default_name, setup),
 	    cmocka_unit_test_setup(test_every_variable, setup),
 	    cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),
 	    cmocka_unit_test_setup(test_long_value_is_refused, setup),
