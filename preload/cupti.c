@@ -418,14 +418,27 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 		return;
 	}
 	if (probe_n == np && np) {
+		uint64_t after[MAX_PTRS];
 		pthread_mutex_lock(&probe_lock);
 		p_cuCtxSynchronize();
 		for (int k = 0; k < np; k++) {
 			uint64_t h = fingerprint(ptrs[k].addr);
 			ptrs[k].cal = h && probe_hash[k] ? h != probe_hash[k] : -1;
+			after[k] = h;
 		}
 		pthread_mutex_unlock(&probe_lock);
 		atomic_fetch_add(&e->probes, 1);
+		/* the allocations' fingerprints after the launch: equal across steps means the
+		 * launch produced the same bytes (the analyzer confirms invariants with them) */
+		struct r_probe *pr = ring_reserve(REC_ALIGN(sizeof(*pr) + sizeof(uint64_t) * np));
+		if (pr) {
+			pr->h = (struct rec_hdr){R_PROBE, 0,
+			                         (uint32_t)REC_ALIGN(sizeof(*pr) + sizeof(uint64_t) * np)};
+			pr->corr = cb->correlationId;
+			pr->n = (uint32_t)np;
+			memcpy(pr + 1, after, sizeof(uint64_t) * np);
+			ring_commit();
+		}
 	}
 	probe_n = 0;
 

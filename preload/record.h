@@ -31,6 +31,7 @@ enum rec_type {
 	R_MARK,
 	R_COMM,
 	R_COLL,
+	R_PROBE,
 };
 
 #define MAX_ARGS 128
@@ -137,6 +138,13 @@ struct r_coll {
 	uint32_t id, tid, site, group;
 	int32_t root_or_peer, nranks, rank;
 	uint8_t op, dtype, redop, has_site, inherited, pad[3];
+};
+
+/* R_PROBE: calibration fingerprints of a launch's allocations after it ran (0: not read) */
+struct r_probe {
+	struct rec_hdr h;
+	uint32_t corr, n;
+	/* uint64_t fp[n]: one per pointer of the launch record, in its order */
 };
 
 #define REC_ALIGN(n) (((n) + 7u) & ~(size_t)7u)

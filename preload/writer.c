@@ -359,6 +359,19 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_COLL:
 		fmt_coll(b, (const void *)h);
 		break;
+	case R_PROBE: {
+		const struct r_probe *r = (const void *)h;
+		const uint64_t *fp = (const void *)(r + 1);
+		jb_s(b, "{\"t\":\"probe\",\"c\":"), jb_u64(b, r->corr);
+		jb_s(b, ",\"fp\":[");
+		for (unsigned k = 0; k < r->n; k++) {
+			if (k)
+				jb_s(b, ",");
+			jb_hex(b, fp[k]);
+		}
+		jb_s(b, "]}");
+		break;
+	}
 	case R_MEMCPY:
 	case R_MEMSET: {
 		const struct r_mem *r = (const void *)h;

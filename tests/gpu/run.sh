@@ -52,10 +52,10 @@ for s in mlp_train attention_train; do
 done
 
 # 3. calibration mode (exact writes) on the MLP sample, for the analyzer's accuracy figure
-AICPROF_WRITES=probe rec mlp_probe "$PY" samples/mlp_train.py --steps 3; rc=$?
+AICPROF_WRITES=probe AICPROF_PROBE_COUNT=64 rec mlp_probe "$PY" samples/mlp_train.py --steps 3; rc=$?
 t "mlp_train under AICPROF_WRITES=probe (exit $rc)" test "$rc" = 0
 grep -q '"cal":\[' "$out/mlp_probe.aicp.jsonl"; t "calibration flags recorded" test $? = 0
-AICPROF_WRITES=probe rec attention_probe "$PY" samples/attention_train.py --steps 3
+AICPROF_WRITES=probe AICPROF_PROBE_COUNT=64 rec attention_probe "$PY" samples/attention_train.py --steps 3
 
 # 4. threads launching at once
 rec threads "$PY" tests/gpu/threads.py; rc=$?
