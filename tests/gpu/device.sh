@@ -3,7 +3,8 @@
 # fusion suite when present), and leave traces and logs in $OUT.
 #   device run: sh tests/gpu/device.sh      (carry: .devdeps, from ../shared/device/fetch-deps.sh)
 # $OUT gets: gpu.log (everything), traces.tar.gz (the recorded traces), bench.jsonl.
-# GPU_BENCH=0 skips the overhead benchmark (about 90 s).
+# GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
+# capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -22,8 +23,8 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
 	fi
-	GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
-	for t in tests/gpu/t-*.sh; do [ -f "$t" ] && GPU_OUT=$OUT/gpu sh "$t"; done
+	[ "${GPU_SUITE:-1}" = 1 ] && GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
+	for t in ${GPU_T:-tests/gpu/t-*.sh}; do [ -f "$t" ] && GPU_OUT=$OUT/gpu sh "$t"; done
 } >"$OUT/gpu.log" 2>&1
 cp "$OUT/gpu/bench.jsonl" "$OUT/" 2>/dev/null
 (cd "$OUT/gpu" && tar czf "$OUT/traces.tar.gz" *.aicp.jsonl *.stderr 2>/dev/null)
