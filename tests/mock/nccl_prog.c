@@ -1,7 +1,8 @@
 /*
  * nccl_prog.c - calls every NCCL entry point the shim interposes, against tests/mock's
  * libnccl.so.2, and prints each result; t-nccl.sh compares its output with and without the
- * shim.
+ * shim. Built as a program, or with -DAS_LIB as a library that a loader opens with
+ * RTLD_LOCAL, the way Python loads PyTorch (and with it libnccl.so.2).
  */
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,11 @@ int ncclReduceScatter(const void *, void *, size_t, int, int, ncclComm_t, void *
 int ncclSend(const void *, size_t, int, int, ncclComm_t, void *);
 int ncclRecv(void *, size_t, int, int, ncclComm_t, void *);
 
+#ifdef AS_LIB
+int nccl_calls(void)
+#else
 int main(void)
+#endif
 {
 	ncclUniqueId id;
 	memset(&id, 'x', sizeof(id));
