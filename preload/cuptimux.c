@@ -52,8 +52,9 @@
  * other side keeps working; the multiplexer keeps running as a pure relay.
  *
  * Fallback: with AICPROF_MUX=0, or a CUPTI whose API version this build does not know, the
- * entry points pass straight through and the other tool's cuptiSubscribe makes aicprof yield
- * (cupti_yield: trace ended with reason "yielded"), with one "aicprof:" line.
+ * entry points pass straight through (so they do, silently, when another tool injects into CUDA
+ * through CUDA_INJECTION64_PATH and aicprof stepped aside) and the other tool's cuptiSubscribe
+ * makes aicprof yield (cupti_yield: trace ended with reason "yielded"), with one "aicprof:" line.
  *
  * Locks: CUPTI holds an internal lock while it calls bufferRequested (Kineto's comments say so),
  * so the request callback takes none. state_lock orders changes of the sets and the real calls
@@ -65,6 +66,7 @@
 #include "preload/shim.h"
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -186,6 +188,21 @@ static void *open_cupti(void)
 	return h;
 }
 
+/* Whether another tool injects into CUDA (Nsight Systems): then aicprof stepped aside (shim.c),
+ * and the entry points only pass through. */
+static int other_injector(void)
+{
+	const char *inj = getenv("CUDA_INJECTION64_PATH");
+	Dl_info di;
+	if (!inj || !*inj || !dladdr((void *)other_injector, &di) || !di.dli_fname)
+		return 0;
+	char *a = realpath(inj, NULL), *b = realpath(di.dli_fname, NULL);
+	int other = !a || !b || strcmp(a, b);
+	free(a);
+	free(b);
+	return other;
+}
+
 /* Same major API version as the headers this was built with: the record layouts it reads. */
 static int version_known(uint32_t v)
 {
@@ -216,7 +233,7 @@ int cuptimux_init(void *handle)
 		goto out;
 	}
 	uint32_t v = 0;
-	if (!shim_cfg.mux) {
+	if (!shim_cfg.mux || (!handle && other_injector())) {
 		mux_state = 2;
 	} else if (missing || !real_cuptiGetVersion || real_cuptiGetVersion(&v) != CUPTI_SUCCESS ||
 	           !version_known(v)) {
