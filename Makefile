@@ -74,6 +74,13 @@ $(B)/tests/%: tests/unit/%.c $(B)/san/core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(SHIM_INC) $< $(B)/san/core.a -o $@ -lcmocka -ldl $(PKG_LIBS) $(LDLIBS) $(EXTRA_TEST)
 
+# a CUPTI of a few hundred lines for the multiplexer's test (never in the shim or core.a)
+MOCK_CUPTI := $(B)/mock/libcupti.so.13
+$(MOCK_CUPTI): tests/mock/libcupti_mock.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -fPIC -shared -fvisibility=hidden $(SHIM_INC) -Wl,-soname,libcupti.so.13 $< -o $@
+$(B)/tests/test-cuptimux: $(MOCK_CUPTI)
+
 # the attribution test embeds Debian's Python
 PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)
 $(B)/tests/test-sites: EXTRA_TEST = $(PY_EMBED)

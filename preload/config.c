@@ -93,6 +93,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->probe_count = 2;
 	c->args = 1;
 	c->activity = 1;
+	c->mux = 1;
 	if (m)
 		m->n = 0;
 
@@ -134,6 +135,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->args = b;
 	if ((v = lookup("AICPROF_ACTIVITY")) && !parse_bool("AICPROF_ACTIVITY", v, &b, m))
 		c->activity = b;
+	if ((v = lookup("AICPROF_MUX")) && !parse_bool("AICPROF_MUX", v, &b, m))
+		c->mux = b;
 }
 
 int config_output_path(const char *pat, long pid, const char *rank, const char *host, char *out,

@@ -15,6 +15,7 @@
  * launch points into before and after it, for the first few launches of each kernel name.
  */
 #include "preload/cupti.h"
+#include "preload/cuptimux.h"
 #include "preload/nccl.h"
 #include "preload/ptrmap.h"
 #include "preload/record.h"
@@ -1129,6 +1130,15 @@ int cupti_start(void)
 		return -1;                                                                         \
 	}
 	CUPTI_FUNCS(LOAD_CUPTI)
+	if (cuptimux_init(h) == 1) { /* CUPTI shared with other tools: cuptimux.c */
+		p_cuptiSubscribe = cuptimux_own_subscribe;
+		p_cuptiUnsubscribe = cuptimux_own_unsubscribe;
+		p_cuptiEnableCallback = cuptimux_own_enable_callback;
+		p_cuptiActivityRegisterCallbacks = cuptimux_own_register_callbacks;
+		p_cuptiActivityEnable = cuptimux_own_activity_enable;
+		p_cuptiActivityDisable = cuptimux_own_activity_disable;
+		p_cuptiActivityFlushAll = cuptimux_own_flush_all;
+	}
 	if (!strs)
 		strs = calloc(STR_TABLE, sizeof(*strs));
 	if (!fns)
@@ -1165,7 +1175,7 @@ int cupti_start(void)
 	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
 	started = 1;
 	Dl_info di;
-	if (dladdr((void *)p_cuptiSubscribe, &di) && di.dli_fname)
+	if (dladdr((void *)p_cuptiGetVersion, &di) && di.dli_fname)
 		snprintf(cupti_path, sizeof(cupti_path), "%s", di.dli_fname);
 	shim_debug("subscribed to CUPTI (%s)", cupti_path);
 	return 0;
@@ -1236,44 +1246,23 @@ void cupti_header_fields(struct jbuf *b)
 static int yielded;
 
 /*
- * CUPTI takes one subscriber per process. The shim is preloaded, so a library that calls
- * cuptiSubscribe (torch.profiler's Kineto, a user's own tool) reaches this function first. When
- * aicprof is recording, it hands CUPTI over: it flushes its activity records, closes its trace
- * with reason "yielded", unsubscribes, and lets the caller subscribe, so the other tool works
- * exactly as it would without aicprof. Otherwise the call passes straight through.
+ * The fallback when CUPTI cannot be shared (cuptimux.c): another tool subscribes, and aicprof
+ * hands CUPTI over: it flushes its activity records, closes its trace with reason "yielded" and
+ * unsubscribes, so the other tool works exactly as it would without aicprof.
  */
-__attribute__((visibility("default"))) CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s,
-                                                                  CUpti_CallbackFunc cb, void *ud)
+void cupti_yield(void)
 {
-	static CUptiResult (*real)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
-	if (!real && p_cuptiSubscribe)
-		real = p_cuptiSubscribe; /* the copy aicprof itself uses */
-	if (!real) {
-		/* a copy loaded privately (RTLD_LOCAL, as Python loads extension modules) is not
-		 * in the global scope, so RTLD_NEXT alone would miss it */
-		void *h = open_cupti();
-		if (h)
-			real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc,
-			                       void *))dlsym(h, "cuptiSubscribe");
-	}
-	if (!real)
-		real = (CUptiResult(*)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *))dlsym(
-		    RTLD_NEXT, "cuptiSubscribe");
-	if (!real)
-		return CUPTI_ERROR_NOT_INITIALIZED;
-	if (started && !yielded && shim_enter()) {
-		yielded = 1;
-		shim_say(
-		    "another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "
-		    "and ends its trace here");
-		p_cuptiActivityFlushAll(1);
-		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-		p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
-		p_cuptiUnsubscribe(subscriber);
-		writer_flush(1, "yielded");
-		shim_leave();
-	}
-	return real(s, cb, ud);
+	if (!started || yielded || !shim_enter())
+		return;
+	yielded = 1;
+	shim_say("another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "
+	         "and ends its trace here");
+	p_cuptiActivityFlushAll(1);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+	p_cuptiUnsubscribe(subscriber);
+	writer_flush(1, "yielded");
+	shim_leave();
 }

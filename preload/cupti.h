@@ -27,4 +27,11 @@ const char *cupti_api_name(unsigned a);
 /* Path of the libcupti the shim would load, found without loading it, or NULL. */
 const char *cupti_find_library(void);
 
+/*
+ * Without multiplexing (cuptimux.c), another tool's cuptiSubscribe calls this first: when
+ * aicprof records, it flushes, ends its trace with reason "yielded" and unsubscribes, with one
+ * "aicprof:" line. Does nothing when not recording or already yielded.
+ */
+void cupti_yield(void);
+
 #endif

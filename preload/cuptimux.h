@@ -1,0 +1,48 @@
+/*
+ * cuptimux.h - the CUPTI multiplexer: aicprof and one other CUPTI tool (torch.profiler's Kineto,
+ * a user's own tool) share the process's one CUPTI subscription and one set of activity buffer
+ * callbacks, each seeing what it would see alone. See cuptimux.c for how.
+ */
+#ifndef AICPROF_CUPTIMUX_H
+#define AICPROF_CUPTIMUX_H
+
+#include <cupti.h>
+#include <stdint.h>
+
+/*
+ * Resolves the real CUPTI entry points from handle (a dlopen handle of libcupti; NULL: find and
+ * open it as cupti.c does). Returns 1 when multiplexing is on, 0 when it is off (AICPROF_MUX=0,
+ * or a CUPTI this build cannot read: one "aicprof:" line; then the other tool's cuptiSubscribe
+ * makes aicprof yield, as before), -1 when CUPTI cannot be loaded. Idempotent and thread-safe:
+ * the first call decides.
+ */
+int cuptimux_init(void *handle);
+
+/*
+ * aicprof's own entry points, with the contracts of the CUPTI functions of the same names; the
+ * handle they return is virtual. cupti.c points its p_cupti* at these when cuptimux_init
+ * returned 1.
+ */
+CUptiResult cuptimux_own_subscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud);
+CUptiResult cuptimux_own_unsubscribe(CUpti_SubscriberHandle s);
+CUptiResult cuptimux_own_enable_callback(uint32_t enable, CUpti_SubscriberHandle s,
+                                         CUpti_CallbackDomain d, CUpti_CallbackId cbid);
+CUptiResult cuptimux_own_register_callbacks(CUpti_BuffersCallbackRequestFunc req,
+                                            CUpti_BuffersCallbackCompleteFunc done);
+CUptiResult cuptimux_own_activity_enable(CUpti_ActivityKind k);
+CUptiResult cuptimux_own_activity_disable(CUpti_ActivityKind k);
+CUptiResult cuptimux_own_flush_all(uint32_t flag);
+
+/* Which side a figure is about. */
+enum { MUX_OWN = 0, MUX_OTHER = 1 };
+
+/*
+ * Records handed to side `who` so far (delivered) and records of its enabled kinds it lost
+ * because it had no buffer callbacks or its bufferRequested gave no buffer (dropped).
+ */
+void cuptimux_counts(int who, uint64_t *delivered, uint64_t *dropped);
+
+/* Whether multiplexing is on (cuptimux_init returned 1). */
+int cuptimux_active(void);
+
+#endif
