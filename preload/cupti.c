@@ -84,31 +84,68 @@ static int started;
 
 /* ---- API names (indexes stored in records) ---------------------------------------------- */
 
-#define APIS(X)                                                                                    \
-	X(cuLaunchKernel)                                                                          \
-	X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(                     \
-	    cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz) X(cuGraphLaunch)          \
-	    X(cuGraphLaunch_ptsz) X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(   \
-	        cuMemAllocAsync) X(cuMemAllocAsync_ptsz) X(cuMemAllocFromPoolAsync)                \
-	        X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync) X(               \
-	            cuMemFreeAsync_ptsz) X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap)    \
-	            X(cuMemUnmap) X(cuMemcpy) X(cuMemcpyAsync) X(cuMemcpy_ptds)                    \
-	                X(cuMemcpyAsync_ptsz) X(cuMemcpyHtoD_v2) X(cuMemcpyDtoH_v2) X(             \
-	                    cuMemcpyDtoD_v2) X(cuMemcpyHtoDAsync_v2) X(cuMemcpyDtoHAsync_v2)       \
-	                    X(cuMemcpyDtoDAsync_v2) X(cuMemcpyHtoDAsync_v2_ptsz) X(                \
-	                        cuMemcpyDtoHAsync_v2_ptsz) X(cuMemcpyDtoDAsync_v2_ptsz)            \
-	                        X(cuMemcpyHtoD_v2_ptds) X(cuMemcpyDtoH_v2_ptds) X(                 \
-	                            cuMemcpyDtoD_v2_ptds) X(cuMemcpyPeer) X(cuMemcpyPeerAsync)     \
-	                            X(cuMemsetD8_v2) X(cuMemsetD16_v2) X(cuMemsetD32_v2)           \
-	                                X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) \
-	                                    X(cuMemsetD8Async_ptsz) X(cuMemsetD16Async_ptsz)       \
-	                                        X(cuMemsetD32Async_ptsz) X(cuStreamSynchronize) X( \
-	                                            cuStreamSynchronize_ptsz) X(cuCtxSynchronize)  \
-	                                            X(cuEventSynchronize) X(cuStreamWaitEvent)     \
-	                                                X(cuStreamWaitEvent_ptsz) X(cuEventRecord) \
-	                                                    X(cuEventRecord_ptsz)                  \
-	                                                        X(cuEventRecordWithFlags)          \
-	                                                            X(cuEventRecordWithFlags_ptsz)
+/* clang-format off */
+#define APIS(X) \
+	X(cuLaunchKernel) \
+	X(cuLaunchKernel_ptsz) \
+	X(cuLaunchKernelEx) \
+	X(cuLaunchKernelEx_ptsz) \
+	X(cuLaunchCooperativeKernel) \
+	X(cuLaunchCooperativeKernel_ptsz) \
+	X(cuGraphLaunch) \
+	X(cuGraphLaunch_ptsz) \
+	X(cuMemAlloc_v2) \
+	X(cuMemAllocPitch_v2) \
+	X(cuMemAllocManaged) \
+	X(cuMemAllocAsync) \
+	X(cuMemAllocAsync_ptsz) \
+	X(cuMemAllocFromPoolAsync) \
+	X(cuMemAllocFromPoolAsync_ptsz) \
+	X(cuMemFree_v2) \
+	X(cuMemFreeAsync) \
+	X(cuMemFreeAsync_ptsz) \
+	X(cuMemAddressReserve) \
+	X(cuMemAddressFree) \
+	X(cuMemMap) \
+	X(cuMemUnmap) \
+	X(cuMemcpy) \
+	X(cuMemcpyAsync) \
+	X(cuMemcpy_ptds) \
+	X(cuMemcpyAsync_ptsz) \
+	X(cuMemcpyHtoD_v2) \
+	X(cuMemcpyDtoH_v2) \
+	X(cuMemcpyDtoD_v2) \
+	X(cuMemcpyHtoDAsync_v2) \
+	X(cuMemcpyDtoHAsync_v2) \
+	X(cuMemcpyDtoDAsync_v2) \
+	X(cuMemcpyHtoDAsync_v2_ptsz) \
+	X(cuMemcpyDtoHAsync_v2_ptsz) \
+	X(cuMemcpyDtoDAsync_v2_ptsz) \
+	X(cuMemcpyHtoD_v2_ptds) \
+	X(cuMemcpyDtoH_v2_ptds) \
+	X(cuMemcpyDtoD_v2_ptds) \
+	X(cuMemcpyPeer) \
+	X(cuMemcpyPeerAsync) \
+	X(cuMemsetD8_v2) \
+	X(cuMemsetD16_v2) \
+	X(cuMemsetD32_v2) \
+	X(cuMemsetD8Async) \
+	X(cuMemsetD16Async) \
+	X(cuMemsetD32Async) \
+	X(cuMemsetD8Async_ptsz) \
+	X(cuMemsetD16Async_ptsz) \
+	X(cuMemsetD32Async_ptsz) \
+	X(cuStreamSynchronize) \
+	X(cuStreamSynchronize_ptsz) \
+	X(cuCtxSynchronize) \
+	X(cuEventSynchronize) \
+	X(cuStreamWaitEvent) \
+	X(cuStreamWaitEvent_ptsz) \
+	X(cuEventRecord) \
+	X(cuEventRecord_ptsz) \
+	X(cuEventRecordWithFlags) \
+	X(cuEventRecordWithFlags_ptsz)
+/* clang-format on */
 
 enum api_idx {
 #define ENUM_API(n) A_##n,
@@ -433,8 +470,8 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 		 * launch produced the same bytes (the analyzer confirms invariants with them) */
 		struct r_probe *pr = ring_reserve(REC_ALIGN(sizeof(*pr) + sizeof(uint64_t) * np));
 		if (pr) {
-			pr->h = (struct rec_hdr){R_PROBE, 0,
-			                         (uint32_t)REC_ALIGN(sizeof(*pr) + sizeof(uint64_t) * np)};
+			pr->h = (struct rec_hdr){
+			    R_PROBE, 0, (uint32_t)REC_ALIGN(sizeof(*pr) + sizeof(uint64_t) * np)};
 			pr->corr = cb->correlationId;
 			pr->n = (uint32_t)np;
 			memcpy(pr + 1, after, sizeof(uint64_t) * np);
@@ -447,8 +484,9 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	int inh = 0, has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
 	uint32_t coll[NCCL_MAX_IDS];
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
-	size_t len = REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
-	                       sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll);
+	size_t len =
+	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
+	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll);
 	struct r_launch *r = ring_reserve(len);
 	if (!r)
 		return;
