@@ -25,7 +25,8 @@
  *
  * Candidates of kind comm-overlap: a collective position whose median exposed time (its GPU
  * interval with no compute kernel running) is over JOB_EXPOSED_MIN_US; time saved per step is
- * that exposed time, the upper bound of hiding it behind compute.
+ * that exposed time, at most the collective's transfer time (hiding a collective behind compute
+ * cannot hide the wait for a late rank: that is the straggler's).
  */
 #include "analyzer/job.h"
 #include "analyzer/util.h"
@@ -425,10 +426,13 @@ static void comm_candidates(cJSON *base, cJSON *rows, const cJSON *early, int pe
 		cJSON_AddArrayToObject(o, "values_removed");
 		cJSON_AddArrayToObject(o, "values_kept");
 		cJSON_AddNumberToObject(o, "bytes_saved_per_step", 0);
-		double dur = num(row, "duration_us", 0) + num(row, "wait_us", 0);
+		/* hiding a collective hides at most its transfer; waiting for a late rank is the
+		 * straggler's, listed there */
+		double dur = num(row, "duration_us", 0);
+		double saved = exposed < dur ? exposed : dur;
 		cJSON_AddNumberToObject(o, "time_before_us", r3(exposed));
-		cJSON_AddNumberToObject(o, "time_after_us", 0);
-		cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(exposed));
+		cJSON_AddNumberToObject(o, "time_after_us", r3(exposed - saved));
+		cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(saved));
 		cJSON *src = cJSON_AddArrayToObject(o, "sources");
 		if (e && cJSON_IsString(cJSON_GetObjectItem(e, "writer_source")))
 			cJSON_AddItemToArray(src, cJSON_CreateString(str(e, "writer_source")));
@@ -454,6 +458,7 @@ static void comm_candidates(cJSON *base, cJSON *rows, const cJSON *early, int pe
 		cJSON_AddStringToObject(ev, "op", op);
 		cJSON_AddNumberToObject(ev, "bytes", num(row, "bytes", 0));
 		cJSON_AddNumberToObject(ev, "duration_us", r3(dur));
+		cJSON_AddNumberToObject(ev, "wait_us", r3(num(row, "wait_us", 0)));
 		cJSON_AddNumberToObject(ev, "exposed_us", r3(exposed));
 		cJSON_AddNumberToObject(ev, "overlapped_us", r3(num(row, "overlapped_us", 0)));
 		if (slack > 0)
