@@ -107,3 +107,17 @@ sed -i '40s/.*/{"t":"kernel",oops}/' "$tmp/bad/aicprof.rank2.aicp.jsonl"
 "$A" analyze -q "$tmp/bad"/aicprof.rank*.aicp.jsonl -o "$tmp/bad/out" 2>"$tmp/bad.err"; rc=$?
 check "bad rank trace: refused, nothing written" test "$rc" != 0 -a ! -e "$tmp/bad/out/summary.json"
 check "bad rank trace: the error names file and line" grep -q "aicprof.rank2.aicp.jsonl:40" "$tmp/bad.err"
+
+# the report of a job: its section, tables and charts; one Perfetto process per rank
+R=$tmp/j8/out
+check "report: the job section is on the page" grep -q '<section id="job">' "$R/report.html"
+check "report: straggler, extra kernels, collectives and early-start tables" sh -c "grep -q 'id=\"job-ranks\"' '$R/report.html' && grep -q 'id=\"job-extra\"' '$R/report.html' && grep -q 'id=\"job-colls\"' '$R/report.html' && grep -q 'id=\"job-early\"' '$R/report.html'"
+check "report: the overlap chart has one bar per step" test "$(grep -o '<text class="tick"[^>]*>step [0-9]*</text>' "$R/report.html" | wc -l)" = 7
+check "report: a lane per rank and stream" test "$(grep -o '>rank [0-9]* · s[0-9]*<' "$R/report.html" | sort -u | wc -l)" = 16
+check "perfetto: one process per rank, named by rank" $PY -c "
+import json,sys
+d=json.load(open('$R/trace.perfetto.json'))['traceEvents']
+names=sorted(e['args']['name'] for e in d if e.get('ph')=='M' and e['name']=='process_name' and e['pid']>=1000000)
+sys.exit(0 if names==sorted('rank %d (one step)'%r for r in range(8)) and sum(1 for e in d if e.get('ph')=='X' and e['pid']==1000005)>0 else 1)"
+"$A" analyze -q "$tmp/j8/aicprof.rank0.aicp.jsonl" -o "$tmp/one"
+check "report: one trace's page has no job section" sh -c "! grep -q 'id=\"job\"' '$tmp/one/report.html' && ! grep -q '\"job\"' '$tmp/one/summary.json'"
