@@ -55,6 +55,9 @@ EOF
 	echo "# $n ranks: $(grep 'job stats' "$D/err")"
 done
 
+# an independent reading of the 64 traces (Python's json, no aicprof code) agrees
+$PY "$top/tests/tools/jobcheck.py" "$tmp/j64/out/summary.json" "$tmp/j64"/aicprof.rank*.aicp.jsonl | sed 's/^\(not \)*ok - /&jobcheck 64: /'
+
 # memory: the map is bounded by one rank, the reduce grows with the rank summaries only
 m8=$(stat map_max_rss_kib "$tmp/j8/err"); m64=$(stat map_max_rss_kib "$tmp/j64/err")
 r8=$(stat merge_rss_kib "$tmp/j8/err"); r64=$(stat merge_rss_kib "$tmp/j64/err")
@@ -85,6 +88,7 @@ qs "$S" <<EOF
 no coll records: all-reduces matched by order, op and dtype from the kernel name	j['collectives_matched']==2*e['steps'] and j['collectives'][1]['op']=='AllReduce' and j['collectives'][1]['dtype']=='f32'
 no coll records: exposed time still found, bandwidth unknown	near(j['collectives'][1]['exposed_us'], e['positions'][1]['exposed_us']) and j['collectives'][1]['busbw_gbs'] is None
 EOF
+$PY "$top/tests/tools/jobcheck.py" "$S" "$D"/aicprof.rank*.aicp.jsonl | sed 's/^\(not \)*ok - /&jobcheck no-coll: /'
 
 # a rank killed mid-run: its trace is cut short; analysed up to the cut, with a warning
 D=$tmp/cut; $G -n 8 -s 7 --cut 3 -o "$D"; E=$D/expected.json
