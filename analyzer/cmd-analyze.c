@@ -95,7 +95,8 @@ int cmd_analyze(int argc, char **argv)
 		return r < 0 ? 1 : 0;
 	}
 	if (merge || npaths > 1) {
-		int r = merge ? job_merge_files(paths, npaths, out) : job_run(paths, npaths, out, jobs);
+		int r =
+		    merge ? job_merge_files(paths, npaths, out) : job_run(paths, npaths, out, jobs);
 		free(paths);
 		if (r == 0 && !util_quiet) {
 			char *p = path_join(out, "summary.json");

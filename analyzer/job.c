@@ -39,18 +39,16 @@
 
 /* ---------------------------------------------------------------- names and formulas */
 
-static const char *const nccl_ops[] = {"AllReduce", "ReduceScatter", "AllGather", "Broadcast",
-                                       "Reduce",    "AllToAll",      "SendRecv",  "Send",
-                                       "Recv"};
-static const char *const nccl_types[] = {"i8",  "u8",  "i32", "u32",  "i64",
-                                         "u64", "f16", "f32", "f64",  "bf16",
-                                         "f8e4m3", "f8e5m2", "int8", "uint8", "int32",
-                                         "uint32", "int64", "uint64", "half", "float",
-                                         "double"};
-static const char *const type_norm[] = {"i8",  "u8",  "i32", "u32", "i64", "u64",
-                                        "f16", "f32", "f64", "bf16", "f8e4m3", "f8e5m2",
-                                        "i8",  "u8",  "i32", "u32", "i64", "u64",
-                                        "f16", "f32", "f64"};
+static const char *const nccl_ops[] = {"AllReduce", "ReduceScatter", "AllGather",
+                                       "Broadcast", "Reduce",        "AllToAll",
+                                       "SendRecv",  "Send",          "Recv"};
+static const char *const nccl_types[] = {"i8",   "u8",    "i32",   "u32",    "i64",    "u64",
+                                         "f16",  "f32",   "f64",   "bf16",   "f8e4m3", "f8e5m2",
+                                         "int8", "uint8", "int32", "uint32", "int64",  "uint64",
+                                         "half", "float", "double"};
+static const char *const type_norm[] = {"i8",  "u8",  "i32",  "u32",    "i64",    "u64", "f16",
+                                        "f32", "f64", "bf16", "f8e4m3", "f8e5m2", "i8",  "u8",
+                                        "i32", "u32", "i64",  "u64",    "f16",    "f32", "f64"};
 
 /* the '_'-separated token at p (letters and digits), into t; returns its end */
 static const char *token(const char *p, char *t, size_t tsz)
@@ -244,8 +242,8 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t)
 		uint64_t ni = 0;
 		hmap_get(&sc->ncclstr, (uint64_t)jnum64(r, "name", -1), &ni);
 		ALLOC_GROW(sc->k, sc->nk, sc->ak);
-		sc->k[sc->nk++] = (struct kev){s, e, jnum64(r, "c", -1), (int)jnum64(r, "dev", 0),
-		                               (int)ni};
+		sc->k[sc->nk++] =
+		    (struct kev){s, e, jnum64(r, "c", -1), (int)jnum64(r, "dev", 0), (int)ni};
 	} else if (!strcmp(t, "launch")) {
 		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(r, "coll");
 		int n = cJSON_GetArraySize(cl);
@@ -468,7 +466,8 @@ static void add_early(cJSON *root, const struct model *m, const double *tl_start
 			cJSON_AddNumberToObject(o, "writer", writer);
 			cJSON_AddStringToObject(o, "writer_name", m->nodes[writer].name);
 			if (m->nodes[writer].source)
-				cJSON_AddStringToObject(o, "writer_source", m->nodes[writer].source);
+				cJSON_AddStringToObject(o, "writer_source",
+				                        m->nodes[writer].source);
 			else
 				cJSON_AddNullToObject(o, "writer_source");
 			cJSON_AddNumberToObject(o, "writer_end_us", r3(wend));

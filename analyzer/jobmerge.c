@@ -239,21 +239,27 @@ struct rr {
 static const char *advice_for(const char *op, int last)
 {
 	if (!strcmp(op, "AllReduce"))
-		return last ? "the step's last gradient bucket is reduced after the backward pass: "
-		              "overlap it with the optimizer (DDP comm hook, "
-		              "ZeroRedundancyOptimizer(overlap_with_ddp=True), or step the optimizer per "
-		              "bucket) and make buckets smaller (DDP bucket_cap_mb) so the last one is "
-		              "short; gradient_as_bucket_view=True saves the copy into the bucket"
-		            : "start the reduction earlier: smaller DDP buckets (bucket_cap_mb) are "
-		              "launched as soon as their gradients are ready; gradient_as_bucket_view="
-		              "True removes the copy into the bucket";
+		return last
+		           ? "the step's last gradient bucket is reduced after the backward pass: "
+		             "overlap it with the optimizer (DDP comm hook, "
+		             "ZeroRedundancyOptimizer(overlap_with_ddp=True), or step the "
+		             "optimizer per "
+		             "bucket) and make buckets smaller (DDP bucket_cap_mb) so the last one "
+		             "is "
+		             "short; gradient_as_bucket_view=True saves the copy into the bucket"
+		           : "start the reduction earlier: smaller DDP buckets (bucket_cap_mb) are "
+		             "launched as soon as their gradients are ready; "
+		             "gradient_as_bucket_view="
+		             "True removes the copy into the bucket";
 	if (!strcmp(op, "AllGather"))
 		return "prefetch the next parameters: FSDP forward_prefetch=True and "
-		       "backward_prefetch=BACKWARD_PRE, so the all-gather runs under the current layer";
+		       "backward_prefetch=BACKWARD_PRE, so the all-gather runs under the current "
+		       "layer";
 	if (!strcmp(op, "ReduceScatter"))
 		return "overlap the gradient reduce-scatter with the next layer's backward: FSDP "
 		       "backward_prefetch=BACKWARD_PRE, smaller FSDP units";
-	return "issue the collective on its own stream as early as its input is ready, and give the "
+	return "issue the collective on its own stream as early as its input is ready, and give "
+	       "the "
 	       "GPU independent compute to run meanwhile";
 }
 
@@ -273,7 +279,8 @@ static cJSON *rank_row(const struct rankinfo *ri)
 	cJSON_AddNumberToObject(o, "exposed_us", r3(ri->exposed_med));
 	cJSON_AddNumberToObject(o, "overlapped_us", r3(ri->overlap_med));
 	cJSON_AddNumberToObject(o, "clock_offset_us", r3(ri->offset_us));
-	cJSON_AddBoolToObject(o, "truncated", cJSON_IsTrue(cJSON_GetObjectItem(ri->trace, "truncated")));
+	cJSON_AddBoolToObject(o, "truncated",
+	                      cJSON_IsTrue(cJSON_GetObjectItem(ri->trace, "truncated")));
 	return o;
 }
 
@@ -439,18 +446,20 @@ static void comm_candidates(cJSON *base, cJSON *rows, const cJSON *early, int pe
 		int last = pos == per_round - 1;
 		cJSON_AddStringToObject(o, "library_form", advice_for(op, last));
 		cJSON_AddNullToObject(o, "group");
-		cJSON_AddStringToObject(o, "group_why",
-		                        "communication overlap is a change of schedule, not a kernel");
+		cJSON_AddStringToObject(
+		    o, "group_why", "communication overlap is a change of schedule, not a kernel");
 		char why[512];
 		double slack = e ? num(e, "slack_us", -1) : -1;
 		if (slack > 0)
 			snprintf(why, sizeof(why),
-			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute beside it; "
+			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute "
+			         "beside it; "
 			         "its input was ready %.1f us before it started",
 			         op, pos, num(row, "bytes", 0), exposed, slack);
 		else
 			snprintf(why, sizeof(why),
-			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute beside it",
+			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute "
+			         "beside it",
 			         op, pos, num(row, "bytes", 0), exposed);
 		cJSON_AddStringToObject(o, "why", why);
 		cJSON *ev = cJSON_AddObjectToObject(o, "evidence");
@@ -537,9 +546,10 @@ static void build_view(struct merge *mg, cJSON *base)
 			p->rounds++;
 			p->matched += full;
 			p->dur[r] = mn;
-			p->bw[r] = mn > 0 ? job_alg_bytes(mg->ops[lab->op], lab->bytes, want) / (mn * 1e3) *
-			                        job_busbw_factor(mg->ops[lab->op], want)
-			                  : 0;
+			p->bw[r] = mn > 0
+			               ? job_alg_bytes(mg->ops[lab->op], lab->bytes, want) /
+			                     (mn * 1e3) * job_busbw_factor(mg->ops[lab->op], want)
+			               : 0;
 			p->wait[r] = maxwait;
 			p->exposed[r] = exp_sum / (double)(j - i);
 			p->overlap[r] = ov_sum / (double)(j - i);
@@ -617,7 +627,8 @@ static void build_view(struct merge *mg, cJSON *base)
 	for (int i = 0; i < n; i++)
 		tmp[i] = mg->r[i].wait_med;
 	cJSON_AddNumberToObject(sl, "median_wait_us", r3(median(tmp, n)));
-	cJSON_AddItemToObject(sl, "extra_kernels", n > 1 ? extra_kernels(S, M) : cJSON_CreateArray());
+	cJSON_AddItemToObject(sl, "extra_kernels",
+	                      n > 1 ? extra_kernels(S, M) : cJSON_CreateArray());
 	char why[400];
 	snprintf(why, sizeof(why),
 	         "rank %ld computes %.1f us per step, %.1f us more than the median rank %ld; the "
@@ -856,7 +867,8 @@ int job_run(char **paths, int n, const char *outdir, int jobs)
 		rank[i] = peek_rank(paths[i]);
 		for (int k = 0; k < i; k++)
 			if (rank[i] >= 0 && rank[k] == rank[i]) {
-				error("'%s' and '%s' are both rank %ld", paths[k], paths[i], rank[i]);
+				error("'%s' and '%s' are both rank %ld", paths[k], paths[i],
+				      rank[i]);
 				free(rank);
 				free(dir);
 				return -1;
@@ -894,7 +906,8 @@ int job_run(char **paths, int n, const char *outdir, int jobs)
 			break;
 		running--;
 		for (int i = 0; i < n; i++)
-			if (pids[i] == p && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) && failed < 0) {
+			if (pids[i] == p && !(WIFEXITED(st) && WEXITSTATUS(st) == 0) &&
+			    failed < 0) {
 				failed = i;
 				if (!WIFEXITED(st))
 					error("analysis of '%s' was killed by signal %d", paths[i],

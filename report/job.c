@@ -74,7 +74,7 @@ static void verdict(const cJSON *job, struct strbuf *o)
 	const char *clock = jstr(jobj(job, "clock"), "method");
 	if (clock) {
 		strbuf_adds(o, ", clocks ");
-		H(o, !strcmp(clock, "shared-host")                ? "shared on one host"
+		H(o, !strcmp(clock, "shared-host")              ? "shared on one host"
 		     : !strcmp(clock, "aligned-by-collectives") ? "aligned by matching collectives"
 		                                                : "not aligned");
 	}
@@ -108,10 +108,11 @@ static void straggler_table(const cJSON *job, struct strbuf *o)
 	const cJSON *x;
 	cJSON_ArrayForEach(x, pr) rows[k++] = x;
 	qsort(rows, (size_t)n, sizeof(*rows), by_compute_desc);
-	strbuf_adds(o, "<h3>Ranks, slowest first</h3>\n<table class=\"job\" id=\"job-ranks\"><thead>"
-	               "<tr><th>rank</th><th>host</th><th>step (median)</th><th>compute/step</th>"
-	               "<th>collectives/step</th><th>waiting</th><th>exposed</th>"
-	               "<th>overlapped</th><th>trace</th></tr></thead><tbody>\n");
+	strbuf_adds(o,
+	            "<h3>Ranks, slowest first</h3>\n<table class=\"job\" id=\"job-ranks\"><thead>"
+	            "<tr><th>rank</th><th>host</th><th>step (median)</th><th>compute/step</th>"
+	            "<th>collectives/step</th><th>waiting</th><th>exposed</th>"
+	            "<th>overlapped</th><th>trace</th></tr></thead><tbody>\n");
 	for (int i = 0; i < n && i < JOB_ROWS; i++) {
 		x = rows[i];
 		strbuf_adds(o, "<tr>");
@@ -125,27 +126,31 @@ static void straggler_table(const cJSON *job, struct strbuf *o)
 		td_us(o, x, "wait_us");
 		td_us(o, x, "exposed_us");
 		td_us(o, x, "overlapped_us");
-		strbuf_adds(o, cJSON_IsTrue(cJSON_GetObjectItem(x, "truncated")) ? "<td>cut short</td>"
-		                                                                : "<td>whole</td>");
+		strbuf_adds(o, cJSON_IsTrue(cJSON_GetObjectItem(x, "truncated"))
+		                   ? "<td>cut short</td>"
+		                   : "<td>whole</td>");
 		strbuf_adds(o, "</tr>\n");
 	}
 	strbuf_adds(o, "</tbody></table>\n");
 	if (n > JOB_ROWS)
-		strbuf_addf(o, "<p>%d more ranks in summary.json (<code>job.per_rank</code>).</p>\n",
+		strbuf_addf(o,
+		            "<p>%d more ranks in summary.json (<code>job.per_rank</code>).</p>\n",
 		            n - JOB_ROWS);
 	free(rows);
 
 	const cJSON *ek = jarr(jobj(job, "slowest"), "extra_kernels");
 	if (cJSON_GetArraySize(ek) > 0) {
-		strbuf_adds(o, "<h3>The slowest rank's extra kernels (against the median rank)</h3>\n"
-		               "<table class=\"job\" id=\"job-extra\"><thead><tr><th>kernel</th>"
-		               "<th>count/step</th><th>median rank's</th><th>time/step</th>"
-		               "<th>median rank's</th><th>extra</th></tr></thead><tbody>\n");
+		strbuf_adds(o,
+		            "<h3>The slowest rank's extra kernels (against the median rank)</h3>\n"
+		            "<table class=\"job\" id=\"job-extra\"><thead><tr><th>kernel</th>"
+		            "<th>count/step</th><th>median rank's</th><th>time/step</th>"
+		            "<th>median rank's</th><th>extra</th></tr></thead><tbody>\n");
 		cJSON_ArrayForEach(x, ek)
 		{
 			strbuf_adds(o, "<tr><td class=\"name\">");
 			H(o, jstr(x, "name") ? jstr(x, "name") : "");
-			strbuf_addf(o, "</td><td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>",
+			strbuf_addf(o,
+			            "</td><td class=\"num\">%.0f</td><td class=\"num\">%.0f</td>",
 			            jnumd(x, "count", 0), jnumd(x, "median_rank_count", 0));
 			td_us(o, x, "us");
 			td_us(o, x, "median_rank_us");
@@ -192,9 +197,10 @@ static void collectives_table(const cJSON *job, struct strbuf *o)
 		td_rank(o, x, "last_to_arrive");
 		strbuf_adds(o, "</tr>\n");
 	}
-	strbuf_adds(o, "</tbody></table>\n<p>Transfer: the fastest rank's kernel time (the last "
-	               "rank to arrive waits for nobody); bus bandwidth as NCCL's tests compute it. "
-	               "Exposed and overlapped: the mean over ranks, the median over steps.</p>\n");
+	strbuf_adds(o,
+	            "</tbody></table>\n<p>Transfer: the fastest rank's kernel time (the last "
+	            "rank to arrive waits for nobody); bus bandwidth as NCCL's tests compute it. "
+	            "Exposed and overlapped: the mean over ranks, the median over steps.</p>\n");
 }
 
 /* one bar per step: overlapped, then exposed (its waiting part apart) */
@@ -430,8 +436,8 @@ void report_job_perfetto(const struct rmodel *m, cJSON *events)
 			cJSON *e = cJSON_CreateObject();
 			const char *nm = jstr(ev, "name");
 			cJSON_AddStringToObject(e, "name", nm ? nm : "kernel");
-			cJSON_AddStringToObject(e, "cat", jstr(ev, "family") ? jstr(ev, "family")
-			                                                     : "kernel");
+			cJSON_AddStringToObject(e, "cat",
+			                        jstr(ev, "family") ? jstr(ev, "family") : "kernel");
 			cJSON_AddStringToObject(e, "ph", "X");
 			cJSON_AddNumberToObject(e, "ts", jnumd(ev, "start_us", 0));
 			cJSON_AddNumberToObject(e, "dur", fmax(jnumd(ev, "dur_us", 0), 0));

@@ -26,7 +26,8 @@ static void name_is(const char *name, int nccl, const char *op, const char *dtyp
 	char o[32], d[16];
 	int r = job_nccl_name(name, o, sizeof(o), d, sizeof(d));
 	if (r != nccl || strcmp(o, op) || strcmp(d, dtype))
-		fail_msg("'%s': got %d '%s' '%s', want %d '%s' '%s'", name, r, o, d, nccl, op, dtype);
+		fail_msg("'%s': got %d '%s' '%s', want %d '%s' '%s'", name, r, o, d, nccl, op,
+		         dtype);
 }
 
 static void test_names(void **state)
@@ -45,8 +46,8 @@ static void test_names(void **state)
 	        "");
 	name_is("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 1, "SendRecv", "");
 	/* older: ncclKernel_<op>_<algo>_<proto>_<redop>_<type> */
-	name_is("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWorkElem)", 1, "AllReduce",
-	        "f32");
+	name_is("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, ncclWorkElem)", 1,
+	        "AllReduce", "f32");
 	name_is("ncclKernel_AllReduce_RING_LL_Sum_half(ncclDevComm*, ncclWorkElem)", 1, "AllReduce",
 	        "f16");
 	/* the generic kernel of newer releases: a collective, operation unknown */
@@ -120,8 +121,8 @@ static void test_map_merge(void **state)
 	fclose(f);
 	buf[n] = 0;
 	cJSON *s = cJSON_Parse(buf);
-	cJSON *slow = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "job"), "slowest"),
-	                                  "rank");
+	cJSON *slow = cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(s, "job"), "slowest"), "rank");
 	assert_true(cJSON_IsNumber(slow) && slow->valuedouble == 2);
 	cJSON_Delete(s);
 	for (int i = 0; i < 4; i++)
