@@ -33,6 +33,7 @@
 #include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,7 +257,9 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t)
 		for (int i = 0; i < n; i++) {
 			ALLOC_GROW(sc->cids, sc->ncids, sc->acids);
 			const cJSON *v = cJSON_GetArrayItem(cl, i);
-			sc->cids[sc->ncids++] = cJSON_IsNumber(v) ? (long)v->valuedouble : -1;
+			sc->cids[sc->ncids++] = cJSON_IsNumber(v) && fabs(v->valuedouble) < 9e18
+			                            ? (long)v->valuedouble
+			                            : -1;
 		}
 	} else if (!strcmp(t, "coll")) {
 		ALLOC_GROW(sc->colls, sc->ncolls, sc->acolls);

@@ -113,6 +113,16 @@ static double num(const cJSON *o, const char *k, double dflt)
 	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
 }
 
+/* a number of o clamped to [lo, hi] (dflt when absent or not finite): every cast stays defined
+ * whatever a rank summary holds */
+static double numc(const cJSON *o, const char *k, double dflt, double lo, double hi)
+{
+	double v = num(o, k, dflt);
+	if (!(v == v))
+		return dflt;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 static const char *str(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -170,15 +180,15 @@ static int read_rank(struct merge *mg, int i)
 		return error_at(ri->file, 1, "not an aicprof rank summary (no \"format\": 1)");
 	}
 	const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "rank");
-	ri->rank = cJSON_IsNumber(rk) ? (long)rk->valuedouble : -1;
-	ri->world_size = (long)num(o, "world_size", -1);
+	ri->rank = cJSON_IsNumber(rk) ? (long)numc(o, "rank", -1, -1, 1e9) : -1;
+	ri->world_size = (long)numc(o, "world_size", -1, -1, 1e9);
 	ri->host = xstrdup(str(o, "host"));
 	ri->clock = xstrdup(str(o, "clock"));
 	ri->step_us = num(cJSON_GetObjectItemCaseSensitive(o, "steps"), "median_us", 0);
 	ri->compute_us = num(o, "compute_us", 0);
 	ri->coll_us = num(o, "coll_kernel_us", 0);
-	ri->rounds = (int)num(o, "rounds", 0);
-	ri->per_round = (int)num(o, "per_round", 0);
+	ri->rounds = (int)numc(o, "rounds", 0, 0, JOB_MAX_ROUNDS);
+	ri->per_round = (int)numc(o, "per_round", 0, 0, 4096);
 	ri->trace = cJSON_DetachItemFromObjectCaseSensitive(o, "trace");
 	if (!ri->trace)
 		ri->trace = cJSON_CreateObject();
@@ -189,15 +199,15 @@ static int read_rank(struct merge *mg, int i)
 		struct inst *x = &mg->in[mg->nin++];
 		x->hash = fnv(str(c, "key"));
 		x->rank = i;
-		x->round = (short)num(c, "round", -1);
-		x->pos = (short)num(c, "pos", 0);
+		x->round = (short)numc(c, "round", -1, -1, JOB_MAX_ROUNDS);
+		x->pos = (short)numc(c, "pos", 0, -1, 4096);
 		x->op = (short)intern(&mg->ops, &mg->nops, &mg->aops, str(c, "op"));
 		x->dtype = intern(&mg->dtypes, &mg->ndt, &mg->adt, str(c, "dtype"));
-		x->nranks = (short)num(c, "nranks", 0);
-		x->dur_us = (float)num(c, "dur_us", 0);
-		x->overlap_us = (float)num(c, "overlap_us", 0);
-		x->bytes = num(c, "bytes", 0);
-		x->end_ns = (int64_t)num(c, "start_ns", 0) + (int64_t)(x->dur_us * 1e3);
+		x->nranks = (short)numc(c, "nranks", 0, 0, 32767);
+		x->dur_us = (float)numc(c, "dur_us", 0, 0, 1e12);
+		x->overlap_us = (float)numc(c, "overlap_us", 0, 0, 1e12);
+		x->bytes = numc(c, "bytes", 0, 0, 1e18);
+		x->end_ns = (int64_t)numc(c, "start_ns", 0, 0, 4e18) + (int64_t)(x->dur_us * 1e3);
 		ri->ninst++;
 	}
 	cJSON_Delete(o);
@@ -413,17 +423,18 @@ static void comm_candidates(cJSON *base, cJSON *rows, const cJSON *early, int pe
 	}
 	int id = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, cands) if (num(c, "id", -1) >= id) id = (int)num(c, "id", 0) + 1;
+	cJSON_ArrayForEach(c, cands) if (numc(c, "id", -1, -1, 1e9) >= id) id =
+	    (int)numc(c, "id", 0, 0, 1e9) + 1;
 	const cJSON *row;
 	cJSON_ArrayForEach(row, rows)
 	{
 		double exposed = num(row, "exposed_us", 0);
 		if (exposed < JOB_EXPOSED_MIN_US)
 			continue;
-		int pos = (int)num(row, "pos", 0);
+		int pos = (int)numc(row, "pos", 0, -1, 4096);
 		const char *op = str(row, "op");
 		const cJSON *e = NULL, *x;
-		cJSON_ArrayForEach(x, early) if ((int)num(x, "pos", -1) == pos) e = x;
+		cJSON_ArrayForEach(x, early) if ((int)numc(x, "pos", -1, -1, 4096) == pos) e = x;
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "id", id++);
 		cJSON_AddStringToObject(o, "kind", "comm-overlap");

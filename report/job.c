@@ -31,6 +31,13 @@ int report_has_job(const struct rmodel *m)
 	return cJSON_IsObject(jobj(m->root, "job"));
 }
 
+/* an integer field, clamped so that the cast stays defined; 0 when absent */
+static int jint(const cJSON *o, const char *k)
+{
+	double v = jnumd(o, k, 0);
+	return v > -1e9 && v < 1e9 ? (int)v : 0;
+}
+
 static void us(struct strbuf *o, double v)
 {
 	if (v >= 1000)
@@ -276,7 +283,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = (int)jnumd(ev, "stream", 0), k = 0;
+			int s = jint(ev, "stream"), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16)
@@ -300,7 +307,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = (int)jnumd(ev, "stream", 0), k = 0;
+			int s = jint(ev, "stream"), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16)
@@ -317,7 +324,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		}
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = (int)jnumd(ev, "stream", 0), k = 0;
+			int s = jint(ev, "stream"), k = 0;
 			for (int i = 0; i < ns; i++)
 				if (streams[i] == s)
 					k = i;
@@ -425,7 +432,7 @@ void report_job_perfetto(const struct rmodel *m, cJSON *events)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = (int)jnumd(ev, "stream", 0), k = 0;
+			int s = jint(ev, "stream"), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16) {
