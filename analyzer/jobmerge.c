@@ -381,9 +381,10 @@ static void add_lanes(cJSON *job, struct merge *mg, int slow)
 
 static void clock_align(struct merge *mg, cJSON *job)
 {
-	int shared = 1;
+	/* one host: its CLOCK_REALTIME is every rank's clock, whether or not the header says so */
+	int shared = mg->r[0].host[0] != 0;
 	for (int i = 0; i < mg->n; i++)
-		if (strcmp(mg->r[i].clock, "realtime-shared-host") ||
+		if ((mg->r[i].clock[0] && strcmp(mg->r[i].clock, "realtime-shared-host")) ||
 		    strcmp(mg->r[i].host, mg->r[0].host))
 			shared = 0;
 	cJSON *c = cJSON_AddObjectToObject(job, "clock");
@@ -494,7 +495,14 @@ static void build_view(struct merge *mg, cJSON *base)
 	int n = mg->n;
 	int R = JOB_MAX_ROUNDS;
 	struct rr *rr = xcalloc((size_t)n * R, sizeof(*rr));
-	int per_round = mg->r[0].per_round > 0 ? mg->r[0].per_round : 1;
+	/* the labels (step, position) come from the lowest rank whose trace is whole: a trace cut
+	 * short counts its steps back from a partial last step */
+	int lr = 0;
+	while (lr < n - 1 && cJSON_IsTrue(cJSON_GetObjectItem(mg->r[lr].trace, "truncated")))
+		lr++;
+	if (cJSON_IsTrue(cJSON_GetObjectItem(mg->r[lr].trace, "truncated")))
+		lr = 0;
+	int per_round = mg->r[lr].per_round > 0 ? mg->r[lr].per_round : 1;
 	struct posrow *rows = xcalloc((size_t)per_round, sizeof(*rows));
 	for (int p = 0; p < per_round; p++) {
 		rows[p].op = -1;
@@ -525,6 +533,9 @@ static void build_view(struct merge *mg, cJSON *base)
 		}
 		keys++;
 		const struct inst *lab = &mg->in[i]; /* lowest rank present: sorted by rank */
+		for (long k = i; k < j; k++)
+			if (mg->in[k].rank == lr)
+				lab = &mg->in[k];
 		int want = lab->nranks > 0 ? lab->nranks : n;
 		int full = j - i >= want;
 		matched += full;
@@ -699,7 +710,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	}
 	/* overlap per step (round): medians across ranks */
 	cJSON *steps = cJSON_AddArrayToObject(job, "overlap_steps");
-	int nrounds = mg->r[0].rounds < R ? mg->r[0].rounds : R;
+	int nrounds = mg->r[lr].rounds < R ? mg->r[lr].rounds : R;
 	for (int r = 0; r < nrounds; r++) {
 		double *a = tmp;
 		cJSON *o = cJSON_CreateObject();

@@ -90,6 +90,17 @@ no coll records: exposed time still found, bandwidth unknown	near(j['collectives
 EOF
 $PY "$top/tests/tools/jobcheck.py" "$S" "$D"/aicprof.rank*.aicp.jsonl | sed 's/^\(not \)*ok - /&jobcheck no-coll: /'
 
+# two hosts whose clocks differ: aligned by matching collectives, figures unchanged
+D=$tmp/h2; $G -n 8 -s 7 --hosts 2 -o "$D"; E=$D/expected.json
+"$A" analyze -q --no-report "$D"/aicprof.rank*.aicp.jsonl -o "$D/out"; rc=$?
+S=$D/out/summary.json
+check "two hosts: analyze exits 0" test "$rc" = 0
+qs "$S" <<EOF
+two hosts: clocks aligned by collectives	j['clock']['method']=='aligned-by-collectives' and j['hosts']==['node0','node1']
+two hosts: each rank's offset as planted (within 1 us)	all(near(r['clock_offset_us'], o, 1.0) for r,o in zip(j['per_rank'], e['clock_offset_us'])) and min(e['clock_offset_us'])<-1000
+two hosts: straggler and exposed all-reduce still found	j['slowest']['rank']==e['straggler'] and near(j['collectives'][1]['exposed_us'], e['positions'][1]['exposed_us'])
+EOF
+
 # a rank killed mid-run: its trace is cut short; analysed up to the cut, with a warning
 D=$tmp/cut; $G -n 8 -s 7 --cut 3 -o "$D"; E=$D/expected.json
 "$A" analyze --no-report "$D"/aicprof.rank*.aicp.jsonl -o "$D/out" 2>"$D/err"; rc=$?
@@ -99,6 +110,14 @@ check "cut rank: a warning on stderr names the cut" grep -q "cut short" "$D/err"
 qs "$S" <<EOF
 cut rank: its trace is marked truncated, the others are not	[t['truncated'] for t in s['traces']]==[r==3 for r in range(8)] and j['per_rank'][3]['truncated']
 cut rank: the straggler is still found	j['slowest']['rank']==e['straggler']
+EOF
+
+D=$tmp/cut0; $G -n 8 -s 7 --cut 0 -o "$D"; E=$D/expected.json
+"$A" analyze -q --no-report "$D"/aicprof.rank*.aicp.jsonl -o "$D/out"; rc=$?
+S=$D/out/summary.json
+check "cut lowest rank: analyze exits 0" test "$rc" = 0
+qs "$S" <<EOF
+cut lowest rank: steps labelled by the lowest whole rank (transfer times as planted)	all(near(j['collectives'][p]['duration_us'], e['positions'][p]['duration_us']) for p in (0,1)) and j['collectives'][1]['overlapped_us']==0
 EOF
 
 # bad input: two traces of one rank; a malformed line in one rank

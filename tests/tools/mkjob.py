@@ -78,6 +78,8 @@ def main():
     ap.add_argument("--no-coll", action="store_true")
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--hosts", type=int, default=1,
+                    help="spread ranks over this many hosts whose clocks differ (host h: +h x 1234.567 us)")
     a = ap.parse_args()
     N, S, L = a.n, a.s, a.layers
     strag = a.straggler if a.straggler is not None else N // 2 + 1 if N > 1 else 0
@@ -209,6 +211,9 @@ def main():
             xs.append(statistics.median([(x[4] - x[3]) / 1e3 for x in
                                          [y for y in ev[strag] if y[1] == mangle("extra_work", "PfPKfi")][e::a.extra]]))
     exp["extra_kernel"] = mangle("extra_work", "PfPKfi")
+    host_of = [r * a.hosts // N for r in range(N)]
+    skew = [host_of[r] * 1234567 for r in range(N)]  # ns
+    exp["clock_offset_us"] = [(skew[0] - skew[r]) / 1e3 for r in range(N)]
     exp["extra_us"] = sum(xs)
     with open(os.path.join(a.o, "expected.json"), "w") as f:
         json.dump(exp, f, indent=1)
@@ -223,7 +228,7 @@ def main():
             seq[0] += 1
             return seq[0] - 1
         pid = 4000 + r
-        out.append({"t": "header", "format": 1, "tool": "aicprof 0.1.0", "pid": pid, "ppid": 3999, "host": "node0",
+        out.append({"t": "header", "format": 1, "tool": "aicprof 0.1.0", "pid": pid, "ppid": 3999, "host": "node%d" % host_of[r],
                     "argv": ["python3", "train.py"], "exe": "/usr/bin/python3", "cwd": ".", "rank": r,
                     "local_rank": r % 8, "world_size": N, "clock": "realtime", "ts": T0,
                     "versions": {"driver": 13000, "cupti": 130001},
@@ -232,7 +237,7 @@ def main():
                                  "mem_clock_khz": 3201000, "bus_width_bits": 6016, "peak_bw_gbs": 4814,
                                  "total_mem": 150109880320, "l2_bytes": 62914560, "clock_khz": 1980000}],
                     "config": {"attrib": 0, "writes": "infer"}, "alloc_backend": "default",
-                    "job": {"clock": "realtime-shared-host"}})
+                    "job": {"clock": "realtime-shared-host" if a.hosts == 1 else "per-host"}})
         out.extend(strs)
         for i, s in enumerate(sizes):
             out.append({"t": "alloc", "seq": nseq(), "ts": T0 + i, "tid": pid, "id": i, "ptr": hex(ptrs[i]),
@@ -290,6 +295,11 @@ def main():
         out.append({"t": "end", "ts": t, "reason": "exit", "records": len(out) + 1,
                     "kernels": sum(1 for x in out if x["t"] == "kernel"),
                     "dropped": {"records": 0, "activity": 0}})
+        if skew[r]:
+            for x in out:
+                for k in ("ts", "start", "end"):
+                    if isinstance(x.get(k), int):
+                        x[k] += skew[r]
         text = "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in out)
         if r == a.cut:
             # a killed process: cut in the middle of a line at about 85% of the file
