@@ -594,7 +594,13 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		add_us(o, jnumd(c, "time_before_us", -1));
 		strbuf_adds(o, " now, ");
 		add_us(o, jnumd(c, "time_after_us", -1));
-		strbuf_adds(o, " fused (bounded by the bandwidth roof)</dd>\n<dt>source</dt><dd>");
+		/* a comm-overlap candidate hides communication; it fuses nothing */
+		const char *ck = jstr(c, "kind");
+		int comm = ck && !strcmp(ck, "comm-overlap");
+		strbuf_adds(o,
+		            comm ? " exposed once hidden under compute (at most its transfer time)"
+		                 : " fused (bounded by the bandwidth roof)");
+		strbuf_adds(o, "</dd>\n<dt>source</dt><dd>");
 		const cJSON *s;
 		int ns = 0;
 		cJSON_ArrayForEach(s, jarr(c, "sources"))
@@ -608,7 +614,10 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			unknown(o);
 		strbuf_adds(o, "</dd>\n<dt>what to do</dt><dd class=\"todo\">");
 		const char *lib = jstr(c, "library_form");
-		if (lib && *lib) {
+		if (lib && *lib && comm) {
+			strbuf_adds(o, "change the schedule: ");
+			H(o, lib);
+		} else if (lib && *lib) {
 			strbuf_adds(o, "use the library's fused form: <code>");
 			H(o, lib);
 			strbuf_adds(o, "</code>");
