@@ -3,8 +3,14 @@
  * and writes DIR/summary.json (default DIR: aicprof-out), then the report beside it from that
  * file (report.html, graph.dot, graph.svg, trace.perfetto.json; --no-report skips them). Each
  * output is written whole or not at all, and only into DIR: nothing in a trace names a path.
+ *
+ * Several traces are the ranks of one job (job.h): each is analysed on its own in a process of
+ * its own (-j at once) into DIR/ranks/, then merged into DIR/summary.json with the job view.
+ * --rank-summary runs only the map (DIR gets rank-R.json and rank-R.summary.json per trace);
+ * --merge runs only the reduce over such rank files. One trace takes the single-trace path.
  */
 #include "aicprof.h"
+#include "analyzer/job.h"
 #include "analyzer/model.h"
 #include "analyzer/util.h"
 #include "report/report.h"
@@ -13,17 +19,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage_text[] = "usage: aicprof analyze [-o DIR] [-q] TRACE...\n"
-                                 "\n"
-                                 "  -o DIR   write DIR/summary.json (default: aicprof-out)\n"
-                                 "  -q       no warnings\n"
-                                 "  --no-report  summary.json only\n";
+static const char usage_text[] =
+    "usage: aicprof analyze [-o DIR] [-q] [-j N] TRACE...\n"
+    "       aicprof analyze --rank-summary [-o DIR] TRACE...\n"
+    "       aicprof analyze --merge [-o DIR] RANKFILE...\n"
+    "\n"
+    "  -o DIR   write DIR/summary.json (default: aicprof-out)\n"
+    "  -q       no warnings\n"
+    "  -j N     analyse at most N ranks at once (default: one per CPU)\n"
+    "  --no-report  summary.json only\n"
+    "  --rank-summary  the map of a job: DIR/rank-R.json and rank-R.summary.json per trace\n"
+    "  --merge  the reduce of a job: rank-R.json files (rank-R.summary.json beside the lowest)\n";
 
 int cmd_analyze(int argc, char **argv)
 {
 	const char *out = "aicprof-out";
 	char **paths = xcalloc(argc, sizeof(char *));
-	int npaths = 0, opts = 1, report = 1;
+	int npaths = 0, opts = 1, report = 1, map = 0, merge = 0, jobs = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
@@ -39,6 +51,17 @@ int cmd_analyze(int argc, char **argv)
 			out = argv[++i];
 		} else if (opts && !strncmp(a, "-o", 2)) {
 			out = a + 2;
+		} else if (opts && !strcmp(a, "-j")) {
+			if (i + 1 >= argc || atoi(argv[i + 1]) <= 0) {
+				error("option '-j' needs a positive number");
+				free(paths);
+				return 129;
+			}
+			jobs = atoi(argv[++i]);
+		} else if (opts && !strcmp(a, "--rank-summary")) {
+			map = 1;
+		} else if (opts && !strcmp(a, "--merge")) {
+			merge = 1;
 		} else if (opts && !strcmp(a, "--no-report")) {
 			report = 0;
 		} else if (opts && !strcmp(a, "-q")) {
@@ -58,6 +81,31 @@ int cmd_analyze(int argc, char **argv)
 		fputs(usage_text, stderr);
 		free(paths);
 		return 129;
+	}
+	if (map && merge) {
+		free(paths);
+		error("'--rank-summary' and '--merge' are the two halves of a job; give one");
+		return 129;
+	}
+	if (map) {
+		int r = 0;
+		for (int i = 0; i < npaths && r == 0; i++)
+			r = job_map(paths[i], out, 1, i);
+		free(paths);
+		return r < 0 ? 1 : 0;
+	}
+	if (merge || npaths > 1) {
+		int r =
+		    merge ? job_merge_files(paths, npaths, out) : job_run(paths, npaths, out, jobs);
+		free(paths);
+		if (r == 0 && !util_quiet) {
+			char *p = path_join(out, "summary.json");
+			fprintf(stderr, "aicprof: job of %d ranks -> %s\n", npaths, p);
+			free(p);
+		}
+		if (r == 0 && report)
+			r = report_write_all(out);
+		return r < 0 ? 1 : 0;
 	}
 	struct model *m = analysis_run(paths, npaths);
 	free(paths);

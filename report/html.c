@@ -18,6 +18,7 @@
 #include "report/html.h"
 #include "report/assets.h"
 #include "report/beyond.h"
+#include "report/job.h"
 #include "report/plot.h"
 #include "report/sha256.h"
 #include "report/source.h"
@@ -593,7 +594,13 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		add_us(o, jnumd(c, "time_before_us", -1));
 		strbuf_adds(o, " now, ");
 		add_us(o, jnumd(c, "time_after_us", -1));
-		strbuf_adds(o, " fused (bounded by the bandwidth roof)</dd>\n<dt>source</dt><dd>");
+		/* a comm-overlap candidate hides communication; it fuses nothing */
+		const char *ck = jstr(c, "kind");
+		int comm = ck && !strcmp(ck, "comm-overlap");
+		strbuf_adds(o,
+		            comm ? " exposed once hidden under compute (at most its transfer time)"
+		                 : " fused (bounded by the bandwidth roof)");
+		strbuf_adds(o, "</dd>\n<dt>source</dt><dd>");
 		const cJSON *s;
 		int ns = 0;
 		cJSON_ArrayForEach(s, jarr(c, "sources"))
@@ -607,7 +614,10 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			unknown(o);
 		strbuf_adds(o, "</dd>\n<dt>what to do</dt><dd class=\"todo\">");
 		const char *lib = jstr(c, "library_form");
-		if (lib && *lib) {
+		if (lib && *lib && comm) {
+			strbuf_adds(o, "change the schedule: ");
+			H(o, lib);
+		} else if (lib && *lib) {
 			strbuf_adds(o, "use the library's fused form: <code>");
 			H(o, lib);
 			strbuf_adds(o, "</code>");
@@ -1234,7 +1244,11 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	     "What ran when, on which stream, and where did the GPU wait?"},
 	    {"beyond", "Beyond fusion", "7. Dead work, unchanging work, memory",
 	     "What runs for nothing, what could run once, and how much memory does a step need?"},
+	    {"job", "Ranks", "8. The job: ranks and communication",
+	     "Which rank is slow, how much communication is exposed, and what would hide it?"},
 	};
+	/* the job section only for a summary of several ranks: one process's page is unchanged */
+	const size_t nsec = report_has_job(m) ? ARRAY_SIZE(sec) : ARRAY_SIZE(sec) - 1;
 	struct strbuf body[ARRAY_SIZE(sec)];
 	for (size_t i = 0; i < ARRAY_SIZE(sec); i++)
 		body[i] = (struct strbuf)STRBUF_INIT;
@@ -1245,6 +1259,8 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	section_sources(&pg, &body[4]);
 	section_timeline(&pg, &body[5]);
 	report_beyond_section(m, &body[6]);
+	if (nsec == ARRAY_SIZE(sec))
+		report_job_section(m, &body[7]);
 
 	char css_hash[45], js_hash[45];
 	sha256_base64(report_css, strlen(report_css), css_hash);
@@ -1281,10 +1297,10 @@ void html_write(const struct html_input *in, struct strbuf *out)
 		H(out, jstr(m->root, "tool"));
 	}
 	strbuf_adds(out, "</p>\n<nav>");
-	for (size_t i = 0; i < ARRAY_SIZE(sec); i++)
+	for (size_t i = 0; i < nsec; i++)
 		strbuf_addf(out, "<a href=\"#%s\">%s</a>", sec[i].id, sec[i].nav);
 	strbuf_adds(out, "</nav></header>\n<main>\n");
-	for (size_t i = 0; i < ARRAY_SIZE(sec); i++) {
+	for (size_t i = 0; i < nsec; i++) {
 		strbuf_addf(out, "<section id=\"%s\">\n<h2>%s</h2>\n<p class=\"q\">%s</p>\n",
 		            sec[i].id, sec[i].title, sec[i].question);
 		if (i == 0 && m->nr_missing) {

@@ -6,9 +6,11 @@
  * process: pid is the traced program's pid where summary.traces[0] gives it (else 1), tid the
  * stream number (0 when unknown). Each stream's thread is named once, in the order streams
  * first appear, and sorted by that order (thread_sort_index). Zero-length events (a sync) keep
- * dur 0, which both viewers draw as a thin slice.
+ * dur 0, which both viewers draw as a thin slice. A job's summary adds one process per rank
+ * (report/job.c), each rank's representative step from its own start.
  */
 #include "report/perfetto.h"
+#include "report/job.h"
 
 #include <string.h>
 
@@ -96,6 +98,7 @@ void perfetto_write(const struct rmodel *m, struct strbuf *out)
 		}
 		cJSON_AddItemToArray(events, e);
 	}
+	report_job_perfetto(m, events); /* one process per rank of a job; nothing otherwise */
 	cJSON_AddStringToObject(doc, "displayTimeUnit", "ns");
 	cJSON *meta = cJSON_AddObjectToObject(doc, "metadata");
 	cJSON_AddStringToObject(meta, "source", "aicprof summary.timeline");

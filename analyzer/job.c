@@ -1,0 +1,669 @@
+/*
+ * job.c - the map of the job view: one rank's trace into its rank summary (see job.h).
+ *
+ * The single-trace analysis gives the rank's step graph: step times, the kernels of a step
+ * (grouped here by name, for the straggler's diff against the median rank), the captured
+ * step's timeline and the graph's writers of each collective's input buffers. A second pass
+ * over the trace then reads what the graph builder does not keep: `comm` records (handle to
+ * the communicator's uid and size), `coll` records, the `coll` ids on NCCL's launches, and every
+ * kernel's GPU interval. Lines of other types are skipped before parsing (launches without
+ * `coll`, sites, allocations), so the pass costs a read of the file and a parse of its kernel
+ * records; it keeps 40 bytes per kernel.
+ *
+ * A collective instance is one NCCL kernel. Its key is "<uid>:<n>" from its first `coll`
+ * record (the same on every rank of the communicator), or "k<i>" (the i-th NCCL kernel of the
+ * rank) where the trace has no `coll` records, op and dtype then coming from the kernel's name.
+ * Its overlap is the part of its GPU interval covered by the union of the non-NCCL kernels of
+ * the same device (other streams: one stream's kernels never overlap); the rest is exposed.
+ *
+ * Rounds: a step's collectives. With K the NCCL nodes of the step graph, the rank's instances
+ * are cut into rounds of K counted back from the last (the first steps of a DDP job issue
+ * extra broadcasts and rebuild buckets), the earlier ones being warm-up; the last
+ * JOB_MAX_ROUNDS rounds are kept, with their position in the round.
+ *
+ * Early start: for each NCCL node of the captured step, the latest end of the graph's writers of
+ * the buffers it reads against its own start, and the end of the NCCL node before it on its
+ * stream (a bucket's reduction waits for the previous one).
+ */
+#include "analyzer/job.h"
+#include "analyzer/hmap.h"
+#include "analyzer/model.h"
+#include "analyzer/util.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- names and formulas */
+
+static const char *const nccl_ops[] = {"AllReduce", "ReduceScatter", "AllGather",
+                                       "Broadcast", "Reduce",        "AllToAll",
+                                       "SendRecv",  "Send",          "Recv"};
+static const char *const nccl_types[] = {"i8",   "u8",    "i32",   "u32",    "i64",    "u64",
+                                         "f16",  "f32",   "f64",   "bf16",   "f8e4m3", "f8e5m2",
+                                         "int8", "uint8", "int32", "uint32", "int64",  "uint64",
+                                         "half", "float", "double"};
+static const char *const type_norm[] = {"i8",  "u8",  "i32",  "u32",    "i64",    "u64", "f16",
+                                        "f32", "f64", "bf16", "f8e4m3", "f8e5m2", "i8",  "u8",
+                                        "i32", "u32", "i64",  "u64",    "f16",    "f32", "f64"};
+
+/* the '_'-separated token at p (letters and digits), into t; returns its end */
+static const char *token(const char *p, char *t, size_t tsz)
+{
+	size_t n = 0;
+	while (isalnum((unsigned char)*p)) {
+		if (n + 1 < tsz)
+			t[n++] = *p;
+		p++;
+	}
+	t[n] = 0;
+	return p;
+}
+
+int job_nccl_name(const char *name, char *op, size_t opsz, char *dtype, size_t dtsz)
+{
+	const char *p = name ? strstr(name, "ncclDevKernel_") : NULL;
+	size_t skip = 14;
+	if (!p) {
+		p = name ? strstr(name, "ncclKernel_") : NULL;
+		skip = 11;
+	}
+	snprintf(op, opsz, "Collective");
+	if (dtsz)
+		dtype[0] = 0;
+	if (!p)
+		return 0;
+	p += skip;
+	char t[8][32];
+	int nt = 0;
+	while (nt < 8) {
+		p = token(p, t[nt], sizeof(t[nt]));
+		nt++;
+		if (*p != '_')
+			break;
+		p++;
+	}
+	/* a mangled name runs on into the parameter's length ("LL24ncclDev..."): cut digits */
+	char *last = t[nt - 1];
+	for (size_t i = 0; last[i]; i++)
+		if (isdigit((unsigned char)last[i]) && i > 0 && isupper((unsigned char)last[0])) {
+			last[i] = 0;
+			break;
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(nccl_ops); i++)
+		if (!strcasecmp(t[0], nccl_ops[i]))
+			snprintf(op, opsz, "%s", nccl_ops[i]);
+	for (int k = 1; k < nt && dtsz; k++)
+		for (size_t i = 0; i < ARRAY_SIZE(nccl_types); i++)
+			if (!strcmp(t[k], nccl_types[i])) {
+				snprintf(dtype, dtsz, "%s", type_norm[i]);
+				return 1;
+			}
+	return 1;
+}
+
+double job_busbw_factor(const char *op, int nranks)
+{
+	if (nranks < 1 || !op)
+		return 1;
+	double n = nranks;
+	if (!strcmp(op, "AllReduce"))
+		return 2 * (n - 1) / n;
+	if (!strcmp(op, "AllGather") || !strcmp(op, "ReduceScatter") || !strcmp(op, "AllToAll"))
+		return (n - 1) / n;
+	return 1;
+}
+
+double job_alg_bytes(const char *op, double bytes, int nranks)
+{
+	if (op && nranks > 0 && (!strcmp(op, "AllGather") || !strcmp(op, "ReduceScatter")))
+		return bytes * nranks;
+	return bytes;
+}
+
+int64_t job_covered(int64_t s, int64_t e, const int64_t *us, long n)
+{
+	if (e <= s || n <= 0)
+		return 0;
+	/* first interval ending after s */
+	long lo = 0, hi = n;
+	while (lo < hi) {
+		long mid = (lo + hi) / 2;
+		if (us[2 * mid + 1] <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	int64_t cov = 0;
+	for (long i = lo; i < n && us[2 * i] < e; i++) {
+		int64_t a = us[2 * i] > s ? us[2 * i] : s;
+		int64_t b = us[2 * i + 1] < e ? us[2 * i + 1] : e;
+		if (b > a)
+			cov += b - a;
+	}
+	return cov;
+}
+
+/* ---------------------------------------------------------------- the second pass */
+
+struct kev {
+	int64_t start, end, c;
+	int dev, nccl; /* nccl: index into scan.names + 1, 0 for a compute kernel */
+};
+
+struct collrec {
+	long id, n, group;
+	char op[24], dtype[12];
+	double bytes;
+	uint64_t comm;
+};
+
+struct commrec {
+	uint64_t handle;
+	char uid[40];
+	int nranks, rank;
+};
+
+struct scan {
+	struct hmap ncclstr; /* str id -> index into names + 1 */
+	char **names;
+	long nnames, anames;
+	struct kev *k;
+	long nk, ak;
+	struct hmap launch; /* c -> offset into cids << 8 | count */
+	long *cids;
+	long ncids, acids;
+	struct collrec *colls;
+	long ncolls, acolls;
+	struct hmap collidx; /* coll id -> index */
+	struct commrec *comms;
+	long ncomms, acomms;
+	/* header */
+	long rank, local_rank, world_size, pid;
+	char host[64], clock[48];
+	int has_rank;
+};
+
+static int64_t jnum64(const cJSON *o, const char *k, int64_t dflt)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	if (!cJSON_IsNumber(v) || !(v->valuedouble > -9.2e18 && v->valuedouble < 9.2e18))
+		return dflt;
+	return (int64_t)v->valuedouble;
+}
+
+static uint64_t jhex(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) ? strtoull(v->valuestring, NULL, 16) : 0;
+}
+
+static void jstrcpy(char *dst, size_t n, const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	snprintf(dst, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+/* the record's type from the line's first bytes without parsing, or NULL when not there */
+static int type_is(const char *line, size_t len, const char *t)
+{
+	size_t n = len < 32 ? len : 32;
+	char pat[32];
+	snprintf(pat, sizeof(pat), "\"t\":\"%s\"", t);
+	return memmem(line, n, pat, strlen(pat)) != NULL;
+}
+
+static void scan_record(struct scan *sc, const cJSON *r, const char *t)
+{
+	if (!strcmp(t, "header")) {
+		sc->has_rank = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, "rank"));
+		sc->rank = jnum64(r, "rank", -1);
+		sc->local_rank = jnum64(r, "local_rank", -1);
+		sc->world_size = jnum64(r, "world_size", -1);
+		sc->pid = jnum64(r, "pid", -1);
+		jstrcpy(sc->host, sizeof(sc->host), r, "host");
+		const cJSON *job = cJSON_GetObjectItemCaseSensitive(r, "job");
+		jstrcpy(sc->clock, sizeof(sc->clock), job, "clock");
+	} else if (!strcmp(t, "str")) {
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "s");
+		char op[24], dt[12];
+		if (!cJSON_IsString(s) || !job_nccl_name(s->valuestring, op, sizeof(op), dt, 0))
+			return;
+		ALLOC_GROW(sc->names, sc->nnames, sc->anames);
+		sc->names[sc->nnames++] = xstrdup(s->valuestring);
+		hmap_put(&sc->ncclstr, (uint64_t)jnum64(r, "id", -1), (uint64_t)sc->nnames);
+	} else if (!strcmp(t, "kernel")) {
+		int64_t s = jnum64(r, "start", 0), e = jnum64(r, "end", 0);
+		if (e < s || !s)
+			return;
+		uint64_t ni = 0;
+		hmap_get(&sc->ncclstr, (uint64_t)jnum64(r, "name", -1), &ni);
+		ALLOC_GROW(sc->k, sc->nk, sc->ak);
+		sc->k[sc->nk++] =
+		    (struct kev){s, e, jnum64(r, "c", -1), (int)jnum64(r, "dev", 0), (int)ni};
+	} else if (!strcmp(t, "launch")) {
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(r, "coll");
+		int n = cJSON_GetArraySize(cl);
+		if (!cJSON_IsArray(cl) || n <= 0)
+			return;
+		if (n > 255)
+			n = 255;
+		hmap_put(&sc->launch, (uint64_t)jnum64(r, "c", -1),
+		         (uint64_t)sc->ncids << 8 | (uint64_t)n);
+		for (int i = 0; i < n; i++) {
+			ALLOC_GROW(sc->cids, sc->ncids, sc->acids);
+			const cJSON *v = cJSON_GetArrayItem(cl, i);
+			sc->cids[sc->ncids++] = cJSON_IsNumber(v) && fabs(v->valuedouble) < 9e18
+			                            ? (long)v->valuedouble
+			                            : -1;
+		}
+	} else if (!strcmp(t, "coll")) {
+		ALLOC_GROW(sc->colls, sc->ncolls, sc->acolls);
+		struct collrec *c = &sc->colls[sc->ncolls];
+		memset(c, 0, sizeof(*c));
+		c->id = jnum64(r, "id", -1);
+		c->n = jnum64(r, "n", -1);
+		c->group = jnum64(r, "group", 0);
+		jstrcpy(c->op, sizeof(c->op), r, "op");
+		jstrcpy(c->dtype, sizeof(c->dtype), r, "dtype");
+		c->bytes = (double)jnum64(r, "bytes", 0);
+		c->comm = jhex(r, "comm");
+		hmap_put(&sc->collidx, (uint64_t)c->id, (uint64_t)sc->ncolls);
+		sc->ncolls++;
+	} else if (!strcmp(t, "comm")) {
+		ALLOC_GROW(sc->comms, sc->ncomms, sc->acomms);
+		struct commrec *c = &sc->comms[sc->ncomms++];
+		c->handle = jhex(r, "comm");
+		jstrcpy(c->uid, sizeof(c->uid), r, "uid");
+		c->nranks = (int)jnum64(r, "nranks", 0);
+		c->rank = (int)jnum64(r, "rank", -1);
+	}
+}
+
+static const char *const wanted[] = {"header", "str", "kernel", "launch", "coll", "comm"};
+
+static int scan_trace(struct scan *sc, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return error("cannot open '%s': %s", path, strerror(errno));
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	while ((len = getline(&line, &cap, f)) > 0) {
+		const char *t = NULL;
+		for (size_t i = 0; i < ARRAY_SIZE(wanted) && !t; i++)
+			if (type_is(line, (size_t)len, wanted[i]))
+				t = wanted[i];
+		if (!t && memmem(line, (size_t)(len < 32 ? len : 32), "\"t\":\"", 5))
+			continue; /* another type, written the shim's way */
+		if (t && !strcmp(t, "launch") && !memmem(line, (size_t)len, "\"coll\"", 6))
+			continue;
+		cJSON *r = cJSON_ParseWithLength(line, (size_t)len);
+		const cJSON *tv = cJSON_GetObjectItemCaseSensitive(r, "t");
+		if (cJSON_IsString(tv))
+			scan_record(sc, r, tv->valuestring);
+		cJSON_Delete(r); /* a line that does not parse was judged by the first pass */
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+static void scan_release(struct scan *sc)
+{
+	hmap_release(&sc->ncclstr);
+	hmap_release(&sc->launch);
+	hmap_release(&sc->collidx);
+	for (long i = 0; i < sc->nnames; i++)
+		free(sc->names[i]);
+	free(sc->names);
+	free(sc->k);
+	free(sc->cids);
+	free(sc->colls);
+	free(sc->comms);
+}
+
+static int kev_by_start(const void *a, const void *b)
+{
+	const struct kev *x = a, *y = b;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The union of the compute kernels of device dev, as sorted disjoint [s, e) pairs. */
+static int64_t *compute_union(const struct scan *sc, int dev, long *n)
+{
+	int64_t *u = xmalloc(sizeof(int64_t) * 2 * (sc->nk + 1));
+	long m = 0;
+	for (long i = 0; i < sc->nk; i++) {
+		const struct kev *k = &sc->k[i];
+		if (k->nccl || k->dev != dev)
+			continue;
+		if (m && k->start <= u[2 * m - 1]) {
+			if (k->end > u[2 * m - 1])
+				u[2 * m - 1] = k->end;
+			continue;
+		}
+		u[2 * m] = k->start;
+		u[2 * m + 1] = k->end;
+		m++;
+	}
+	*n = m;
+	return u;
+}
+
+static double r3(double x)
+{
+	return (double)(long long)(x * 1000 + (x < 0 ? -0.5 : 0.5)) / 1000;
+}
+
+static const struct commrec *comm_of(const struct scan *sc, uint64_t handle)
+{
+	for (long i = sc->ncomms - 1; i >= 0; i--)
+		if (sc->comms[i].handle == handle)
+			return &sc->comms[i];
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- the rank summary */
+
+static void add_kernels(cJSON *root, const struct model *m)
+{
+	/* the step graph's non-NCCL kernels grouped by name: count and summed median */
+	cJSON *arr = cJSON_AddArrayToObject(root, "kernels");
+	double compute = 0, coll = 0;
+	char *done = xcalloc(m->nnodes + 1, 1);
+	for (int i = 0; i < m->nnodes; i++) {
+		const struct node *n = &m->nodes[i];
+		if (n->sem.family == FAM_NCCL) {
+			coll += n->median_us;
+			continue;
+		}
+		compute += n->median_us;
+		if (done[i])
+			continue;
+		int count = 0;
+		double us = 0;
+		for (int j = i; j < m->nnodes; j++)
+			if (!done[j] && m->nodes[j].sem.family != FAM_NCCL &&
+			    !strcmp(m->nodes[j].name, n->name)) {
+				done[j] = 1;
+				count++;
+				us += m->nodes[j].median_us;
+			}
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", n->name);
+		cJSON_AddNumberToObject(o, "count", count);
+		cJSON_AddNumberToObject(o, "us", r3(us));
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(done);
+	cJSON_AddNumberToObject(root, "compute_us", r3(compute));
+	cJSON_AddNumberToObject(root, "coll_kernel_us", r3(coll));
+}
+
+static void add_timeline(cJSON *root, const struct model *m, double *tl_start, double *tl_end)
+{
+	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
+	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
+	cJSON *ev = cJSON_AddArrayToObject(tl, "events");
+	for (int i = 0; i < m->ntl; i++) {
+		const struct tl_event *e = &m->tl[i];
+		const struct node *n = &m->nodes[e->node];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "node", e->node);
+		cJSON_AddStringToObject(o, "name", n->name);
+		cJSON_AddStringToObject(o, "family", family_name(n->sem.family));
+		cJSON_AddNumberToObject(o, "stream", e->stream);
+		cJSON_AddNumberToObject(o, "start_us", r3(e->start_us));
+		cJSON_AddNumberToObject(o, "dur_us", r3(e->dur_us));
+		cJSON_AddItemToArray(ev, o);
+		if (tl_start[e->node] < 0) {
+			tl_start[e->node] = e->start_us;
+			tl_end[e->node] = e->start_us + e->dur_us;
+		}
+	}
+}
+
+/* early start of each NCCL node of the captured step, from the graph's writers */
+static void add_early(cJSON *root, const struct model *m, const double *tl_start,
+                      const double *tl_end)
+{
+	cJSON *arr = cJSON_AddArrayToObject(root, "early");
+	int pos = 0;
+	double prev_end = -1;
+	int prev_stream = -2;
+	for (int i = 0; i < m->nnodes; i++) {
+		const struct node *n = &m->nodes[i];
+		if (n->sem.family != FAM_NCCL)
+			continue;
+		int p = pos++;
+		if (tl_start[i] < 0)
+			continue;
+		int writer = -1;
+		double wend = -1;
+		for (int r = 0; r < n->nreads; r++) {
+			int v = n->reads[r];
+			if (v < 0 || v >= m->nvalues)
+				continue;
+			int w = m->values[v].writer;
+			if (w < 0 || w >= m->nnodes || m->nodes[w].sem.family == FAM_NCCL ||
+			    tl_end[w] < 0)
+				continue;
+			if (tl_end[w] > wend) {
+				wend = tl_end[w];
+				writer = w;
+			}
+		}
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "pos", p);
+		cJSON_AddNumberToObject(o, "node", i);
+		cJSON_AddStringToObject(o, "name", n->name);
+		cJSON_AddNumberToObject(o, "start_us", r3(tl_start[i]));
+		cJSON_AddNumberToObject(o, "end_us", r3(tl_end[i]));
+		if (writer >= 0) {
+			cJSON_AddNumberToObject(o, "writer", writer);
+			cJSON_AddStringToObject(o, "writer_name", m->nodes[writer].name);
+			if (m->nodes[writer].source)
+				cJSON_AddStringToObject(o, "writer_source",
+				                        m->nodes[writer].source);
+			else
+				cJSON_AddNullToObject(o, "writer_source");
+			cJSON_AddNumberToObject(o, "writer_end_us", r3(wend));
+			cJSON_AddNumberToObject(o, "slack_us", r3(tl_start[i] - wend));
+		} else {
+			cJSON_AddNullToObject(o, "writer");
+		}
+		if (prev_stream == n->stream && prev_end >= 0)
+			cJSON_AddNumberToObject(o, "prev_end_us", r3(prev_end));
+		else
+			cJSON_AddNullToObject(o, "prev_end_us");
+		prev_end = tl_end[i];
+		prev_stream = n->stream;
+		cJSON_AddItemToArray(arr, o);
+	}
+}
+
+static void add_colls(cJSON *root, const struct model *m, struct scan *sc)
+{
+	qsort(sc->k, (size_t)sc->nk, sizeof(*sc->k), kev_by_start);
+	int K = 0;
+	for (int i = 0; i < m->nnodes; i++)
+		K += m->nodes[i].sem.family == FAM_NCCL;
+	long ninst = 0;
+	for (long i = 0; i < sc->nk; i++)
+		ninst += sc->k[i].nccl != 0;
+	if (K <= 0)
+		K = ninst > 0 ? (int)ninst : 1;
+	long nrounds = ninst / K, first = ninst - nrounds * K; /* instances before: warm-up */
+	long keep_from = nrounds > JOB_MAX_ROUNDS ? nrounds - JOB_MAX_ROUNDS : 0;
+	cJSON_AddNumberToObject(root, "per_round", K);
+	cJSON_AddNumberToObject(root, "rounds", (double)(nrounds - keep_from));
+	cJSON_AddNumberToObject(root, "collectives", (double)ninst);
+	cJSON *cm = cJSON_AddArrayToObject(root, "comms");
+	for (long i = 0; i < sc->ncomms; i++) {
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "uid", sc->comms[i].uid);
+		cJSON_AddNumberToObject(o, "nranks", sc->comms[i].nranks);
+		cJSON_AddNumberToObject(o, "rank", sc->comms[i].rank);
+		cJSON_AddItemToArray(cm, o);
+	}
+	cJSON *arr = cJSON_AddArrayToObject(root, "colls");
+	int64_t *u = NULL;
+	long nu = 0;
+	int udev = -1;
+	long idx = -1;
+	for (long i = 0; i < sc->nk; i++) {
+		const struct kev *k = &sc->k[i];
+		if (!k->nccl)
+			continue;
+		idx++;
+		long round = idx < first ? -1 : (idx - first) / K;
+		if (round < keep_from)
+			continue;
+		if (k->dev != udev) {
+			free(u);
+			u = compute_union(sc, k->dev, &nu);
+			udev = k->dev;
+		}
+		char key[64], op[24], dtype[12];
+		double bytes = 0;
+		int nranks = sc->world_size > 0 ? (int)sc->world_size : 0;
+		job_nccl_name(sc->names[k->nccl - 1], op, sizeof(op), dtype, sizeof(dtype));
+		snprintf(key, sizeof(key), "k%ld", idx);
+		uint64_t lv;
+		int ncoll = 0;
+		if (hmap_get(&sc->launch, (uint64_t)k->c, &lv)) {
+			long off = (long)(lv >> 8);
+			int cnt = (int)(lv & 0xff);
+			for (int j = 0; j < cnt; j++) {
+				uint64_t ci;
+				if (!hmap_get(&sc->collidx, (uint64_t)sc->cids[off + j], &ci))
+					continue;
+				const struct collrec *c = &sc->colls[ci];
+				if (!ncoll++) {
+					const struct commrec *co = comm_of(sc, c->comm);
+					snprintf(key, sizeof(key), "%s:%ld",
+					         co && co->uid[0] ? co->uid : "comm", c->n);
+					if (co && co->nranks > 0)
+						nranks = co->nranks;
+					if (c->op[0])
+						snprintf(op, sizeof(op), "%s", c->op);
+					if (c->dtype[0])
+						snprintf(dtype, sizeof(dtype), "%s", c->dtype);
+				}
+				bytes += c->bytes;
+			}
+		}
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "key", key);
+		cJSON_AddStringToObject(o, "op", op);
+		cJSON_AddStringToObject(o, "dtype", dtype);
+		cJSON_AddNumberToObject(o, "bytes", bytes);
+		cJSON_AddNumberToObject(o, "ncoll", ncoll);
+		cJSON_AddNumberToObject(o, "nranks", nranks);
+		cJSON_AddNumberToObject(o, "round", (double)(round - keep_from));
+		cJSON_AddNumberToObject(o, "pos", (double)((idx - first) % K));
+		cJSON_AddNumberToObject(o, "start_ns", (double)k->start);
+		cJSON_AddNumberToObject(o, "dur_us", r3((double)(k->end - k->start) / 1e3));
+		cJSON_AddNumberToObject(o, "overlap_us",
+		                        r3((double)job_covered(k->start, k->end, u, nu) / 1e3));
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(u);
+}
+
+cJSON *job_rank_summary(const struct model *m, const char *path)
+{
+	struct scan sc;
+	memset(&sc, 0, sizeof(sc));
+	hmap_init(&sc.ncclstr);
+	hmap_init(&sc.launch);
+	hmap_init(&sc.collidx);
+	sc.rank = sc.local_rank = sc.world_size = -1;
+	if (scan_trace(&sc, path) < 0) {
+		scan_release(&sc);
+		return NULL;
+	}
+	cJSON *root = cJSON_CreateObject();
+	cJSON_AddNumberToObject(root, "format", 1);
+	/* the trace's entry, in summary.json's traces[] shape */
+	cJSON *full = summary_json(m);
+	cJSON *tr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(full, "traces"), 0);
+	cJSON_AddItemToObject(root, "trace", cJSON_Duplicate(tr, 1));
+	cJSON_Delete(full);
+	if (sc.has_rank)
+		cJSON_AddNumberToObject(root, "rank", (double)sc.rank);
+	else
+		cJSON_AddNullToObject(root, "rank");
+	cJSON_AddNumberToObject(root, "local_rank", (double)sc.local_rank);
+	cJSON_AddNumberToObject(root, "world_size", (double)sc.world_size);
+	cJSON_AddStringToObject(root, "host", sc.host);
+	cJSON_AddStringToObject(root, "clock", sc.clock);
+	cJSON *st = cJSON_AddObjectToObject(root, "steps");
+	cJSON_AddNumberToObject(st, "count", m->nsteps);
+	cJSON_AddNumberToObject(st, "warmup", m->warmup);
+	cJSON_AddStringToObject(st, "how", m->steps_how ? m->steps_how : "whole");
+	cJSON_AddNumberToObject(st, "median_us", r3(m->step_median_us));
+	add_kernels(root, m);
+	double *tl_start = xmalloc(sizeof(double) * (m->nnodes + 1));
+	double *tl_end = xmalloc(sizeof(double) * (m->nnodes + 1));
+	for (int i = 0; i <= m->nnodes; i++)
+		tl_start[i] = tl_end[i] = -1;
+	add_timeline(root, m, tl_start, tl_end);
+	add_early(root, m, tl_start, tl_end);
+	free(tl_start);
+	free(tl_end);
+	add_colls(root, m, &sc);
+	scan_release(&sc);
+	return root;
+}
+
+static int write_json(const char *path, cJSON *o)
+{
+	char *text = cJSON_PrintUnformatted(o);
+	if (!text)
+		return error("cannot format '%s'", path);
+	size_t n = strlen(text);
+	text[n] = '\n';
+	int r = write_file_atomic(path, text, n + 1);
+	free(text);
+	return r;
+}
+
+int job_map(const char *path, const char *dir, int full, long fallback)
+{
+	struct model *m = analysis_run((char **)&path, 1);
+	if (!m)
+		return -1;
+	cJSON *rs = job_rank_summary(m, path);
+	int r = rs ? 0 : -1;
+	char stem[64];
+	if (m->traces[0].rank >= 0)
+		snprintf(stem, sizeof(stem), "rank-%ld", m->traces[0].rank);
+	else
+		snprintf(stem, sizeof(stem), "trace-%ld", fallback);
+	if (r == 0)
+		r = mkdir_p(dir);
+	if (r == 0 && full) {
+		char name[96];
+		snprintf(name, sizeof(name), "%s.summary.json", stem);
+		char *p = path_join(dir, name);
+		r = summary_write(m, p);
+		free(p);
+	}
+	if (r == 0) {
+		char name[96];
+		snprintf(name, sizeof(name), "%s.json", stem);
+		char *p = path_join(dir, name);
+		r = write_json(p, rs);
+		free(p);
+	}
+	cJSON_Delete(rs);
+	model_free(m);
+	return r;
+}
