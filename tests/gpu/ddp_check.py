@@ -120,8 +120,31 @@ def main():
         tap(isinstance(job, dict), "summary has a job view")
         if not isinstance(job, dict):
             return
-        print("# job keys: %s" % sorted(job.keys()))
-        print("# job: %s" % json.dumps(job)[:1500])
+        pr = {r["rank"]: r for r in job.get("per_rank", [])}
+        for r in sorted(pr):
+            print("# job rank %d: step %.1f us, compute %.1f, collectives %.1f, wait %.1f, "
+                  "exposed %.1f, overlapped %.1f" % (r, pr[r]["step_median_us"], pr[r]["compute_us"],
+                  pr[r]["collective_us"], pr[r]["wait_us"], pr[r]["exposed_us"], pr[r]["overlapped_us"]))
+        tap(job.get("clock", {}).get("method") == "shared-host", "job clock: shared host (%s)" % job.get("clock"))
+        tap(job.get("ranks") == 2 and sorted(pr) == [0, 1], "job view holds both ranks")
+        tap(job.get("collectives_seen", 0) > 0 and job.get("collectives_matched") == job.get("collectives_seen"),
+            "every collective matched across ranks (%s of %s)" % (job.get("collectives_matched"), job.get("collectives_seen")))
+        sl = job.get("slowest") or {}
+        print("# slowest: %s" % sl.get("why"))
+        tap(sl.get("rank") == 1, "the planted straggler (rank 1, 1.5x the sequence) is the slowest rank (%s)" % sl.get("rank"))
+        tap(0 in pr and 1 in pr and pr[0]["wait_us"] > pr[1]["wait_us"],
+            "rank 0 waits longer at the collectives than the straggler does")
+        bw = [c.get("busbw_gbs") for c in job.get("collectives", [])]
+        print("# collectives: %s" % [(c["op"], c["bytes"], c["duration_us"], c.get("busbw_gbs")) for c in job.get("collectives", [])])
+        tap(bw and all(b is not None and b > 0 for b in bw), "bus bandwidth for every collective")
+        co = [c for c in s.get("candidates", []) if c.get("kind") == "comm-overlap"]
+        print("# comm-overlap candidates: %d, %s" % (len(co), [c.get("time_saved_us_per_step") for c in co]))
+        jc = subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "jobcheck.py"),
+                             os.path.join(d, "summary.json"), paths[0], paths[1]], capture_output=True, text=True)
+        out = (jc.stdout + jc.stderr).strip().splitlines()
+        for line in out[-8:]:
+            print("# jobcheck: " + line)
+        tap(jc.returncode == 0, "jobcheck: the job view's overlap, exposure and transfer times agree with the kernels' own times")
 
 
 if __name__ == "__main__":
