@@ -77,7 +77,7 @@ def main():
     tap(u0 == u1 and len(u0) > 0, "communicator uids match across ranks (%s)" % u0)
     tap(all(c["nranks"] == 2 and c["rank"] == i for i, rk in enumerate(ranks) for c in rk["comms"]
             if c["nranks"] == 2), "each 2-rank communicator knows its rank")
-    key = lambda c: (c["uid"], c.get("n"), c["op"], c["dtype"], c["count"], c["bytes"])
+    key = lambda c: tuple(str(c.get(k)) for k in ("uid", "n", "op", "dtype", "count", "bytes"))
     k0 = sorted(map(key, r0["colls"]))
     k1 = sorted(map(key, r1["colls"]))
     tap(len(k0) > 0 and k0 == k1, "collectives match across ranks by (uid, n): %d and %d" % (len(k0), len(k1)))
