@@ -97,7 +97,8 @@ struct fninfo {
 struct siteinfo {
 	char *source, *file, *func;
 	int line;
-	int defined; /* a site record with this id was read */
+	int defined;  /* a site record with this id was read */
+	int autograd; /* a frame inside the user's line is torch's autograd (backward()) */
 };
 
 struct buf {
@@ -1209,7 +1210,8 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		nd->bytes_read = o->br;
 		nd->bytes_written = o->bw;
 		nd->claimed = -1;
-		nd->inherited = o->inh;
+		nd->autograd =
+		    o->inh || (o->site >= 0 && o->site < b->nsites && b->sites[o->site].autograd);
 		nd->nfp = o->nptr < NODE_FP ? o->nptr : NODE_FP;
 		for (int k = 0; k < nd->nfp; k++)
 			nd->fp_buffer[k] = (long)o->p[k].alloc;
@@ -1988,12 +1990,15 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	cJSON_ArrayForEach(f, frames)
 	{
 		const cJSON *u = field(f, "user");
+		const char *ff = get_str(f, "file");
 		if (!pick)
 			pick = f;
 		if (cJSON_IsTrue(u)) {
 			pick = f;
 			break;
 		}
+		if (ff && strstr(ff, "torch/autograd/"))
+			s->autograd = 1;
 	}
 	if (pick && get_str(pick, "file")) {
 		double line = 0;

@@ -57,7 +57,9 @@ struct node {
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
 	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c re-reads by it) */
-	int inherited;     /* its launch site is inherited ("inh": an autograd thread's launch) */
+	/* launched inside autograd: an inherited site ("inh": an autograd thread's launch) or a
+	 * site whose frames pass through torch/autograd/ (backward()'s seed gradient) */
+	int autograd;
 	/* calibration fingerprints (probe records) of the allocations its first NODE_FP pointer
 	 * entries fall in, read after the launch, over the steps of its class: fp_buffer[k] the
 	 * allocation in the captured step, fp_steps[k] the steps with a fingerprint, fp_differ[k]
