@@ -63,8 +63,9 @@ int beyond_actionable(struct model *m, struct candidate *c)
 	                        "inside autograd: not actionable from the source");
 	c->saved_us = 0;
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s; inside autograd (launched by backward()): not actionable from the "
-	                 "source",
+	strbuf_addf(&sb,
+	            "%s; inside autograd (launched by backward()): not actionable from the "
+	            "source",
 	            c->why ? c->why : "");
 	free(c->why);
 	c->why = sb.buf;

@@ -141,7 +141,9 @@ static int confirm(const struct model *m, const struct candidate *c, const int *
 		cJSON_AddNumberToObject(o, "writer", v->writer);
 		cJSON_AddNumberToObject(o, "steps", steps);
 		cJSON_AddStringToObject(o, "verdict",
-		                        r > 0 ? "equal" : r < 0 ? "differ" : "unconfirmed");
+		                        r > 0   ? "equal"
+		                        : r < 0 ? "differ"
+		                                : "unconfirmed");
 		cJSON_AddItemToArray(fps, o);
 	}
 	cJSON_AddItemToObject(ev, "fingerprints", fps);
@@ -150,15 +152,17 @@ static int confirm(const struct model *m, const struct candidate *c, const int *
 	cJSON_AddBoolToObject(ev, "refuted", nref > 0);
 	struct strbuf sb = STRBUF_INIT;
 	if (nref)
-		strbuf_addf(&sb,
-		            "refuted: value %d's allocation has different fingerprints in two steps "
-		            "after its writer ran: it changes, it is not invariant",
-		            refuted_value);
+		strbuf_addf(
+		    &sb,
+		    "refuted: value %d's allocation has different fingerprints in two steps "
+		    "after its writer ran: it changes, it is not invariant",
+		    refuted_value);
 	else if (confirmed)
-		strbuf_addf(&sb,
-		            "confirmed: the kept value%s had equal fingerprints after %s writer ran "
-		            "in at least two steps",
-		            nvals == 1 ? "" : "s", nvals == 1 ? "its" : "their");
+		strbuf_addf(
+		    &sb,
+		    "confirmed: the kept value%s had equal fingerprints after %s writer ran "
+		    "in at least two steps",
+		    nvals == 1 ? "" : "s", nvals == 1 ? "its" : "their");
 	else
 		strbuf_adds(&sb, "unconfirmed: no calibration fingerprints (probe records) of the "
 		                 "kept values in two steps; record with AICPROF_WRITES=probe and "
@@ -327,8 +331,9 @@ void invariant_find(struct model *m)
 			cJSON_AddNumberToObject(ev, "time_us", c->saved_us);
 			c->saved_us = 0;
 			c->bytes_saved = 0;
-			strbuf_addf(&sb, "; REFUTED by the calibration fingerprints: the kept value "
-			                 "differs between steps, so it is not invariant");
+			strbuf_addf(&sb,
+			            "; REFUTED by the calibration fingerprints: the kept value "
+			            "differs between steps, so it is not invariant");
 			c->why = sb.buf;
 		} else {
 			beyond_actionable(m, c);
