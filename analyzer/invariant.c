@@ -327,16 +327,18 @@ void invariant_find(struct model *m)
 		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", us,
 		            fmt_bytes((double)bytes, b1));
 		c->why = sb.buf;
-		if (refuted) {
+		if (beyond_actionable(m, c) && refuted)
 			cJSON_AddNumberToObject(ev, "time_us", c->saved_us);
+		if (refuted) {
 			c->saved_us = 0;
 			c->bytes_saved = 0;
-			strbuf_addf(&sb,
-			            "; REFUTED by the calibration fingerprints: the kept value "
-			            "differs between steps, so it is not invariant");
-			c->why = sb.buf;
-		} else {
-			beyond_actionable(m, c);
+			struct strbuf rb = STRBUF_INIT;
+			strbuf_addf(&rb,
+			            "%s; REFUTED by the calibration fingerprints: the kept value "
+			            "differs between steps, so it is not invariant",
+			            c->why);
+			free(c->why);
+			c->why = rb.buf;
 		}
 	}
 	free(nodes);
