@@ -59,6 +59,8 @@ int beyond_actionable(struct model *m, struct candidate *c)
 	if (!inside)
 		return 1;
 	cJSON_AddNumberToObject(c->evidence, "time_us", c->saved_us);
+	cJSON_AddNumberToObject(c->evidence, "bytes", (double)c->bytes_saved);
+	c->bytes_saved = 0;
 	cJSON_AddStringToObject(c->evidence, "not_actionable",
 	                        "inside autograd: not actionable from the source");
 	c->saved_us = 0;

@@ -27,9 +27,9 @@ int beyond_node_reads(const struct model *m, int n, long buffer);
  * Says whether candidate c can be acted on from the user's source: sets evidence.actionable.
  * A candidate all of whose nodes were launched inside autograd (model.h node.autograd:
  * backward()'s seed gradient, a backward formula's temporaries) is not: the user cannot hoist
- * or remove it from their source. Such a candidate keeps its cost in evidence.time_us, saves
- * 0 us (so it ranks below every actionable finding) and its `why` says so. Returns 1 when
- * actionable.
+ * or remove it from their source. Such a candidate keeps its cost in evidence.time_us and
+ * evidence.bytes, saves 0 us and 0 bytes (so it ranks below every actionable finding) and its `why`
+ * says so. Returns 1 when actionable.
  */
 int beyond_actionable(struct model *m, struct candidate *c);
 

@@ -115,3 +115,8 @@ check "mlp_probe: no foreach optimizer kernel is dead work" \
 	q "$tmp/mlp_probe/summary.json" "not any(c['kind']=='dead' and 'multi_tensor_apply' in s['nodes'][n]['name'] for c in C for n in c['nodes'])"
 check "attention_probe: nor there; the planted sum is still dead" \
 	q "$tmp/fp-none/summary.json" "not any(c['kind']=='dead' and 'multi_tensor_apply' in s['nodes'][n]['name'] for c in C for n in c['nodes']) and any(c['kind']=='dead' and c['sources']==['samples/attention_train.py:$PL'] for c in C)"
+check "report: beyond rows carry their shared rank; autograd's finding says so" sh -c \
+	"sed -n '/id=\"beyond-invariant\"/,/<\/table>/p' '$tmp/att-report/report.html' | grep -q 'href=\"#cand-[0-9]*\">#[0-9]*</a>.*inside autograd: not actionable'"
+check "report: the memory section lists what every fusion candidate frees at the peak" \
+	python3 -c "import json,re,sys; s=json.load(open(sys.argv[1])); h=open(sys.argv[2]).read(); t=re.search(r'id=\"beyond-frees\".*?</table>', h, re.S).group(0); n=sum(c['kind'] not in ('dead','invariant','memory') for c in s['candidates']); sys.exit(0 if n>0 and t.count('<tr><td')==n else 1)" \
+	"$tmp/att-report/summary.json" "$tmp/att-report/report.html"
