@@ -813,8 +813,6 @@ static void accuracy_tally(struct builder *b, struct rec *o, struct fninfo *f,
 	}
 }
 
-static struct buf *buf_of(struct builder *b, int64_t alloc);
-
 static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
                   unsigned char *how)
 {
@@ -877,14 +875,11 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 		if (f && f->ncal == n && f->cal[i] >= 0) {
 			/* calibration sees whether the bytes changed, not whether they were read
 			 * first: a changed allocation is written, and read as well where the
-			 * rules above say so or found nothing but it held a value (an in-place
-			 * update: foreach div_/add_, x.mul_()); else its last writer would look
-			 * dead. A word the rules call no argument is only written (another
-			 * entry of the same allocation says how it is used) */
-			struct buf *bf = buf_of(b, o->p[i].alloc);
-			int held = bf && bf->written && how[i] != HOW_SKIP;
+			 * optimizer's semantics say it is read (an in-place tensor list: the
+			 * foreach div_/add_ on sqrt's output), else its last writer would look
+			 * dead; other families' read-and-write roles are conservative guesses */
 			role[i] = f->cal[i] == 0 ? ROLE_READ
-			          : (role[i] & ROLE_READ) || (role[i] == ROLE_UNKNOWN && held)
+			          : f->sem.family == FAM_OPTIMIZER && (role[i] & ROLE_READ)
 			              ? ROLE_READWRITE
 			              : ROLE_WRITE;
 			how[i] = HOW_CALIBRATED;
