@@ -1,8 +1,10 @@
 /*
  * beyond.c - helpers for the analyses beyond fusion: a candidate of a new kind appended to the
  * model (ids continue after the fusion candidates; nothing is claimed, so fusion is untouched)
- * and lookups of who reads and writes a buffer inside the step graph. Linear scans: a step
- * graph has hundreds of values, and each analysis asks a few questions per node.
+ * lookups of who reads and writes a buffer inside the step graph, and the verdict whether a
+ * finding can be acted on from the user's source (not when autograd launched all of it).
+ * Linear scans: a step graph has hundreds of values, and each analysis asks a few questions
+ * per node.
  */
 #include "analyzer/beyond.h"
 #include "analyzer/util.h"
@@ -44,6 +46,31 @@ int beyond_node_reads(const struct model *m, int n, long buffer)
 			if (v->readers[r] == n)
 				return 1;
 	}
+	return 0;
+}
+
+int beyond_actionable(struct model *m, struct candidate *c)
+{
+	int inside = c->nnodes > 0;
+	for (int k = 0; k < c->nnodes; k++)
+		if (!m->nodes[c->nodes[k]].autograd)
+			inside = 0;
+	cJSON_AddBoolToObject(c->evidence, "actionable", !inside);
+	if (!inside)
+		return 1;
+	cJSON_AddNumberToObject(c->evidence, "time_us", c->saved_us);
+	cJSON_AddNumberToObject(c->evidence, "bytes", (double)c->bytes_saved);
+	c->bytes_saved = 0;
+	cJSON_AddStringToObject(c->evidence, "not_actionable",
+	                        "inside autograd: not actionable from the source");
+	c->saved_us = 0;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb,
+	            "%s; inside autograd (launched by backward()): not actionable from the "
+	            "source",
+	            c->why ? c->why : "");
+	free(c->why);
+	c->why = sb.buf;
 	return 0;
 }
 

@@ -23,6 +23,16 @@ int beyond_node_writes(const struct model *m, int n, long buffer);
 /* 1 when node n reads a value of buffer `buffer` in the step. */
 int beyond_node_reads(const struct model *m, int n, long buffer);
 
+/*
+ * Says whether candidate c can be acted on from the user's source: sets evidence.actionable.
+ * A candidate all of whose nodes were launched inside autograd (model.h node.autograd:
+ * backward()'s seed gradient, a backward formula's temporaries) is not: the user cannot hoist
+ * or remove it from their source. Such a candidate keeps its cost in evidence.time_us and
+ * evidence.bytes, saves 0 us and 0 bytes (so it ranks below every actionable finding) and its `why`
+ * says so. Returns 1 when actionable.
+ */
+int beyond_actionable(struct model *m, struct candidate *c);
+
 /* A new cJSON array of ints. */
 struct cJSON *beyond_ints(const int *v, int n);
 

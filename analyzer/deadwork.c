@@ -20,6 +20,9 @@
  * not workspace) is one `dead` candidate: its time per step (median) and bytes (read +
  * written) are what removing it saves; `evidence.verdict` is the weakest of its outputs'
  * verdicts, and `evidence.values` lists each output with its buffer, bytes and verdict.
+ * A dead node that autograd launched (a backward formula's temporary: ATen's mse_loss_backward
+ * fills grad_input with zeros_like and then overwrites all of it) is real dead work but not
+ * actionable from the user's source: beyond_actionable() marks it and it saves 0 us.
  */
 #include "analyzer/beyond.h"
 #include "analyzer/util.h"
@@ -162,6 +165,7 @@ void deadwork_find(struct model *m)
 			    "removing",
 			    nd->name, n, src, (unsigned long long)wbytes);
 		c->why = sb.buf;
+		beyond_actionable(m, c);
 	}
 	free(vv);
 }

@@ -45,6 +45,7 @@ struct ptrarg {
 	int64_t alloc;
 	uint64_t off;
 	signed char cal;
+	uint64_t fp;      /* calibration fingerprint after the launch (probe record), 0 none */
 	short param;      /* kernel parameter index; -1 when the pointer is not a whole parameter */
 	short arg;        /* index of the parameter that holds it */
 	int word;         /* its byte offset inside that parameter */
@@ -56,7 +57,7 @@ struct rec {
 	uint64_t seq, ord; /* ord: arrival order, breaks ties of seq */
 	int type;
 	/* ops */
-	unsigned char kind, has_api, joined;
+	unsigned char kind, has_api, joined, inh;
 	int64_t c, ts, start, end;
 	long gi;
 	int fn, site, stream;
@@ -96,7 +97,8 @@ struct fninfo {
 struct siteinfo {
 	char *source, *file, *func;
 	int line;
-	int defined; /* a site record with this id was read */
+	int defined;  /* a site record with this id was read */
+	int autograd; /* a frame inside the user's line is torch's autograd (backward()) */
 };
 
 struct buf {
@@ -144,12 +146,20 @@ struct possamp {
 	float min, max;
 };
 
+/* A position's fingerprints of one pointer entry over the steps of its class (probe records) */
+struct fpstate {
+	uint64_t first;
+	unsigned short steps;
+	unsigned char differ;
+};
+
 struct cls {
 	uint64_t hash;
 	int len;
 	int *fns;
 	long nsteps, first_step;
 	struct possamp *ps;
+	struct fpstate *fp; /* len x NODE_FP, allocated at the first fingerprint */
 	int captured; /* 0 none, 1 first occurrence, 2 a steady one */
 	long cap_step;
 	struct node *nodes;
@@ -197,6 +207,7 @@ struct builder {
 
 	struct hmap pending; /* c -> rec* (launch/memcpy/memset waiting for activity) */
 	struct hmap orphans; /* c -> rec* (activity waiting for its API record) */
+	struct hmap probes;  /* c -> uint64_t* (probe fingerprints, [0] the count) */
 	struct hmap bufs;    /* alloc id -> buf* */
 	struct hmap events;  /* event handle -> gi+1 of last op on its stream */
 	struct hmap laststr; /* stream handle -> gi+1 of its last op */
@@ -838,10 +849,7 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 	for (int i = 0; i < n; i++) {
 		role[i] = ROLE_UNKNOWN;
 		how[i] = HOW_CONSERVATIVE;
-		if (f && f->ncal == n && f->cal[i] >= 0) {
-			role[i] = f->cal[i] == 1 ? ROLE_WRITE : ROLE_READ;
-			how[i] = HOW_CALIBRATED;
-		} else if (known && sr[i] == ROLE_UNKNOWN && f->sem.family != FAM_OTHER) {
+		if (known && sr[i] == ROLE_UNKNOWN && f->sem.family != FAM_OTHER) {
 			how[i] = HOW_SKIP; /* a value that only looks like an address */
 		} else if (known && sr[i] != ROLE_UNKNOWN) {
 			role[i] = sr[i];
@@ -863,6 +871,18 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 				role[i] = ROLE_WRITE;
 				how[i] = HOW_FRESH;
 			}
+		}
+		if (f && f->ncal == n && f->cal[i] >= 0) {
+			/* calibration sees whether the bytes changed, not whether they were read
+			 * first: a changed allocation is written, and read as well where the
+			 * optimizer's semantics say it is read (an in-place tensor list: the
+			 * foreach div_/add_ on sqrt's output), else its last writer would look
+			 * dead; other families' read-and-write roles are conservative guesses */
+			role[i] = f->cal[i] == 0 ? ROLE_READ
+			          : f->sem.family == FAM_OPTIMIZER && (role[i] & ROLE_READ)
+			              ? ROLE_READWRITE
+			              : ROLE_WRITE;
+			how[i] = HOW_CALIBRATED;
 		}
 		if (role[i] & ROLE_WRITE)
 			anyw = 1;
@@ -1185,6 +1205,11 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		nd->bytes_read = o->br;
 		nd->bytes_written = o->bw;
 		nd->claimed = -1;
+		nd->autograd =
+		    o->inh || (o->site >= 0 && o->site < b->nsites && b->sites[o->site].autograd);
+		nd->nfp = o->nptr < NODE_FP ? o->nptr : NODE_FP;
+		for (int k = 0; k < nd->nfp; k++)
+			nd->fp_buffer[k] = (long)o->p[k].alloc;
 		struct fninfo *f = o->kind == NK_KERNEL ? fn_get(b, o->fn) : NULL;
 		if (f) {
 			nd->name = xstrdup(f->shortn);
@@ -1382,6 +1407,19 @@ static void fold_step(struct builder *b, long si)
 		if (o->joined)
 			sample_add(b, &c->ps[gi - st->b],
 			           (float)((double)(o->end - o->start) / 1e3));
+		for (int k = 0; k < o->nptr && k < NODE_FP; k++) {
+			if (!o->p[k].fp)
+				continue;
+			if (!c->fp)
+				c->fp = xcalloc((size_t)len * NODE_FP, sizeof(*c->fp));
+			struct fpstate *f = &c->fp[(gi - st->b) * NODE_FP + k];
+			if (!f->steps)
+				f->first = o->p[k].fp;
+			else if (f->first != o->p[k].fp)
+				f->differ = 1;
+			if (f->steps < USHRT_MAX)
+				f->steps++;
+		}
 	}
 	int steady = si > 0 && b->steps[si - 1].cls == ci ? 2 : 1;
 	if (c->captured == 0 || (c->captured == 1 && steady == 2)) {
@@ -1679,6 +1717,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			pa->off = num_off(of);
 			const cJSON *cf = cJSON_IsArray(cal) ? cJSON_GetArrayItem(cal, k) : NULL;
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
+			pa->fp = 0;
 			const cJSON *w = cJSON_GetArrayItem(e, 0);
 			pa->arg = pi >= 0 && pi < 32767 ? (short)pi : -1;
 			pa->argsize = pn > 0 && pn < 1e9 ? (unsigned)pn : 0;
@@ -1770,6 +1809,56 @@ static int parse_activity(struct builder *b, const cJSON *rec, int kind, const c
 	return 0;
 }
 
+/* Gives a launch's pointer entries the fingerprints of its probe record (fp[0] the count). */
+static void probe_attach(struct rec *r, const uint64_t *fp)
+{
+	for (int k = 0; k < r->nptr && (uint64_t)k < fp[0]; k++)
+		r->p[k].fp = fp[k + 1];
+}
+
+/*
+ * A probe record: {"t":"probe","c":..,"fp":["0x..",..]}. The shim writes it just before its
+ * launch record (same thread), so it is kept by correlation id until the launch is parsed; one
+ * that comes after its launch is attached while the launch still waits for its activity
+ * record, and otherwise ignored.
+ */
+static int parse_probe(struct builder *b, const cJSON *rec)
+{
+	int64_t c;
+	if (!get_i64(rec, "c", &c))
+		return bad(b, "probe", "c");
+	const cJSON *fp = cJSON_GetObjectItemCaseSensitive(rec, "fp"), *e;
+	if (!cJSON_IsArray(fp))
+		return bad(b, "probe", "fp");
+	int n = cJSON_GetArraySize(fp);
+	uint64_t *v = xmalloc(sizeof(uint64_t) * ((size_t)n + 1));
+	v[0] = 0;
+	cJSON_ArrayForEach(e, fp)
+	{
+		char *end = NULL;
+		uint64_t h = cJSON_IsString(e) && !strncmp(e->valuestring, "0x", 2)
+		                 ? strtoull(e->valuestring, &end, 16)
+		                 : 0;
+		if (!end || end == e->valuestring + 2 || *end) {
+			int at = (int)v[0] + 1;
+			free(v);
+			return error_at(b->file, b->line,
+			                "probe record: fingerprint %d is not a hex string", at);
+		}
+		v[++v[0]] = h;
+	}
+	uint64_t p;
+	if (hmap_get(&b->pending, (uint64_t)c, &p)) {
+		probe_attach((struct rec *)(uintptr_t)p, v);
+		free(v);
+		return 0;
+	}
+	if (hmap_del(&b->probes, (uint64_t)c, &p))
+		free((void *)(uintptr_t)p);
+	hmap_put(&b->probes, (uint64_t)c, (uint64_t)(uintptr_t)v);
+	return 0;
+}
+
 static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const char *what)
 {
 	struct rec *r = rec_new(b);
@@ -1807,9 +1896,16 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 			unknown_ref(b);
 		get_dim3(rec, "grid", r->grid);
 		get_dim3(rec, "block", r->block);
+		if (get_i64(rec, "inh", &v) && v == 1)
+			r->inh = 1;
 		if (parse_ptrs(b, r, rec) < 0) {
 			rec_free(b, r);
 			return -1;
+		}
+		uint64_t fpv;
+		if (hmap_del(&b->probes, (uint64_t)r->c, &fpv)) {
+			probe_attach(r, (uint64_t *)(uintptr_t)fpv);
+			free((void *)(uintptr_t)fpv);
 		}
 	} else {
 		if (get_i64(rec, "bytes", &v) && v > 0)
@@ -1889,12 +1985,15 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	cJSON_ArrayForEach(f, frames)
 	{
 		const cJSON *u = field(f, "user");
+		const char *ff = get_str(f, "file");
 		if (!pick)
 			pick = f;
 		if (cJSON_IsTrue(u)) {
 			pick = f;
 			break;
 		}
+		if (ff && strstr(ff, "torch/autograd/"))
+			s->autograd = 1;
 	}
 	if (pick && get_str(pick, "file")) {
 		double line = 0;
@@ -2035,6 +2134,8 @@ int builder_record(struct builder *b, const cJSON *rec, const char *raw, size_t 
 			r = parse_misc(b, rec, R_PUSH, "push");
 		else if (!strcmp(t, "pop"))
 			r = parse_misc(b, rec, R_POP, "pop");
+		else if (!strcmp(t, "probe"))
+			r = parse_probe(b, rec);
 		break;
 	case 'r':
 		if (!strcmp(t, "range_start"))
@@ -2069,6 +2170,7 @@ struct builder *builder_new(const char *file, struct trace_info *ti, struct devi
 	b->rng = 0x853c49e6748fea9bULL;
 	hmap_init(&b->pending);
 	hmap_init(&b->orphans);
+	hmap_init(&b->probes);
 	hmap_init(&b->bufs);
 	hmap_init(&b->events);
 	hmap_init(&b->laststr);
@@ -2226,6 +2328,10 @@ int builder_finish(struct builder *b, struct model *m)
 			nd->min_us = skip ? ps->s[skip] : ps->min;
 			nd->max_us = skip ? ps->s[n - 1] : ps->max;
 		}
+		for (int j = 0; c->fp && j < nd->nfp; j++) {
+			nd->fp_steps[j] = c->fp[i * NODE_FP + j].steps;
+			nd->fp_differ[j] = c->fp[i * NODE_FP + j].differ;
+		}
 	}
 	m->values = c->values;
 	m->nvalues = c->nvalues;
@@ -2281,6 +2387,10 @@ void builder_free(struct builder *b)
 	free(b->sites);
 	hmap_release(&b->pending);
 	hmap_release(&b->orphans);
+	it = 0;
+	while (hmap_next(&b->probes, &it, &k, &v))
+		free((void *)(uintptr_t)v);
+	hmap_release(&b->probes);
 	hmap_release(&b->bufs);
 	hmap_release(&b->events);
 	hmap_release(&b->laststr);
@@ -2303,6 +2413,7 @@ void builder_free(struct builder *b)
 		for (int j = 0; j < c->len; j++)
 			free(c->ps[j].s);
 		free(c->ps);
+		free(c->fp);
 		free(c->fns);
 		if (c->nodes)
 			for (int j = 0; j < c->len; j++) {

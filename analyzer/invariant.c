@@ -20,12 +20,23 @@
  * changes per step (a learning-rate tensor) would be taken for a constant; the evidence says
  * which nodes start the chain so that a reader can check them.
  *
- * Confirmation: a probe trace's `cal` flags say whether an allocation changed across one
- * launch, not what it holds, and each step writes the mask into a fresh allocation, so the
- * flags cannot show that two steps' outputs are equal. `evidence.confirmed` is therefore
- * false, `evidence.roles` names the weakest way the chain's reads and writes were inferred
- * (calibrated roles rule out a missed write), and docs/summary-format.md proposes the trace
- * field (a per-launch fingerprint of each written allocation) that would confirm it.
+ * Confirmation with the shim's calibration fingerprints (probe records: a hash of each
+ * pointer's allocation after the launch, graph.c keeps them per node position over the steps
+ * of its class). For each value the candidate keeps (or, when it keeps none, each it writes),
+ * the fingerprints of its writer's pointer entry into the value's buffer are looked at:
+ *  - equal in at least two steps: the value is the same bytes every step (confirmed);
+ *  - two steps differ: it is not invariant (refuted);
+ *  - fewer than two steps fingerprinted: unconfirmed.
+ * The candidate is confirmed when every such value is, refuted when one is. A refuted
+ * candidate stays in the list, marked (`evidence.refuted`, the value that differs), and saves
+ * nothing: the graph rule was wrong for it (typically a fill whose scalar changes per step, a
+ * learning-rate or step tensor, which the graph cannot see), and showing why is more useful
+ * than silence; with a saving of 0 it ranks below every real finding. `evidence.roles` names
+ * the weakest way the chain's reads and writes were inferred.
+ *
+ * Autograd: a candidate all of whose nodes autograd launched (the seed gradient of
+ * loss.backward() is a fill of ones and a mul, every step) is marked not actionable from the
+ * source (beyond_actionable()).
  */
 #include "analyzer/beyond.h"
 #include "analyzer/util.h"
@@ -83,6 +94,82 @@ static const char *weaker(const char *a, enum edge_how h)
 			ib = i;
 	}
 	return ib < ia ? order[ib] : (a ? a : b);
+}
+
+/*
+ * Fingerprint verdict of value v (written by a node): 1 confirmed, -1 refuted, 0 unknown;
+ * *steps the steps fingerprinted.
+ */
+static int value_fp(const struct model *m, const struct value *v, int *steps)
+{
+	const struct node *nd = &m->nodes[v->writer];
+	int best = 0;
+	*steps = 0;
+	for (int k = 0; k < nd->nfp; k++) {
+		if (nd->fp_buffer[k] != v->buffer || !nd->fp_steps[k])
+			continue;
+		if (nd->fp_steps[k] > *steps)
+			*steps = nd->fp_steps[k];
+		if (nd->fp_differ[k])
+			return -1;
+		if (nd->fp_steps[k] >= 2)
+			best = 1;
+	}
+	return best;
+}
+
+/* Sets evidence.confirmed, .confirmation, .fingerprints; returns 1 when refuted. */
+static int confirm(const struct model *m, const struct candidate *c, const int *grp, int root,
+                   cJSON *ev)
+{
+	int nconf = 0, nref = 0, nvals = 0, refuted_value = -1;
+	cJSON *fps = cJSON_CreateArray();
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		int kept = 0;
+		for (int k = 0; k < c->nkept; k++)
+			kept |= c->kept[k] == v->id;
+		if (v->writer < 0 || grp[v->writer] != root || (c->nkept && !kept))
+			continue;
+		int steps, r = value_fp(m, v, &steps);
+		nvals++;
+		nconf += r == 1;
+		if (r < 0 && !nref++)
+			refuted_value = v->id;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "value", v->id);
+		cJSON_AddNumberToObject(o, "writer", v->writer);
+		cJSON_AddNumberToObject(o, "steps", steps);
+		cJSON_AddStringToObject(o, "verdict",
+		                        r > 0   ? "equal"
+		                        : r < 0 ? "differ"
+		                                : "unconfirmed");
+		cJSON_AddItemToArray(fps, o);
+	}
+	cJSON_AddItemToObject(ev, "fingerprints", fps);
+	int confirmed = nvals && nconf == nvals && !nref;
+	cJSON_AddBoolToObject(ev, "confirmed", confirmed);
+	cJSON_AddBoolToObject(ev, "refuted", nref > 0);
+	struct strbuf sb = STRBUF_INIT;
+	if (nref)
+		strbuf_addf(
+		    &sb,
+		    "refuted: value %d's allocation has different fingerprints in two steps "
+		    "after its writer ran: it changes, it is not invariant",
+		    refuted_value);
+	else if (confirmed)
+		strbuf_addf(
+		    &sb,
+		    "confirmed: the kept value%s had equal fingerprints after %s writer ran "
+		    "in at least two steps",
+		    nvals == 1 ? "" : "s", nvals == 1 ? "its" : "their");
+	else
+		strbuf_adds(&sb, "unconfirmed: no calibration fingerprints (probe records) of the "
+		                 "kept values in two steps; record with AICPROF_WRITES=probe and "
+		                 "AICPROF_PROBE_COUNT above the launches per step of its kernels");
+	cJSON_AddStringToObject(ev, "confirmation", sb.buf);
+	strbuf_release(&sb);
+	return nref > 0;
 }
 
 void invariant_find(struct model *m)
@@ -227,13 +314,8 @@ void invariant_find(struct model *m)
 		cJSON_AddNumberToObject(ev, "kept_bytes", (double)kept_bytes);
 		cJSON_AddNumberToObject(ev, "period", m->period);
 		cJSON_AddNumberToObject(ev, "steps_seen", (double)m->nodes[nodes[0]].count);
-		cJSON_AddBoolToObject(ev, "confirmed", 0);
 		cJSON_AddStringToObject(ev, "roles", roles ? roles : "semantics");
-		cJSON_AddStringToObject(
-		    ev, "confirmation",
-		    "not confirmable from this trace: calibration flags say whether an allocation "
-		    "changed across a launch, not its contents; a per-launch fingerprint of each "
-		    "written allocation would confirm the same bytes every step");
+		int refuted = confirm(m, c, grp, root, ev);
 		struct strbuf sb = STRBUF_INIT;
 		const struct node *first = &m->nodes[nodes[0]], *last = &m->nodes[nodes[nn - 1]];
 		char b1[32];
@@ -245,6 +327,19 @@ void invariant_find(struct model *m)
 		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", us,
 		            fmt_bytes((double)bytes, b1));
 		c->why = sb.buf;
+		if (beyond_actionable(m, c) && refuted)
+			cJSON_AddNumberToObject(ev, "time_us", c->saved_us);
+		if (refuted) {
+			c->saved_us = 0;
+			c->bytes_saved = 0;
+			struct strbuf rb = STRBUF_INIT;
+			strbuf_addf(&rb,
+			            "%s; REFUTED by the calibration fingerprints: the kept value "
+			            "differs between steps, so it is not invariant",
+			            c->why);
+			free(c->why);
+			c->why = rb.buf;
+		}
 	}
 	free(nodes);
 	free(vals);

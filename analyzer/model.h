@@ -24,6 +24,8 @@ enum edge_how { HOW_FRESH, HOW_SEMANTICS, HOW_CALIBRATED, HOW_CONSERVATIVE, HOW_
 const char *edge_how_name(enum edge_how h);
 const char *node_kind_name(enum node_kind k);
 
+#define NODE_FP 8 /* pointer entries per node whose fingerprints are kept */
+
 /* One position of the step graph. Durations are in microseconds. */
 struct node {
 	int id;
@@ -55,6 +57,17 @@ struct node {
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
 	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c re-reads by it) */
+	/* launched inside autograd: an inherited site ("inh": an autograd thread's launch) or a
+	 * site whose frames pass through torch/autograd/ (backward()'s seed gradient) */
+	int autograd;
+	/* calibration fingerprints (probe records) of the allocations its first NODE_FP pointer
+	 * entries fall in, read after the launch, over the steps of its class: fp_buffer[k] the
+	 * allocation in the captured step, fp_steps[k] the steps with a fingerprint, fp_differ[k]
+	 * 1 when two of them differ; invariant.c confirms with them */
+	long fp_buffer[NODE_FP];
+	unsigned short fp_steps[NODE_FP];
+	unsigned char fp_differ[NODE_FP];
+	int nfp;
 };
 
 struct edge {

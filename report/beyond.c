@@ -1,8 +1,10 @@
 /*
  * beyond.c - the report section "Beyond fusion". It reads only summary.json (through the
- * rmodel): the candidates of kinds dead and invariant become two tables (node ids link to the
- * ledger's node rows, the evidence figures beside them), and the top-level `memory` object
- * becomes its figures, a plot and the values alive at the peak. The plot is inline SVG drawn
+ * rmodel): the candidates of kinds dead and invariant become two tables, rows in the order of
+ * the candidates' shared rank by time saved (rank links to the candidate's article; autograd's
+ * findings, which save 0 us, come last), and the top-level `memory` object becomes its
+ * figures, a plot, the values alive at the peak and, for every fusion candidate, the bytes it
+ * frees there. The plot is inline SVG drawn
  * with presentation attributes only (the page's Content Security Policy allows no inline
  * style): held bytes (what the allocator records show) and ideal bytes (values' lifetimes)
  * over the step's node positions, a step line each, with the two peaks marked.
@@ -43,25 +45,27 @@ static void sources_cell(struct strbuf *o, const cJSON *c)
 	strbuf_adds(o, "</td>");
 }
 
+/* Rows in the order of the candidates' rank by time saved (shared with the fusion ones). */
 static void table(const struct rmodel *m, struct strbuf *o, const char *kind)
 {
 	char b[32];
 	int n = 0;
-	const cJSON *c;
-	cJSON_ArrayForEach(c, m->cands)
-	{
+	for (int r = 0; r < m->nr_cands; r++) {
+		int ci = m->cand_order ? m->cand_order[r] : r;
+		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
 		const char *k = jstr(c, "kind");
 		if (!k || strcmp(k, kind))
 			continue;
 		if (!n++)
 			strbuf_addf(
 			    o,
-			    "<table class=\"beyond\" id=\"beyond-%s\"><thead><tr><th>nodes</th>"
-			    "<th>source</th><th>saved us/step</th><th>bytes/step</th>"
+			    "<table class=\"beyond\" id=\"beyond-%s\"><thead><tr><th>rank</th>"
+			    "<th>nodes</th><th>source</th><th>saved us/step</th><th>bytes/step</th>"
 			    "<th>verdict</th><th>why</th></tr></thead><tbody>\n",
 			    kind);
 		const cJSON *ev = jobj(c, "evidence");
-		strbuf_adds(o, "<tr>");
+		strbuf_addf(o, "<tr><td class=\"n\"><a href=\"#cand-%d\">#%d</a></td>", r + 1,
+		            r + 1);
 		nodes_cell(o, jarr(c, "nodes"));
 		sources_cell(o, c);
 		strbuf_addf(o, "<td class=\"n\">%.1f</td><td class=\"n\">%s</td><td>",
@@ -74,9 +78,13 @@ static void table(const struct rmodel *m, struct strbuf *o, const char *kind)
 		else if (w)
 			H(o, w);
 		else
-			strbuf_adds(o, cJSON_IsTrue(cJSON_GetObjectItem(ev, "confirmed"))
-			                   ? "confirmed"
+			strbuf_adds(o, cJSON_IsTrue(cJSON_GetObjectItem(ev, "refuted"))
+			                   ? "refuted by fingerprints"
+			               : cJSON_IsTrue(cJSON_GetObjectItem(ev, "confirmed"))
+			                   ? "confirmed by fingerprints"
 			                   : "from the graph; not confirmed");
+		if (cJSON_IsFalse(cJSON_GetObjectItem(ev, "actionable")))
+			strbuf_adds(o, "<br>inside autograd: not actionable from the source");
 		strbuf_adds(o, "</td><td>");
 		H(o, jstr(c, "why") ? jstr(c, "why") : "");
 		strbuf_adds(o, "</td></tr>\n");
@@ -146,8 +154,10 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 	table(m, o, "dead");
 	strbuf_adds(o, "<h3>Work that never changes</h3>\n<p>Kernels whose inputs are the same "
 	               "every step (compute once, keep the result), and host traffic repeated "
-	               "every step. The trace cannot confirm equal bytes (no content "
-	               "fingerprint).</p>\n");
+	               "every step. A probe trace (<code>AICPROF_WRITES=probe</code>) confirms "
+	               "or refutes each with the kept values' fingerprints across steps. "
+	               "Findings launched inside autograd save nothing: the source cannot move "
+	               "them. Ranks are shared with the fusion candidates (by time saved).</p>\n");
 	table(m, o, "invariant");
 	strbuf_adds(o, "<h3>The memory plan</h3>\n");
 	const cJSON *mem = jobj(m->root, "memory");
@@ -189,9 +199,29 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 	}
 	if (n)
 		strbuf_adds(o, "</tbody></table></details>\n");
-	cJSON_ArrayForEach(v, jarr(mem, "freed_by_candidate"))
-	{
-		strbuf_addf(o, "<p>Fusion candidate %d frees %s at the peak.</p>\n",
-		            (int)jnumd(v, "candidate", -1), fmt_bytes(jnumd(v, "bytes", 0), b1));
+	/* every fusion candidate, with what it frees at the ideal peak (0 when nothing) */
+	n = 0;
+	for (int r = 0; r < m->nr_cands; r++) {
+		int ci = m->cand_order ? m->cand_order[r] : r;
+		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
+		const char *k = jstr(c, "kind");
+		if (!k || !strcmp(k, "dead") || !strcmp(k, "invariant") || !strcmp(k, "memory"))
+			continue;
+		double freed = 0;
+		cJSON_ArrayForEach(v, jarr(mem, "freed_by_candidate"))
+		{
+			if ((int)jnumd(v, "candidate", -1) == (int)jnumd(c, "id", -2))
+				freed = jnumd(v, "bytes", 0);
+		}
+		if (!n++)
+			strbuf_adds(o, "<table class=\"beyond\" id=\"beyond-frees\"><thead><tr>"
+			               "<th>rank</th><th>fusion candidate</th><th>frees at the peak"
+			               "</th></tr></thead><tbody>\n");
+		strbuf_addf(o, "<tr><td class=\"n\"><a href=\"#cand-%d\">#%d</a></td><td>", r + 1,
+		            r + 1);
+		H(o, k);
+		strbuf_addf(o, "</td><td class=\"n\">%s</td></tr>\n", fmt_bytes(freed, b1));
 	}
+	if (n)
+		strbuf_adds(o, "</tbody></table>\n");
 }

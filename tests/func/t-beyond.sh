@@ -4,7 +4,11 @@
 # line; the chain sample's per-step cudaMemset of `out` is a dead finding; the MLP sample's
 # held memory over one step matches an independent replay of the trace's alloc/free records
 # (tests/tools/mem-peak.py); the chain's per-step device-to-host copy is a host finding; the
-# attention sample's planted never-read value is dead work.
+# attention sample's planted never-read value is dead work. Fingerprints: the probe records of
+# tests/traces/attention-fp.aicp.jsonl (tests/tools/add-probes.py: equal for the mask's lines
+# across steps, different for every other launch) confirm the mask chain; the same trace with
+# every fingerprint different refutes it. Autograd's findings are not actionable. The MLP's
+# 16 MiB fill at line 51 is verified dead, and the probe trace's foreach kernels are not dead.
 . "$(dirname "$0")/lib.sh"
 S=$top/samples/traces
 A=$B/aicprof
@@ -57,3 +61,62 @@ check "report: the beyond section with its tables and the live-bytes plot" sh -c
 	"grep -q 'id=\"beyond\"' '$tmp/att-report/report.html' && grep -q 'id=\"beyond-invariant\"' '$tmp/att-report/report.html' && grep -q '<svg class=\"memplot\"' '$tmp/att-report/report.html'"
 check "report: the mask's source line is in the invariant table" sh -c \
 	"sed -n '/id=\"beyond-invariant\"/,/<\/table>/p' '$tmp/att-report/report.html' | grep -q 'samples/attention_train.py:31'"
+
+# --- confirmation by the shim's calibration fingerprints (probe records)
+T=$top/tests/traces
+python3 "$top/tests/tools/add-probes.py" "$S/attention_probe.aicp.jsonl" "$tmp/fp-same.jsonl" \
+	--same samples/attention_train.py:31,samples/attention_train.py:32
+check "fingerprints: the committed trace is what add-probes.py makes" cmp -s "$tmp/fp-same.jsonl" "$T/attention-fp.aicp.jsonl"
+python3 "$top/tests/tools/add-probes.py" "$S/attention_probe.aicp.jsonl" "$tmp/fp-differ.jsonl"
+"$A" analyze -q --no-report "$T/attention-fp.aicp.jsonl" -o "$tmp/fp-same"
+"$A" analyze -q --no-report "$tmp/fp-differ.jsonl" -o "$tmp/fp-differ"
+"$A" analyze -q --no-report "$S/attention_probe.aicp.jsonl" -o "$tmp/fp-none"
+M="[c for c in C if c['kind']=='invariant' and 'samples/attention_train.py:31' in c['sources']]"
+check "fingerprints: equal across two steps confirm the mask chain" \
+	q "$tmp/fp-same/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and ($M)[0]['evidence']['refuted'] is False and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints']) and ($M)[0]['time_saved_us_per_step']>0"
+check "fingerprints: different in two steps refute it (kept, marked, saves nothing)" \
+	q "$tmp/fp-differ/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is True and ($M)[0]['time_saved_us_per_step']==0 and ($M)[0]['evidence']['time_us']>0 and 'REFUTED' in ($M)[0]['why']"
+check "fingerprints: none in the trace leave it unconfirmed, as before" \
+	q "$tmp/fp-none/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is False and ($M)[0]['evidence']['confirmation'].startswith('unconfirmed') and ($M)[0]['time_saved_us_per_step']>0"
+check "fingerprints: the rest of the analysis is the same with and without probe records" \
+	python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); k=lambda s:[(c['kind'],c['nodes']) for c in s['candidates']]; sys.exit(0 if k(a)==k(b) and a['nodes']==b['nodes'] and a['ledger']==b['ledger'] else 1)" \
+	"$tmp/fp-same/summary.json" "$tmp/fp-none/summary.json"
+sed '18s/"fp":\["0x[0-9a-f]*"/"fp":["zz"/' "$T/attention-fp.aicp.jsonl" >"$tmp/fp-bad.jsonl"
+check "fingerprints: a bad probe record is an error naming file and line" sh -c \
+	"! '$A' analyze -q --no-report '$tmp/fp-bad.jsonl' -o '$tmp/fp-bad' 2>'$tmp/fp-bad.err' && grep -q 'fp-bad.jsonl:[0-9]*:.*probe record' '$tmp/fp-bad.err'"
+
+# --- autograd: backward()'s seed gradient (a fill of ones, then a mul) every step is real,
+# but the user cannot hoist it from their source: marked, saves 0 us, ranks below the mask
+G="[c for c in C if c['kind']=='invariant' and c['sources']==['samples/attention_train.py:62']]"
+check "autograd: the loss.backward() invariant is marked not actionable and saves 0 us" \
+	q "$AT" "len($G)==1 and ($G)[0]['evidence']['actionable'] is False and ($G)[0]['time_saved_us_per_step']==0 and ($G)[0]['evidence']['time_us']>0 and 'inside autograd' in ($G)[0]['why']"
+check "autograd: the mask (forward, the user's line) stays actionable and ranks above it" \
+	q "$AT" "($I)[0]['evidence']['actionable'] is True and ($I)[0]['time_saved_us_per_step']>($G)[0]['time_saved_us_per_step']"
+
+# --- MLP line 51 (loss.backward()): checked by hand against mlp_train.aicp.jsonl: node 17 is a
+# FillFunctor<float> of 16 MiB (8x512x1024 fp32) into a fresh allocation; the next launch, the
+# mse_backward elementwise kernel (node 18, its TensorIterator output first in the data array),
+# writes the whole allocation and reads only the loss gradient, the output and the target.
+# ATen's mse_loss_backward makes grad_input with zeros_like and then overwrites it: the fill is
+# truly dead, launched by autograd (inh), so it is marked not actionable.
+for t in mlp_train mlp_probe; do
+	[ -d "$tmp/$t" ] || "$A" analyze -q --no-report "$S/$t.aicp.jsonl" -o "$tmp/$t"
+	F="[c for c in C if c['kind']=='dead' and c['sources']==['samples/mlp_train.py:51'] and s['nodes'][c['nodes'][0]]['op']=='fill']"
+	check "mlp ($t): the 16 MiB zeros_like fill at line 51 is dead, overwritten whole by mse_backward" \
+		q "$tmp/$t/summary.json" "len($F)==1 and ($F)[0]['evidence']['verdict']=='dead' and [v['bytes'] for v in ($F)[0]['evidence']['values']]==[16777216] and 'mse_backward' in s['nodes'][($F)[0]['nodes'][0]+1]['name'] and not any(v['buffer']==($F)[0]['evidence']['values'][0]['buffer'] and ($F)[0]['nodes'][0]+1 in v['readers'] for v in s['ledger']['values'])"
+	check "mlp ($t): it is inside autograd: not actionable, saves 0 us" \
+		q "$tmp/$t/summary.json" "($F)[0]['evidence']['actionable'] is False and ($F)[0]['time_saved_us_per_step']==0"
+done
+
+# --- the probe trace's foreach optimizer kernels (in-place div_/add_ on sqrt's output) were
+# dead when calibration made a changed allocation write-only; a calibrated write on an
+# allocation the other rules read is a read and a write
+check "mlp_probe: no foreach optimizer kernel is dead work" \
+	q "$tmp/mlp_probe/summary.json" "not any(c['kind']=='dead' and 'multi_tensor_apply' in s['nodes'][n]['name'] for c in C for n in c['nodes'])"
+check "attention_probe: nor there; the planted sum is still dead" \
+	q "$tmp/fp-none/summary.json" "not any(c['kind']=='dead' and 'multi_tensor_apply' in s['nodes'][n]['name'] for c in C for n in c['nodes']) and any(c['kind']=='dead' and c['sources']==['samples/attention_train.py:$PL'] for c in C)"
+check "report: beyond rows carry their shared rank; autograd's finding says so" sh -c \
+	"sed -n '/id=\"beyond-invariant\"/,/<\/table>/p' '$tmp/att-report/report.html' | grep -q 'href=\"#cand-[0-9]*\">#[0-9]*</a>.*inside autograd: not actionable'"
+check "report: the memory section lists what every fusion candidate frees at the peak" \
+	python3 -c "import json,re,sys; s=json.load(open(sys.argv[1])); h=open(sys.argv[2]).read(); t=re.search(r'id=\"beyond-frees\".*?</table>', h, re.S).group(0); n=sum(c['kind'] not in ('dead','invariant','memory') for c in s['candidates']); sys.exit(0 if n>0 and t.count('<tr><td')==n else 1)" \
+	"$tmp/att-report/summary.json" "$tmp/att-report/report.html"
