@@ -70,10 +70,16 @@ check "fingerprints: the committed trace is what add-probes.py makes" cmp -s "$t
 python3 "$top/tests/tools/add-probes.py" "$S/attention_probe.aicp.jsonl" "$tmp/fp-differ.jsonl"
 "$A" analyze -q --no-report "$T/attention-fp.aicp.jsonl" -o "$tmp/fp-same"
 "$A" analyze -q --no-report "$tmp/fp-differ.jsonl" -o "$tmp/fp-differ"
-"$A" analyze -q --no-report "$S/attention_probe.aicp.jsonl" -o "$tmp/fp-none"
+grep -v '"t":"probe"' "$S/attention_probe.aicp.jsonl" >"$tmp/fp-none.jsonl"
+"$A" analyze -q --no-report "$tmp/fp-none.jsonl" -o "$tmp/fp-none"
+"$A" analyze -q --no-report "$S/attention_probe.aicp.jsonl" -o "$tmp/fp-real"
 M="[c for c in C if c['kind']=='invariant' and 'samples/attention_train.py:31' in c['sources']]"
 check "fingerprints: equal across two steps confirm the mask chain" \
 	q "$tmp/fp-same/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and ($M)[0]['evidence']['refuted'] is False and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints']) and ($M)[0]['time_saved_us_per_step']>0"
+check "fingerprints: the H200 probe trace's own fingerprints confirm the mask chain" \
+	q "$tmp/fp-real/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints'])"
+check "fingerprints: the H200 trace refutes no invariant" \
+	q "$tmp/fp-real/summary.json" "all(not c['evidence'].get('refuted') for c in C if c['kind']=='invariant')"
 check "fingerprints: different in two steps refute it (kept, marked, saves nothing)" \
 	q "$tmp/fp-differ/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is True and ($M)[0]['time_saved_us_per_step']==0 and ($M)[0]['evidence']['time_us']>0 and 'REFUTED' in ($M)[0]['why']"
 check "fingerprints: none in the trace leave it unconfirmed, as before" \
