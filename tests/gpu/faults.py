@@ -235,8 +235,10 @@ print("bad_launch returned", r, flush=True)
 sys.exit(3 if r != 0 else 4)
 """)
     lines, bare, shim, tr = pair("illegal", [PY, prog], closed=False)
-    lines.append(tap(bare["rc"] == 3, f"illegal: the kernel faulted (bare: {bare['out'].strip()}, "
-                                      f"rc {bare['rc']})"))
+    faulted = [l for l in bare["out"].splitlines() if l.startswith("bad_launch returned")]
+    lines.append(tap(bool(faulted) and not faulted[0].endswith(" 0"),
+                     f"illegal: the kernel faulted (bare: {bare['out'].strip()[:80]}, rc {bare['rc']}; "
+                     f"shim: {shim['out'].strip()[:80]}, rc {shim['rc']})"))
     names = []
     if tr and tr["exists"]:
         with open(os.path.join(OUT, "illegal.aicp.jsonl"), "rb") as f:
