@@ -69,8 +69,9 @@ def write(name, text):
     return p
 
 
-def run(argv, env_extra=None, shim=False, timeout=60, trace=None, kill_after_ready=None, stdin=None):
-    """Runs argv; returns dict(rc, hang, out, err, secs, maxrss_kb). rc is -N for a signal."""
+def run(argv, env_extra=None, shim=False, timeout=60, trace=None, kill_after_ready=None):
+    """Runs argv (its own session); returns dict(rc, hang, out, err, secs); rc -N: signal N.
+    kill_after_ready: SIGKILL that many seconds after the program prints "ready"."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if shim:
