@@ -499,13 +499,17 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 	int line0 = -1, nlines = 0;
 	cJSON_ArrayForEach(it, cn)
 	{
-		const cJSON *nd = cJSON_GetArrayItem(x->nodes, (int)it->valuedouble);
+		/* numbers from summary.json: converted only within range */
+		double nv = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		int ni = nv >= 0 && nv < INT_MAX ? (int)nv : -1;
+		const cJSON *nd = ni >= 0 ? cJSON_GetArrayItem(x->nodes, ni) : NULL;
 		const cJSON *site = nd ? cJSON_GetObjectItemCaseSensitive(nd, "site") : NULL;
 		const cJSON *fl = site ? cJSON_GetObjectItemCaseSensitive(site, "file") : NULL;
 		const cJSON *ln = site ? cJSON_GetObjectItemCaseSensitive(site, "line") : NULL;
-		if (!cJSON_IsString(fl) || !cJSON_IsNumber(ln)) {
+		if (!cJSON_IsString(fl) || !cJSON_IsNumber(ln) ||
+		    !(ln->valuedouble >= 1 && ln->valuedouble < INT_MAX)) {
 			free(rel);
-			return fail(why, "node %d has no source line", (int)it->valuedouble);
+			return fail(why, "node %d has no source line", ni);
 		}
 		char *r = user_rel(x, fl->valuestring);
 		if (!r) {
