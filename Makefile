@@ -34,7 +34,7 @@ SHIM_INC := $(addprefix -I,$(CUDA_INC))
 all: $(B)/libaicprof.so $(B)/aicprof
 
 # make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
-DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium clang libclang-rt-14-dev
+DEB_PKGS := libcjson-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium clang libclang-rt-14-dev valgrind time
 deps: $(B)/.deps
 # NO_DEPS=1 (the device machine, which has no package registry): trust the caller's flags.
 $(B)/.deps: Makefile

@@ -560,6 +560,40 @@ static struct fninfo *fn_get(struct builder *b, int id)
 	return f;
 }
 
+/*
+ * Text from a trace (kernel names, source paths and functions, NVTX ranges, argv) ends up in
+ * HTML, SVG, DOT and JSON: control characters (a trace's "\u0001", ESC, DEL) are not valid
+ * there and never part of a real name, so the copy has each replaced by '?'. A copy is at most
+ * TEXT_MAX bytes (cut at a character boundary, "..." appended): the longest C++ kernel names
+ * are a few KiB, and a 10 MB name would otherwise be carried into every output several times.
+ */
+#define TEXT_MAX 65536
+
+static void text_clean(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; p && *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
+static char *text_dup(const char *s)
+{
+	size_t n = strlen(s);
+	if (n <= TEXT_MAX) {
+		char *d = xstrdup(s);
+		text_clean(d);
+		return d;
+	}
+	n = TEXT_MAX;
+	while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	char *d = xmalloc(n + 4);
+	memcpy(d, s, n);
+	memcpy(d + n, "...", 4);
+	text_clean(d);
+	return d;
+}
+
 static int key_intern(struct builder *b, const char *text)
 {
 	/* digits runs become '#': "step 3" and "step 14" are one key */
@@ -1628,12 +1662,13 @@ static int parse_header(struct builder *b, const cJSON *rec)
 		strbuf_adds(&sb, a->valuestring);
 	}
 	free(ti->program);
+	text_clean(sb.buf);
 	ti->program = sb.buf ? sb.buf : xstrdup("");
 	const cJSON *devs = field(rec, "devices");
 	const cJSON *d0 = cJSON_IsArray(devs) ? cJSON_GetArrayItem(devs, 0) : NULL;
 	if (cJSON_IsObject(d0) && b->dev && !b->dev->name) {
 		const char *nm = get_str(d0, "name"), *cc = get_str(d0, "cc");
-		b->dev->name = xstrdup(nm ? nm : "unknown");
+		b->dev->name = text_dup(nm ? nm : "unknown");
 		snprintf(b->dev->cc, sizeof(b->dev->cc), "%s", cc ? cc : "");
 		double x;
 		if (get_num(d0, "sm_count", &x) && x >= 0 && x <= 1e6)
@@ -1957,7 +1992,7 @@ static int parse_str(struct builder *b, const cJSON *rec)
 	struct fninfo *f = &b->fns[id];
 	if (f->name)
 		return error_at(b->file, b->line, "str id %lld is defined twice", (long long)id);
-	f->name = xstrdup(s);
+	f->name = text_dup(s);
 	return 0;
 }
 
@@ -1999,10 +2034,10 @@ static int parse_site(struct builder *b, const cJSON *rec)
 		double line = 0;
 		if (!get_num(pick, "line", &line) || !(line >= 0 && line <= INT_MAX))
 			line = 0;
-		s->file = xstrdup(get_str(pick, "file"));
+		s->file = text_dup(get_str(pick, "file"));
 		s->line = (int)line;
 		const char *fn = get_str(pick, "func");
-		s->func = fn ? xstrdup(fn) : NULL;
+		s->func = fn ? text_dup(fn) : NULL;
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%s:%d", s->file, s->line);
 		s->source = sb.buf;
@@ -2013,8 +2048,8 @@ static int parse_site(struct builder *b, const cJSON *rec)
 	{
 		const char *sym = get_str(f, "sym"), *mod = get_str(f, "module");
 		if (sym || mod) {
-			s->source = xstrdup(sym ? sym : mod);
-			s->func = sym ? xstrdup(sym) : NULL;
+			s->source = text_dup(sym ? sym : mod);
+			s->func = sym ? text_dup(sym) : NULL;
 			break;
 		}
 	}
@@ -2050,7 +2085,9 @@ static int parse_misc(struct builder *b, const cJSON *rec, int type, const char 
 	case R_PUSH:
 	case R_RSTART: {
 		const char *t = get_str(rec, "text");
-		r->key = key_intern(b, t ? t : "");
+		char *clean = text_dup(t ? t : "");
+		r->key = key_intern(b, clean);
+		free(clean);
 		if (type == R_RSTART && !get_i64(rec, "id", &r->id)) {
 			rec_free(b, r);
 			return bad(b, what, "id");

@@ -76,7 +76,10 @@ static int pos_of(const struct model *m, uint64_t seq)
 static int64_t num(const cJSON *o, const char *k, int64_t dflt)
 {
 	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(x) ? (int64_t)x->valuedouble : dflt;
+	/* out of int64_t's range (2^64+1, 1e400, NaN): as absent, never converted */
+	if (!cJSON_IsNumber(x) || !(x->valuedouble > -9.2e18 && x->valuedouble < 9.2e18))
+		return dflt;
+	return (int64_t)x->valuedouble;
 }
 
 struct memev {

@@ -97,7 +97,9 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 	{
 		struct fuse_entry e = {0};
 		const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-		e.cand = cJSON_IsNumber(id) ? (long)id->valuedouble : i;
+		double v = cJSON_IsNumber(id) ? id->valuedouble : -1e300;
+		int in_range = v > -9e15 && v < 9e15;
+		e.cand = in_range ? (long)id->valuedouble : i;
 		e.sources = join_sources(c);
 		const cJSON *lib = cJSON_GetObjectItemCaseSensitive(c, "library_form");
 		const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
@@ -167,7 +169,8 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
 		cJSON_ArrayForEach(c, cands)
 		{
 			const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-			if (cJSON_IsNumber(id) && (long)id->valuedouble == run->e[i].cand)
+			if (cJSON_IsNumber(id) && id->valuedouble > -9e15 &&
+			    id->valuedouble < 9e15 && (long)id->valuedouble == run->e[i].cand)
 				break;
 		}
 		if (!c)

@@ -6,10 +6,11 @@
  *
  * A group's lines are rewritten only when the pattern is safe: every member was launched from
  * its own line, the lines are consecutive in one Python file inside the program's tree (a
- * relative path without "..", never site-packages), each line is a simple assignment of one
- * call of torch.nn.functional (gelu, dropout, relu, silu, sigmoid, tanh; as F., nn.functional.,
- * torch.nn.functional. or torch.) whose tensor argument is the previous line's target, and the
- * group has one input and one write. The lines become
+ * relative path without "..", never site-packages, whose real path with links resolved stays
+ * inside the tree; only regular files of at most 8 MiB are read), each line is a simple
+ * assignment of one call of torch.nn.functional (gelu, dropout, relu, silu, sigmoid, tanh; as
+ * F., nn.functional., torch.nn.functional. or torch.) whose tensor argument is the previous
+ * line's target, and the group has one input and one write. The lines become
  *
  *     _aicprof_r = _aicprof_call("c0_gelu_dropout", "torch.bfloat16", h) if GUARD else None
  *     if _aicprof_r is not None:
@@ -28,10 +29,14 @@
 
 #include <cJSON.h>
 #include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct lines {
 	char **l; /* without their newline */
@@ -39,12 +44,26 @@ struct lines {
 	int last_nl; /* the file ends with a newline */
 };
 
+#define SOURCE_MAX (8u << 20)
+
+/* Reads a regular file of at most SOURCE_MAX bytes into lines; -1 for anything else (a FIFO or
+ * a device named by a trace must neither block nor stream). */
 static int lines_read(const char *path, struct lines *L)
 {
 	memset(L, 0, sizeof(*L));
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0)
 		return -1;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > SOURCE_MAX) {
+		close(fd);
+		return -1;
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		close(fd);
+		return -1;
+	}
 	struct strbuf sb = STRBUF_INIT;
 	char buf[8192];
 	size_t k;
@@ -403,6 +422,16 @@ struct pctx {
 	int nfiles;
 };
 
+/* Whether root/rel, links resolved, lies inside root (links resolved). */
+static int inside_tree(const char *root, const char *rel)
+{
+	char *path = path_join(root, rel), rr[PATH_MAX], rp[PATH_MAX];
+	int ok = realpath(root, rr) && realpath(path, rp);
+	free(path);
+	size_t n = ok ? strlen(rr) : 0;
+	return ok && !strncmp(rp, rr, n) && (rp[n] == '/' || (n == 1 && rr[0] == '/'));
+}
+
 static struct pfile *file_get(struct pctx *x, const char *rel)
 {
 	for (int i = 0; i < x->nfiles; i++)
@@ -470,13 +499,17 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 	int line0 = -1, nlines = 0;
 	cJSON_ArrayForEach(it, cn)
 	{
-		const cJSON *nd = cJSON_GetArrayItem(x->nodes, (int)it->valuedouble);
+		/* numbers from summary.json: converted only within range */
+		double nv = cJSON_IsNumber(it) ? it->valuedouble : -1;
+		int ni = nv >= 0 && nv < INT_MAX ? (int)nv : -1;
+		const cJSON *nd = ni >= 0 ? cJSON_GetArrayItem(x->nodes, ni) : NULL;
 		const cJSON *site = nd ? cJSON_GetObjectItemCaseSensitive(nd, "site") : NULL;
 		const cJSON *fl = site ? cJSON_GetObjectItemCaseSensitive(site, "file") : NULL;
 		const cJSON *ln = site ? cJSON_GetObjectItemCaseSensitive(site, "line") : NULL;
-		if (!cJSON_IsString(fl) || !cJSON_IsNumber(ln)) {
+		if (!cJSON_IsString(fl) || !cJSON_IsNumber(ln) ||
+		    !(ln->valuedouble >= 1 && ln->valuedouble < INT_MAX)) {
 			free(rel);
-			return fail(why, "node %d has no source line", (int)it->valuedouble);
+			return fail(why, "node %d has no source line", ni);
 		}
 		char *r = user_rel(x, fl->valuestring);
 		if (!r) {
@@ -513,6 +546,11 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 		return -1;
 	}
 	struct pfile *f = file_get(x, rel);
+	if (f && !inside_tree(x->root, rel)) {
+		fail(why, "'%s' leads outside the program's tree through a link", rel);
+		free(rel);
+		return -1;
+	}
 	if (!f) {
 		fail(why, "cannot read '%s' under '%s'", rel, x->root);
 		free(rel);

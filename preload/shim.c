@@ -24,6 +24,7 @@
 #include "preload/writer.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -325,6 +326,78 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
 		finish("exit");
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
+}
+
+/*
+ * exec replaces the process image without running atexit: close the trace first ("reason":
+ * "exec"), as _exit does, so the trace ends whole. Only in the process that records (a vfork
+ * child, as subprocess uses, has another pid and must touch nothing). When the exec fails the
+ * program goes on, its trace already closed: one line says so. execl* end in execve inside
+ * libc, which is not interposable; Python, shells and posix_spawn callers use these four.
+ */
+static void before_exec(const char *path)
+{
+	if (start_ok && !inside && getpid() == trace_pid)
+		finish("exec");
+}
+
+static void exec_failed(const char *path)
+{
+	if (start_ok && getpid() == trace_pid) {
+		int e = errno;
+		shim_say("exec of '%s' failed; the trace was closed before it", path ? path : "?");
+		errno = e;
+	}
+}
+
+/* The real entry points, found at load time: a vfork child must not call dlsym. */
+static int (*real_execve)(const char *, char *const[], char *const[]);
+static int (*real_execv)(const char *, char *const[]);
+static int (*real_execvp)(const char *, char *const[]);
+static int (*real_execvpe)(const char *, char *const[], char *const[]);
+
+__attribute__((constructor)) static void exec_resolve(void)
+{
+	real_execve =
+	    (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execve");
+	real_execv = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execv");
+	real_execvp = (int (*)(const char *, char *const[]))dlsym(RTLD_NEXT, "execvp");
+	real_execvpe =
+	    (int (*)(const char *, char *const[], char *const[]))dlsym(RTLD_NEXT, "execvpe");
+}
+
+#define EXEC_CALL(real, call)                                                                      \
+	do {                                                                                       \
+		if (!real) {                                                                       \
+			errno = ENOSYS;                                                            \
+			return -1;                                                                 \
+		}                                                                                  \
+		before_exec(file);                                                                 \
+		int r = call;                                                                      \
+		exec_failed(file);                                                                 \
+		return r;                                                                          \
+	} while (0)
+
+__attribute__((visibility("default"))) int execve(const char *file, char *const argv[],
+                                                  char *const envp[])
+{
+	EXEC_CALL(real_execve, real_execve(file, argv, envp));
+}
+
+__attribute__((visibility("default"))) int execv(const char *file, char *const argv[])
+{
+	EXEC_CALL(real_execv, real_execv(file, argv));
+}
+
+__attribute__((visibility("default"))) int execvp(const char *file, char *const argv[])
+{
+	EXEC_CALL(real_execvp, real_execvp(file, argv));
+}
+
+__attribute__((visibility("default"))) int execvpe(const char *file, char *const argv[],
+                                                   char *const envp[])
+{
+	EXEC_CALL(real_execvpe, real_execvpe(file, argv, envp));
 }
 
 /* Called by the CUDA driver from cuInit when CUDA_INJECTION64_PATH names this library. */

@@ -5,8 +5,10 @@
  * meta lines, then each ring up to the noted head. A string or site is queued before any
  * record that names it is published, so it is always written first.
  * Output goes through a 1 MiB buffer and write(2) of whole lines. At the cap, records are
- * counted and dropped, and the end line says so. A failed write (disk full, file removed...)
- * prints one line and turns the writer into a counter; the program is never affected.
+ * counted and dropped, and the end line says so. A failed write (disk full, file size limit)
+ * cuts the file back to its last whole line, prints one line and turns the writer into a
+ * counter; an output file that was removed while the program ran (its link count is 0 at a
+ * drain) is the same failure, said once. The program is never affected.
  */
 #include "preload/writer.h"
 #include "preload/nccl.h"
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,19 +100,41 @@ static void fail(const char *what, int err)
 	fd = -1;
 }
 
+/*
+ * Writes n bytes that start at a line boundary. On a short or failed write (ENOSPC, EFBIG) the
+ * file is cut back to the last '\n' written, so the trace stays whole lines, and the writer
+ * fails once.
+ */
 static void raw_write(const char *p, size_t n)
 {
+	const char *start = p;
+	uint64_t at = st.bytes;
 	while (n && !st.failed) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			fail("write", w < 0 ? errno : ENOSPC);
+			int err = w < 0 ? errno : ENOSPC;
+			size_t done = (size_t)(p - start);
+			while (done && start[done - 1] != '\n')
+				done--;
+			if (fd >= 0 && ftruncate(fd, (off_t)(at + done)) == 0)
+				st.bytes = at + done;
+			fail("write", err);
 			return;
 		}
 		p += w;
 		n -= (size_t)w;
 		st.bytes += (uint64_t)w;
+	}
+}
+
+/* A trace whose file was removed (rm, a cleaned directory) is lost: say so once and stop. */
+static void check_removed(void)
+{
+	struct stat sb;
+	if (fd >= 0 && !st.failed && fstat(fd, &sb) == 0 && sb.st_nlink == 0) {
+		fail("file removed while the program ran", ENOENT);
 	}
 }
 
@@ -509,6 +534,7 @@ long writer_drain(void)
 	int have = mlen > 0;
 	for (struct ring *r = ring_list(); r && !have; r = r->next)
 		have = atomic_load(&r->tail) != atomic_load(&r->head);
+	check_removed();
 	if (have && ensure_open() == 0) {
 		if (mlen) {
 			out_flush();

@@ -25,7 +25,7 @@ static void nodes_cell(struct strbuf *o, const cJSON *ids)
 	cJSON_ArrayForEach(id, ids)
 	{
 		if (cJSON_IsNumber(id))
-			strbuf_addf(o, "%s%d", k++ ? ", " : "", (int)id->valuedouble);
+			strbuf_addf(o, "%s%d", k++ ? ", " : "", rmodel_int(id->valuedouble));
 	}
 	strbuf_adds(o, "</td>");
 }
@@ -193,7 +193,7 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 		    (int)jnumd(v, "writer", -1));
 		H(o, jstr(v, "source") ? jstr(v, "source") : "");
 		if (cJSON_IsNumber(rb))
-			strbuf_addf(o, "</td><td>%d</td></tr>\n", (int)rb->valuedouble);
+			strbuf_addf(o, "</td><td>%d</td></tr>\n", rmodel_int(rb->valuedouble));
 		else
 			strbuf_adds(o, "</td><td></td></tr>\n");
 	}

@@ -204,14 +204,16 @@ static double saved_disjoint(const struct rmodel *m, int *counted)
 		const cJSON *id;
 		cJSON_ArrayForEach(id, jarr(c, "nodes"))
 		{
-			int i = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+			int i =
+			    cJSON_IsNumber(id) ? rmodel_find(m, rmodel_int(id->valuedouble)) : -1;
 			clash |= i >= 0 && used[i];
 		}
 		if (clash)
 			continue;
 		cJSON_ArrayForEach(id, jarr(c, "nodes"))
 		{
-			int i = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+			int i =
+			    cJSON_IsNumber(id) ? rmodel_find(m, rmodel_int(id->valuedouble)) : -1;
 			if (i >= 0)
 				used[i] = 1;
 		}
@@ -516,7 +518,7 @@ static void cand_nodes_list(struct page *pg, struct strbuf *o, const cJSON *ids)
 	strbuf_adds(o, "<ul class=\"plain\">");
 	cJSON_ArrayForEach(id, ids)
 	{
-		int i = cJSON_IsNumber(id) ? rmodel_find(pg->m, (int)id->valuedouble) : -1;
+		int i = cJSON_IsNumber(id) ? rmodel_find(pg->m, rmodel_int(id->valuedouble)) : -1;
 		strbuf_adds(o, "<li>");
 		if (i < 0) {
 			strbuf_adds(o, "node ");
@@ -942,7 +944,8 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		int nr = 0;
 		cJSON_ArrayForEach(rd, jarr(v, "readers"))
 		{
-			int ri = cJSON_IsNumber(rd) ? rmodel_find(m, (int)rd->valuedouble) : -1;
+			int ri =
+			    cJSON_IsNumber(rd) ? rmodel_find(m, rmodel_int(rd->valuedouble)) : -1;
 			if (ri < 0)
 				continue;
 			if (nr < 3) {
@@ -1012,8 +1015,9 @@ static int srcrows(struct page *pg, struct srcrow **out)
 			r->bytes = jnumd(e, "bytes", -1);
 			cJSON_ArrayForEach(id, jarr(e, "nodes"))
 			{
-				int i =
-				    cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+				int i = cJSON_IsNumber(id)
+				            ? rmodel_find(m, rmodel_int(id->valuedouble))
+				            : -1;
 				if (i < 0)
 					continue;
 				ALLOC_GROW(r->nodes, r->nr, r->alloc);

@@ -11,6 +11,7 @@
 #include "report/model.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,19 @@ int jnum(const cJSON *o, const char *key, double *out)
 	return 1;
 }
 
+int rmodel_int(double d)
+{
+	return d > -2147483648.0 && d < 2147483648.0 ? (int)d : INT_MIN;
+}
+
+/* A number from summary.json as an int, or dflt when absent or out of int's range (a
+ * hand-edited or damaged summary must not reach an undefined conversion). */
+static int jint(const cJSON *o, const char *key, int dflt)
+{
+	double d;
+	return jnum(o, key, &d) && rmodel_int(d) != INT_MIN ? (int)d : dflt;
+}
+
 double jnumd(const cJSON *o, const char *key, double dflt)
 {
 	double d;
@@ -115,10 +129,9 @@ static double node_num(struct rmodel *m, const cJSON *o, const char *key)
 
 static void node_init(struct rmodel *m, struct rnode *n, const cJSON *o, int index)
 {
-	double d;
 	memset(n, 0, sizeof(*n));
 	n->json = o;
-	n->id = jnum(o, "id", &d) ? (int)d : index;
+	n->id = jint(o, "id", index);
 	n->name = jstr(o, "name");
 	n->full_name = jstr(o, "full_name");
 	if (!n->name)
@@ -139,8 +152,8 @@ static void node_init(struct rmodel *m, struct rnode *n, const cJSON *o, int ind
 	n->gbs = jnumd(o, "achieved_gbs", -1);
 	n->intensity = jnumd(o, "intensity", -1);
 	n->roofline_us = jnumd(o, "roofline_us", -1);
-	n->count = jnum(o, "count", &d) ? (int)d : -1;
-	n->stream = jnum(o, "stream", &d) ? (int)d : -1;
+	n->count = jint(o, "count", -1);
+	n->stream = jint(o, "stream", -1);
 	n->cand = -1;
 	/* Derive what the analyzer left out but the report can compute from what it gave. */
 	if (n->gbs < 0 && n->us > 0 && n->bytes_read >= 0 && n->bytes_written >= 0)
@@ -155,8 +168,9 @@ static void node_init(struct rmodel *m, struct rnode *n, const cJSON *o, int ind
 	if (!n->source && jstr(site, "file")) {
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_adds(&sb, jstr(site, "file"));
-		if (jnum(site, "line", &d))
-			strbuf_addf(&sb, ":%ld", (long)d);
+		int line = jint(site, "line", -1);
+		if (line >= 0)
+			strbuf_addf(&sb, ":%d", line);
 		n->source = n->source_buf = sb.buf;
 	}
 }
@@ -218,7 +232,7 @@ void rmodel_init(struct rmodel *m, const cJSON *root)
 			rmodel_missing(m, "edges[].from/to");
 			continue;
 		}
-		int a = rmodel_find(m, (int)f), b = rmodel_find(m, (int)t);
+		int a = rmodel_find(m, rmodel_int(f)), b = rmodel_find(m, rmodel_int(t));
 		if (a < 0 || b < 0)
 			continue;
 		ALLOC_GROW(m->edges, m->nr_edges, m->alloc_edges);
@@ -247,7 +261,8 @@ void rmodel_init(struct rmodel *m, const cJSON *root)
 		}
 		cJSON_ArrayForEach(id, jarr(o, "nodes"))
 		{
-			int k = cJSON_IsNumber(id) ? rmodel_find(m, (int)id->valuedouble) : -1;
+			int k =
+			    cJSON_IsNumber(id) ? rmodel_find(m, rmodel_int(id->valuedouble)) : -1;
 			if (k >= 0 && m->nodes[k].cand < 0)
 				m->nodes[k].cand = ci;
 		}

@@ -21,6 +21,9 @@ cJSON *summary_load(const char *path);
 
 /* Typed field access on a cJSON object that may be NULL. None of them fail. */
 int jnum(const cJSON *o, const char *key, double *out); /* 1 when key holds a number */
+/* d as an int when it lies in int's range, else INT_MIN (which no node id is): summary.json's
+ * numbers are never converted out of range. */
+int rmodel_int(double d);
 double jnumd(const cJSON *o, const char *key, double dflt);
 const char *jstr(const cJSON *o, const char *key);  /* NULL unless a string */
 const cJSON *jarr(const cJSON *o, const char *key); /* NULL unless an array */

@@ -121,6 +121,12 @@ n=$(ls "$out"/fork.*.aicp.jsonl 2>/dev/null | wc -l)
 t "fork: parent and child each wrote a trace ($n)" test "$n" = 2
 for f in "$out"/fork.*.aicp.jsonl; do chk basic "$f"; done
 
+# 6e. faults in the host process (tests/gpu/faults.py, about 90 s): one TAP line per check
+"$PY" tests/gpu/faults.py "$SHIM" "$out/faults" "$NVCC" "$top/build/aicprof" >"$out/faults.log" 2>&1
+cat "$out/faults.log"
+pass=$((pass + $(grep -c '^ok ' "$out/faults.log"))); fail=$((fail + $(grep -c '^not ok ' "$out/faults.log")))
+grep -q '^# faults: .* s in all' "$out/faults.log" || { echo "not ok - faults.py did not finish"; fail=$((fail + 1)); }
+
 # 7. overhead per launch, interleaved, medians (a benchmark, not a pass/fail test)
 : >"$out/bench.jsonl"
 rounds="1 2 3"; [ "${GPU_BENCH:-1}" = 0 ] && rounds=
