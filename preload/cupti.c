@@ -952,6 +952,25 @@ static const CUpti_CallbackId nvtx_cbids[] = {
 
 /* ---- the callback ------------------------------------------------------------------------ */
 
+/* Set once a call returned an error that leaves the context unusable (a kernel faulted):
+ * CUPTI's forced flush then aborts the process (seen on the H200: exit code 3 became SIGABRT),
+ * so nothing of CUPTI's is called again and the trace closes with what it has. */
+static volatile int ctx_dead;
+
+static int sticky_error(CUresult r)
+{
+	return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED ||
+	       r == CUDA_ERROR_HARDWARE_STACK_ERROR || r == CUDA_ERROR_ILLEGAL_INSTRUCTION ||
+	       r == CUDA_ERROR_MISALIGNED_ADDRESS || r == CUDA_ERROR_INVALID_ADDRESS_SPACE ||
+	       r == CUDA_ERROR_INVALID_PC || r == CUDA_ERROR_LAUNCH_TIMEOUT ||
+	       r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
+int cupti_context_dead(void)
+{
+	return ctx_dead;
+}
+
 static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId id,
                               const void *data)
 {
@@ -961,6 +980,13 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && id < 1024 && cbid_to_api[id] >= 0) {
 		const CUpti_CallbackData *cb = data;
 		enum api_idx a = (enum api_idx)cbid_to_api[id];
+		if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
+		    sticky_error(*(const CUresult *)cb->functionReturnValue) && !ctx_dead) {
+			ctx_dead = 1;
+			shim_say("the program's CUDA context failed (error %d); the trace keeps what "
+			         "was recorded before",
+			         (int)*(const CUresult *)cb->functionReturnValue);
+		}
 		if (a <= A_cuLaunchCooperativeKernel_ptsz) {
 			if (shim_recording())
 				on_launch(cb, a);
@@ -979,7 +1005,7 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 		on_nvtx(id, data);
 	} else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
 	           id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-		if (p_cuptiActivityFlushAll)
+		if (p_cuptiActivityFlushAll && !ctx_dead)
 			p_cuptiActivityFlushAll(1);
 	}
 	shim_leave();
@@ -1086,7 +1112,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 
 void cupti_flush(void)
 {
-	if (started && p_cuptiActivityFlushAll)
+	if (started && p_cuptiActivityFlushAll && !ctx_dead)
 		p_cuptiActivityFlushAll(1);
 }
 

@@ -17,6 +17,8 @@ int cupti_start(void);
 
 /* Flushes CUPTI's activity buffers into the rings (at exit, before the final write). */
 void cupti_flush(void);
+/* Whether a CUDA call returned an error that kills the context (then CUPTI is not called). */
+int cupti_context_dead(void);
 
 /* Appends the header's CUDA fields (versions, devices) to b. Writer thread. */
 void cupti_header_fields(struct jbuf *b);

@@ -215,7 +215,7 @@ static void finish(const char *reason)
 		return;
 	inside = 1;
 	cupti_flush();
-	writer_flush(1, reason);
+	writer_flush(1, cupti_context_dead() && !strcmp(reason, "exit") ? "cuda-error" : reason);
 }
 
 static void at_exit(void)

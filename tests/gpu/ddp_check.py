@@ -84,7 +84,7 @@ def main():
     ar = [c for c in r0["colls"] if c["op"] == "AllReduce"]
     print("# rank 0 all-reduces: %d, bytes %s" % (len(ar), sorted(set(c["bytes"] for c in ar))))
     for i, rk in enumerate(ranks):
-        nccl = [l for l in rk["launches"] if rk["strs"].get(l["fn"], "").startswith("nccl")]
+        nccl = [l for l in rk["launches"] if "nccl" in rk["strs"].get(l["fn"], "")]
         tagged = [l for l in nccl if l.get("coll")]
         tap(len(nccl) > 0 and len(tagged) == len(nccl),
             "rank %d: every NCCL kernel launch carries its collectives (%d of %d)" % (i, len(tagged), len(nccl)))
@@ -101,7 +101,7 @@ def main():
             k = rk["kernels"].get(l["c"])
             if not k:
                 continue
-            (nc if rk["strs"].get(l["fn"], "").startswith("nccl") else comp).append((k["start"], k["end"]))
+            (nc if "nccl" in rk["strs"].get(l["fn"], "") else comp).append((k["start"], k["end"]))
         tot = sum(e - s for s, e in nc)
         hidden = sum(union_overlap(iv, comp) for iv in nc)
         exposed.append((tot - hidden) / 1e3)

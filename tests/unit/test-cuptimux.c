@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "preload/cuptimux.h"
+#include "preload/shim.h"
 
 static void *mock;
 static int (*mock_fire)(CUpti_CallbackDomain, CUpti_CallbackId);
@@ -126,6 +127,7 @@ static int setup(void **state)
 		return -1;
 	own.buf_size = 1 << 20;
 	other.buf_size = 4096; /* small: many of the other tool's buffers fill */
+	shim_cfg.mux = 1; /* sharing is opt-in (AICPROF_MUX=1) */
 	return cuptimux_init(mock) == 1 ? 0 : -1;
 }
 
