@@ -167,6 +167,28 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt);
 const char *emit_upper(const struct fgroup *g, char *buf, size_t len);
 
 /*
+ * The fused backward of chain g (fusion/backward.c): fills *b with a chain group named
+ * "<name>_bwd" whose inputs are g's inputs then one gradient per write of g, and whose writes
+ * are the gradients of g's inputs; grad_of[i] (g->ninputs entries, caller's array) is the
+ * index among b's writes of input i's gradient, or -1 when it has none (a bool mask). Returns
+ * 0 (release *b with fgroup_release), or -1 with the reason in *err and *b empty.
+ */
+int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, struct strbuf *err);
+
+/*
+ * The plain C ABI (fusion/emit-module.c). emit_capi_h: the header declaring
+ * int <name>_run(in[], in_numel[], out[], n, seed, offset, block, vec, ept, stream) and, where
+ * the group has a fused backward, <name>_bwd_run with the same parameters (returns 0, a CUDA
+ * error code, or -1 when a size does not fit the group); emit_capi: its definition, including
+ * the kernel files (compile with nvcc -shared into lib<name>.so). emit_torch_type: at::kFloat...
+ * emit_bcast: is input i broadcast (fewer elements than the group).
+ */
+void emit_capi_h(struct strbuf *sb, const struct fgroup *g);
+void emit_capi(struct strbuf *sb, const struct fgroup *g);
+const char *emit_torch_type(enum fdtype t);
+int emit_bcast(const struct fgroup *g, int i);
+
+/*
  * Writes every file of group g under dir/<g->name>/ (created): <name>_math.h,
  * <name>_kernel.cu, <name>_binding.cu, <name>.py, <name>_bench.cu, <name>_cpucheck.cu,
  * <name>.meta.json. Returns 0 or error() (already printed).
