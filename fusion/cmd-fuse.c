@@ -30,7 +30,12 @@ struct fuse_entry {
 struct fuse_run {
 	struct fuse_entry *e;
 	int nr, alloc;
+	struct patch_lib *libs; /* library forms and dead statements the patch handled */
+	int nlibs;
+	int notfusion[3]; /* dead, invariant, memory candidates: the report's, not fuse's */
 };
+
+static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
 
 static void add_entry(struct fuse_run *r, struct fuse_entry *e)
 {
@@ -104,6 +109,17 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(c, "kind");
 		const char *ks = cJSON_IsString(kind) ? kind->valuestring : "?";
 		struct strbuf msg = STRBUF_INIT;
+		int nf = -1;
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(ks, notfusion_kinds[k]))
+				nf = k;
+		if (nf >= 0) {
+			/* not a fusion group: counted once, the report has them */
+			run->notfusion[nf]++;
+			free(e.sources);
+			i++;
+			continue;
+		}
 		if (cJSON_IsString(lib) && *lib->valuestring) {
 			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
 			            lib->valuestring);
@@ -176,7 +192,7 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
 		pg[n].cand = c;
 		at[n++] = i;
 	}
-	int rc = n ? patch_write(fused, j, srcdir, pg, n) : 0;
+	int rc = patch_write(fused, j, srcdir, pg, n, &run->libs, &run->nlibs);
 	for (int k = 0; k < n; k++)
 		run->e[at[k]].pg = pg[k];
 	free(pg);
@@ -270,6 +286,30 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 			if (run->e[i].name)
 				add_readme_group(&sb, &run->e[i]);
 	}
+	if (run->nlibs) {
+		strbuf_adds(&sb, "\n## Library forms and dead statements (aicprof.patch)\n\n"
+		                 "Where a library already has the fused form, the patch uses it "
+		                 "instead of a generated\nkernel; a statement whose result is never "
+		                 "read is removed. Where the source cannot be\nrewritten safely, the "
+		                 "call to make is given instead.\n\n");
+		for (int i = 0; i < run->nlibs; i++) {
+			const struct patch_lib *l = &run->libs[i];
+			if (l->rewritten)
+				strbuf_addf(&sb, "- candidate %ld (%s): rewritten at %s: %s\n", l->cand,
+				            l->form, l->where, l->what);
+			else
+				strbuf_addf(&sb, "- candidate %ld (%s): not rewritten (%s); %s\n",
+				            l->cand, l->form, l->advice ? l->advice : "?", l->what);
+		}
+	}
+	int nnf = run->notfusion[0] + run->notfusion[1] + run->notfusion[2];
+	if (nnf)
+		strbuf_addf(&sb,
+		            "\n## Not fusion\n\n%d candidate%s of the summary %s not fusion groups "
+		            "(dead %d, invariant %d,\nmemory %d): see the report (`report.html`, "
+		            "dead work, unchanging work and the memory plan).\n",
+		            nnf, nnf > 1 ? "s" : "", nnf > 1 ? "are" : "is", run->notfusion[0],
+		            run->notfusion[1], run->notfusion[2]);
 	if (nadv) {
 		strbuf_adds(&sb, "\n## Advice (not generated)\n\n");
 		for (int i = 0; i < run->nr; i++) {
@@ -349,6 +389,7 @@ static void release_run(struct fuse_run *run)
 		fgroup_release(&run->e[i].g);
 	}
 	free(run->e);
+	patch_lib_release(run->libs, run->nlibs);
 }
 
 static int usage_fuse(void)
@@ -438,6 +479,20 @@ int cmd_fuse(int argc, char **argv)
 				printf("advice    candidate %ld: %s\n", run.e[i].cand,
 				       run.e[i].advice);
 		}
+		for (int i = 0; !rc && i < run.nlibs; i++) {
+			const struct patch_lib *l = &run.libs[i];
+			if (l->rewritten)
+				printf("library   candidate %ld: %s: rewritten at %s\n", l->cand,
+				       l->form, l->where);
+			else
+				printf("library   candidate %ld: %s: not rewritten: %s\n", l->cand,
+				       l->form, l->advice ? l->advice : "?");
+		}
+		int nnf = run.notfusion[0] + run.notfusion[1] + run.notfusion[2];
+		if (!rc && nnf)
+			printf("not fusion: %d candidates (dead %d, invariant %d, memory %d); see the "
+			       "report\n",
+			       nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
 		free(p1);
 		free(p2);
 		free(readme);

@@ -204,14 +204,30 @@ struct patch_group {
 	char *advice;             /* out (owned): why its lines were not rewritten */
 };
 
+/* A library form or a dead statement the patch rewrote, or advice (patch.c). */
+struct patch_lib {
+	long cand;
+	char *form;   /* the library form as the analyzer named it, or "dead statement" */
+	char *what;   /* the rewrite, or the call to make */
+	int rewritten;
+	char *where;  /* "file.py:29-35" when rewritten */
+	char *advice; /* why not rewritten */
+};
+
+void patch_lib_release(struct patch_lib *l, int n);
+
 /*
  * Writes fused/aicprof.patch (whole or not at all): a unified diff relative to the program's
- * working directory that adds aicprof_fused/<name>/ (module, binding, kernel, math) of every
- * group in pg[0..n-1] and rewrites the user's source lines of each group where that is safe
- * (see patch.c), reading the sources under srcdir (NULL: "."). Fills pg[i].rewritten, .where
- * and .advice (the caller frees them). Writes nothing when n is 0. Returns 0 or error().
+ * working directory that adds aicprof_fused/<name>/ (module, binding, C ABI, kernels, math) of
+ * every group in pg[0..n-1] and aicprof_fused/Makefile, rewrites the user's source lines of
+ * each group where that is safe, and applies the library forms of the summary's candidates
+ * (attention -> scaled_dot_product_attention, fused=True on an Adam/AdamW constructor) and
+ * removes dead statements where that is safe (see patch.c), reading the sources under srcdir
+ * (NULL: "."). Fills pg[i].rewritten, .where and .advice (the caller frees them) and *libs
+ * (*nlibs entries; free with patch_lib_release). Writes no file when there is nothing to
+ * change. Returns 0 or error().
  */
 int patch_write(const char *fused, const struct cJSON *summary, const char *srcdir,
-                struct patch_group *pg, int n);
+                struct patch_group *pg, int n, struct patch_lib **libs, int *nlibs);
 
 #endif
