@@ -134,8 +134,9 @@ static int reads_of(const struct fopnode *n)
 	return 0;
 }
 
-static const char *const no_rule[] = {"where", "gelu_tanh", "gelu_backward", "relu_backward",
-                                      "silu_backward", "sigmoid_backward", "tanh_backward"};
+static const char *const no_rule[] = {"where",         "gelu_tanh",     "gelu_backward",
+                                      "relu_backward", "silu_backward", "sigmoid_backward",
+                                      "tanh_backward"};
 
 int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, struct strbuf *err)
 {
@@ -180,7 +181,7 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 	/* the forward values the derivatives read, and what they are computed from */
 	int *need = xcalloc(g->nvalues, sizeof(int));
 	int *fv = xcalloc(g->nvalues, sizeof(int)); /* forward value -> backward value */
-	int *gv = xcalloc(g->nvalues, sizeof(int));  /* forward value -> its gradient */
+	int *gv = xcalloc(g->nvalues, sizeof(int)); /* forward value -> its gradient */
 	for (int k = 0; k < g->nops; k++) {
 		int r = reads_of(&g->ops[k]);
 		for (int a = 0; a < g->ops[k].nargs; a++)
@@ -236,8 +237,8 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 			acc(&x, gv, a0, op2(&x, "div", dy, fv[a1]));
 			if (g->values[a1].dtype != FD_BOOL)
 				acc(&x, gv, a1,
-				    op1(&x, "neg", op2(&x, "div", op2(&x, "mul", dy, fv[n->out]),
-				                       fv[a1])));
+				    op1(&x, "neg",
+				        op2(&x, "div", op2(&x, "mul", dy, fv[n->out]), fv[a1])));
 		} else if (!strcmp(o, "neg")) {
 			acc(&x, gv, a0, op1(&x, "neg", dy));
 		} else if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu")) {

@@ -287,16 +287,17 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 				add_readme_group(&sb, &run->e[i]);
 	}
 	if (run->nlibs) {
-		strbuf_adds(&sb, "\n## Library forms and dead statements (aicprof.patch)\n\n"
-		                 "Where a library already has the fused form, the patch uses it "
-		                 "instead of a generated\nkernel; a statement whose result is never "
-		                 "read is removed. Where the source cannot be\nrewritten safely, the "
-		                 "call to make is given instead.\n\n");
+		strbuf_adds(&sb,
+		            "\n## Library forms and dead statements (aicprof.patch)\n\n"
+		            "Where a library already has the fused form, the patch uses it "
+		            "instead of a generated\nkernel; a statement whose result is never "
+		            "read is removed. Where the source cannot be\nrewritten safely, the "
+		            "call to make is given instead.\n\n");
 		for (int i = 0; i < run->nlibs; i++) {
 			const struct patch_lib *l = &run->libs[i];
 			if (l->rewritten)
-				strbuf_addf(&sb, "- candidate %ld (%s): rewritten at %s: %s\n", l->cand,
-				            l->form, l->where, l->what);
+				strbuf_addf(&sb, "- candidate %ld (%s): rewritten at %s: %s\n",
+				            l->cand, l->form, l->where, l->what);
 			else
 				strbuf_addf(&sb, "- candidate %ld (%s): not rewritten (%s); %s\n",
 				            l->cand, l->form, l->advice ? l->advice : "?", l->what);
@@ -326,13 +327,14 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	for (int i = 0; i < run->nr; i++)
 		npatch += run->e[i].pg.g != NULL;
 	if (npatch) {
-		strbuf_adds(&sb, "\n## The patch (aicprof.patch)\n\n"
-		                 "`git apply aicprof.patch` in the program's working directory adds "
-		                 "the generated\nkernels under `aicprof_fused/` and rewrites the "
-		                 "source lines below to call them;\nthe original lines stay as the "
-		                 "fallback (no extension build, another dtype, autograd\nneeding a "
-		                 "gradient). Groups whose lines it cannot rewrite safely are advice: "
-		                 "call\nthe kernel yourself.\n\n");
+		strbuf_adds(&sb,
+		            "\n## The patch (aicprof.patch)\n\n"
+		            "`git apply aicprof.patch` in the program's working directory adds "
+		            "the generated\nkernels under `aicprof_fused/` and rewrites the "
+		            "source lines below to call them;\nthe original lines stay as the "
+		            "fallback (no extension build, another dtype, autograd\nneeding a "
+		            "gradient). Groups whose lines it cannot rewrite safely are advice: "
+		            "call\nthe kernel yourself.\n\n");
 		for (int i = 0; i < run->nr; i++) {
 			const struct patch_group *p = &run->e[i].pg;
 			if (!p->g)
@@ -340,8 +342,9 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 			if (p->rewritten)
 				strbuf_addf(&sb, "- %s: rewritten at %s\n", p->g->name, p->where);
 			else
-				strbuf_addf(&sb, "- %s: advice, not rewritten: %s; the kernel is in "
-				                 "`aicprof_fused/%s/`\n",
+				strbuf_addf(&sb,
+				            "- %s: advice, not rewritten: %s; the kernel is in "
+				            "`aicprof_fused/%s/`\n",
 				            p->g->name, p->advice ? p->advice : "?", p->g->name);
 		}
 	}
@@ -490,9 +493,10 @@ int cmd_fuse(int argc, char **argv)
 		}
 		int nnf = run.notfusion[0] + run.notfusion[1] + run.notfusion[2];
 		if (!rc && nnf)
-			printf("not fusion: %d candidates (dead %d, invariant %d, memory %d); see the "
-			       "report\n",
-			       nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
+			printf(
+			    "not fusion: %d candidates (dead %d, invariant %d, memory %d); see the "
+			    "report\n",
+			    nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
 		free(p1);
 		free(p2);
 		free(readme);

@@ -865,7 +865,7 @@ int fusion_write_group(const char *dir, const struct fgroup *g)
 	} files[] = {
 	    {"_math.h", emit_math},    {"_kernel.cu", emit_kernel}, {"_binding.cu", emit_binding},
 	    {".py", emit_module},      {"_bench.cu", emit_bench},   {"_cpucheck.cu", emit_cpucheck},
-	    {".meta.json", emit_meta}, {"_capi.h", emit_capi_h},     {"_capi.cu", emit_capi},
+	    {".meta.json", emit_meta}, {"_capi.h", emit_capi_h},    {"_capi.cu", emit_capi},
 	};
 	static const struct {
 		const char *suffix;

@@ -24,11 +24,12 @@
 
 static void capi_proto(struct strbuf *sb, const char *name, const char *end)
 {
-	strbuf_addf(sb,
-	            "int %s_run(const void *const *in, const long long *in_numel, void *const *out,\n"
-	            "\t\tlong long n, unsigned long long seed, unsigned long long offset, int "
-	            "block,\n\t\tint vec, int ept, void *stream)%s",
-	            name, end);
+	strbuf_addf(
+	    sb,
+	    "int %s_run(const void *const *in, const long long *in_numel, void *const *out,\n"
+	    "\t\tlong long n, unsigned long long seed, unsigned long long offset, int "
+	    "block,\n\t\tint vec, int ept, void *stream)%s",
+	    name, end);
 }
 
 void emit_capi_h(struct strbuf *sb, const struct fgroup *g)
@@ -88,10 +89,11 @@ static void capi_body(struct strbuf *sb, const struct fgroup *g)
 	for (int i = 0; i < g->ninputs; i++) {
 		const char *in = g->values[i].name;
 		if (emit_bcast(g, i))
-			strbuf_addf(sb,
-			            "\tif (in_numel[%d] <= 0 || n %% in_numel[%d])\n\t\treturn -1;\n"
-			            "\ta.m_%s = (long)in_numel[%d];\n",
-			            i, i, in, i);
+			strbuf_addf(
+			    sb,
+			    "\tif (in_numel[%d] <= 0 || n %% in_numel[%d])\n\t\treturn -1;\n"
+			    "\ta.m_%s = (long)in_numel[%d];\n",
+			    i, i, in, i);
 		else
 			strbuf_addf(sb, "\tif (in_numel[%d] != n)\n\t\treturn -1;\n", i);
 		strbuf_addf(sb, "\ta.in_%s = (const %s *)in[%d];\n", in,
@@ -186,7 +188,9 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb, "    v%d = ", n->out);
 		static const struct {
 			const char *op, *fmt;
-		} bin[] = {{"add", "(%s + %s)"}, {"sub", "(%s - %s)"}, {"mul", "(%s * %s)"},
+		} bin[] = {{"add", "(%s + %s)"},
+		           {"sub", "(%s - %s)"},
+		           {"mul", "(%s * %s)"},
 		           {"div", "(%s / %s)"}};
 		static const struct {
 			const char *op, *fn;
@@ -238,9 +242,11 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 			py_num(sb, n->num);
 			strbuf_adds(sb, ").reshape(-1)");
 		} else if (!strcmp(o, "rms_norm")) {
-			strbuf_addf(sb, "(%s.view(-1, %ld) * torch.rsqrt(%s.view(-1, %ld).pow(2).mean(-1, "
-			                "keepdim=True) + ",
-			            a[0], g->cols, a[0], g->cols);
+			strbuf_addf(
+			    sb,
+			    "(%s.view(-1, %ld) * torch.rsqrt(%s.view(-1, %ld).pow(2).mean(-1, "
+			    "keepdim=True) + ",
+			    a[0], g->cols, a[0], g->cols);
 			py_num(sb, n->num);
 			strbuf_adds(sb, ")");
 			if (n->nargs > 1)
@@ -377,23 +383,27 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb, " = %s(", nm);
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
-	strbuf_addf(sb, ")\n\n"
-	                "The kernel runs through the plain C ABI of %s_capi.h (lib%s.so, built "
-	                "with nvcc on first\nuse when absent), as the PyTorch custom op "
-	                "torch.ops.aicprof.%s. Backward: ",
+	strbuf_addf(sb,
+	            ")\n\n"
+	            "The kernel runs through the plain C ABI of %s_capi.h (lib%s.so, built "
+	            "with nvcc on first\nuse when absent), as the PyTorch custom op "
+	            "torch.ops.aicprof.%s. Backward: ",
 	            nm, nm, nm);
 	if (fused_bwd)
-		strbuf_addf(sb, "the generated fused\nbackward (%s_bwd_run), which regenerates "
-		                "dropout's mask from the same Philox state.\n",
+		strbuf_addf(sb,
+		            "the generated fused\nbackward (%s_bwd_run), which regenerates "
+		            "dropout's mask from the same Philox state.\n",
 		            nm);
 	else if (has_ref)
 		strbuf_addf(sb, "recomputed through PyTorch's\nown ops (%s).\n", err.buf);
 	else
-		strbuf_addf(sb, "none (%s; the group has dropout, whose\nmask PyTorch's ops cannot "
-		                "reproduce): HAS_BACKWARD is False.\n",
+		strbuf_addf(sb,
+		            "none (%s; the group has dropout, whose\nmask PyTorch's ops cannot "
+		            "reproduce): HAS_BACKWARD is False.\n",
 		            err.buf);
-	strbuf_adds(sb, "Launch parameters come from tune.json beside this file (written by aicprof "
-	                "bench) where present.\n");
+	strbuf_adds(sb,
+	            "Launch parameters come from tune.json beside this file (written by aicprof "
+	            "bench) where present.\n");
 	if (g->ndrop)
 		strbuf_adds(sb,
 		            "Dropout draws its Philox seed and offset from the CUDA generator "
@@ -418,9 +428,10 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	}
 	strbuf_adds(sb, module_common);
 	if (has_ref) {
-		strbuf_adds(sb, "def _x(v, n):\n    \"\"\"A broadcast input repeated to n "
-		                "elements.\"\"\"\n"
-		                "    return v if v.numel() == n else v.repeat(n // v.numel())\n\n\n");
+		strbuf_adds(sb,
+		            "def _x(v, n):\n    \"\"\"A broadcast input repeated to n "
+		            "elements.\"\"\"\n"
+		            "    return v if v.numel() == n else v.repeat(n // v.numel())\n\n\n");
 		strbuf_add(sb, ref.buf, ref.len);
 	}
 	/* the custom op */
@@ -440,70 +451,77 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb, "    ins = [");
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
-	strbuf_addf(sb, "]\n    outs = [torch.empty(ins[_SHAPE].shape, dtype=d, "
-	                "device=ins[0].device) for d in _OUT_DTYPES]\n"
-	                "    _run(_load().%s_run, ins, outs, seed, offset)\n"
-	                "    return %s\n\n\n",
+	strbuf_addf(sb,
+	            "]\n    outs = [torch.empty(ins[_SHAPE].shape, dtype=d, "
+	            "device=ins[0].device) for d in _OUT_DTYPES]\n"
+	            "    _run(_load().%s_run, ins, outs, seed, offset)\n"
+	            "    return %s\n\n\n",
 	            nm, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");
 	strbuf_adds(sb, "@_op.register_fake\ndef _(");
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s, ", g->values[i].name);
-	strbuf_addf(sb, "seed, offset):\n    x = %s\n    outs = [x.new_empty(x.shape, dtype=d) for d "
-	                "in _OUT_DTYPES]\n    return %s\n\n\n",
+	strbuf_addf(sb,
+	            "seed, offset):\n    x = %s\n    outs = [x.new_empty(x.shape, dtype=d) for d "
+	            "in _OUT_DTYPES]\n    return %s\n\n\n",
 	            g->values[shape_from].name, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");
 	strbuf_release(&rt);
 	if (fused_bwd || has_ref) {
-		strbuf_addf(sb, "def _setup(ctx, inputs, output):\n"
-		                "    ctx.save_for_backward(*inputs[:%d])\n"
-		                "    ctx.seed, ctx.offset = inputs[%d], inputs[%d]\n\n\n",
+		strbuf_addf(sb,
+		            "def _setup(ctx, inputs, output):\n"
+		            "    ctx.save_for_backward(*inputs[:%d])\n"
+		            "    ctx.seed, ctx.offset = inputs[%d], inputs[%d]\n\n\n",
 		            g->ninputs, g->ninputs, g->ninputs + 1);
-		strbuf_adds(sb, "def _backward(ctx, *grads):\n"
-		                "    xs = list(ctx.saved_tensors)\n"
-		                "    gs = [(torch.zeros(xs[_SHAPE].shape, dtype=d, device=xs[0].device) "
-		                "if g is None\n"
-		                "           else g.to(d).contiguous()) for g, d in zip(grads, "
-		                "_OUT_DTYPES)]\n");
+		strbuf_adds(
+		    sb, "def _backward(ctx, *grads):\n"
+		        "    xs = list(ctx.saved_tensors)\n"
+		        "    gs = [(torch.zeros(xs[_SHAPE].shape, dtype=d, device=xs[0].device) "
+		        "if g is None\n"
+		        "           else g.to(d).contiguous()) for g, d in zip(grads, "
+		        "_OUT_DTYPES)]\n");
 		if (fused_bwd)
-			strbuf_adds(sb,
-			            "    outs = [torch.empty(xs[_SHAPE].shape, dtype=d, "
-			            "device=xs[0].device) for d in _BWD_DTYPES]\n"
-			            "    _run_bwd(xs + gs, outs, ctx.seed, ctx.offset)\n"
-			            "    res = [outs[k] if k >= 0 and ctx.needs_input_grad[i] else None\n"
-			            "           for i, k in enumerate(_GRAD_OF)]\n");
+			strbuf_adds(
+			    sb,
+			    "    outs = [torch.empty(xs[_SHAPE].shape, dtype=d, "
+			    "device=xs[0].device) for d in _BWD_DTYPES]\n"
+			    "    _run_bwd(xs + gs, outs, ctx.seed, ctx.offset)\n"
+			    "    res = [outs[k] if k >= 0 and ctx.needs_input_grad[i] else None\n"
+			    "           for i, k in enumerate(_GRAD_OF)]\n");
 		else
-			strbuf_adds(sb,
-			            "    with torch.enable_grad():\n"
-			            "        ins = [x.detach().requires_grad_(x.is_floating_point() and "
-			            "ctx.needs_input_grad[i])\n"
-			            "               for i, x in enumerate(xs)]\n"
-			            "        want = [x for x in ins if x.requires_grad]\n"
-			            "        got = iter(torch.autograd.grad(_ref(*ins), want, gs, "
-			            "allow_unused=True)) if want else iter(())\n"
-			            "    res = [next(got) if x.requires_grad else None for x in ins]\n"
-			            "    res = [r.reshape(x.shape) if r is not None else None for r, x in "
-			            "zip(res, xs)]\n");
+			strbuf_adds(
+			    sb,
+			    "    with torch.enable_grad():\n"
+			    "        ins = [x.detach().requires_grad_(x.is_floating_point() and "
+			    "ctx.needs_input_grad[i])\n"
+			    "               for i, x in enumerate(xs)]\n"
+			    "        want = [x for x in ins if x.requires_grad]\n"
+			    "        got = iter(torch.autograd.grad(_ref(*ins), want, gs, "
+			    "allow_unused=True)) if want else iter(())\n"
+			    "    res = [next(got) if x.requires_grad else None for x in ins]\n"
+			    "    res = [r.reshape(x.shape) if r is not None else None for r, x in "
+			    "zip(res, xs)]\n");
 		strbuf_adds(sb, "    return tuple(res) + (None, None)\n\n\n"
 		                "_op.register_autograd(_backward, setup_context=_setup)\n\n\n");
 		if (fused_bwd)
-			strbuf_addf(sb,
-			            "def _run_bwd(ins, outs, seed, offset):\n"
-			            "    n = ins[_SHAPE].numel()\n"
-			            "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in "
-			            "ins])\n"
-			            "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in "
-			            "ins])\n"
-			            "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in "
-			            "outs])\n"
-			            "    dev = ins[0].device\n"
-			            "    with torch.cuda.device(dev):\n"
-			            "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
-			            "        rc = _load().%s_bwd_run(pin, num, pout, n, seed & ((1 << 64) "
-			            "- 1), offset,\n"
-			            "                                *config(), stream)\n"
-			            "    if rc:\n"
-			            "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" "
-			            "%% (NAME, rc))\n\n\n",
-			            nm);
+			strbuf_addf(
+			    sb,
+			    "def _run_bwd(ins, outs, seed, offset):\n"
+			    "    n = ins[_SHAPE].numel()\n"
+			    "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in "
+			    "ins])\n"
+			    "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in "
+			    "ins])\n"
+			    "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in "
+			    "outs])\n"
+			    "    dev = ins[0].device\n"
+			    "    with torch.cuda.device(dev):\n"
+			    "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
+			    "        rc = _load().%s_bwd_run(pin, num, pout, n, seed & ((1 << 64) "
+			    "- 1), offset,\n"
+			    "                                *config(), stream)\n"
+			    "    if rc:\n"
+			    "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" "
+			    "%% (NAME, rc))\n\n\n",
+			    nm);
 	}
 	strbuf_addf(sb, "def %s(", nm);
 	for (int i = 0; i < g->ninputs; i++)
@@ -512,8 +530,9 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	for (int w = 0; w < g->nwrites; w++)
 		strbuf_addf(sb, "%s%s%s", w ? ", " : "", g->values[g->writes[w].value].name,
 		            g->writes[w].kept ? " (kept)" : "");
-	strbuf_addf(sb, "), differentiable where HAS_BACKWARD.\"\"\"\n"
-	                "    seed, offset = _philox(%s.device, generator)\n    r = _op(",
+	strbuf_addf(sb,
+	            "), differentiable where HAS_BACKWARD.\"\"\"\n"
+	            "    seed, offset = _philox(%s.device, generator)\n    r = _op(",
 	            g->values[0].name);
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s, ", g->values[i].name);

@@ -207,8 +207,8 @@ struct patch_group {
 /* A library form or a dead statement the patch rewrote, or advice (patch.c). */
 struct patch_lib {
 	long cand;
-	char *form;   /* the library form as the analyzer named it, or "dead statement" */
-	char *what;   /* the rewrite, or the call to make */
+	char *form; /* the library form as the analyzer named it, or "dead statement" */
+	char *what; /* the rewrite, or the call to make */
 	int rewritten;
 	char *where;  /* "file.py:29-35" when rewritten */
 	char *advice; /* why not rewritten */

@@ -305,7 +305,8 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 		    !((k == 0 && !strcmp(opname, "where")) ||
 		      (k == 1 && !strcmp(opname, "masked_fill")) || !strcmp(opname, "mul")))
 			return perr(c,
-			            "%sargs[%d] '%s' is a bool mask; only where's condition, mul's factors and "
+			            "%sargs[%d] '%s' is a bool mask; only where's condition, mul's "
+			            "factors and "
 			            "masked_fill's mask may be",
 			            path, k, a->valuestring);
 	}

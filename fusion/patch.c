@@ -739,7 +739,8 @@ static int call_split(const char *s, const char *const *names, size_t nn, char *
 	for (size_t i = 0; i < ARRAY_SIZE(pre) && !p; i++)
 		for (size_t j = 0; j < nn && !p; j++) {
 			size_t a = strlen(pre[i]), b = strlen(names[j]);
-			if (!strncmp(s, pre[i], a) && !strncmp(s + a, names[j], b) && s[a + b] == '(')
+			if (!strncmp(s, pre[i], a) && !strncmp(s + a, names[j], b) &&
+			    s[a + b] == '(')
 				p = s + a + b + 1;
 		}
 	if (!p)
@@ -909,8 +910,8 @@ static int sdpa_match(struct pfile *f, int lo, int hi, struct sdpa *d, struct st
 			state = 1;
 		} else if (state == 1 && (!strncmp(r, d->s_name, strlen(d->s_name))) &&
 		           (r[strlen(d->s_name)] == '*' || r[strlen(d->s_name)] == '/') &&
-		           !strchr("*/", r[strlen(d->s_name) + 1]) &&
-		           !strcmp(st.name, d->s_name) && !d->scale && !d->mask) {
+		           !strchr("*/", r[strlen(d->s_name) + 1]) && !strcmp(st.name, d->s_name) &&
+		           !d->scale && !d->mask) {
 			const char *e = st.raw_rhs + strcspn(st.raw_rhs, "*/") + 1;
 			struct strbuf sb = STRBUF_INIT;
 			if (r[strlen(d->s_name)] == '*')
@@ -939,15 +940,18 @@ static int sdpa_match(struct pfile *f, int lo, int hi, struct sdpa *d, struct st
 				}
 			}
 			if (!rc && !d->mask)
-				rc = fail(why, "%s:%d: a mask of another form than ~mask or mask == 0",
+				rc = fail(why,
+				          "%s:%d: a mask of another form than ~mask or mask == 0",
 				          f->rel, i + 1);
 			free_args(args, 2);
 		} else if (state == 1 && (na = call_split(r, sm, 1, args, 3)) >= 1) {
-			int ok = !strcmp(args[0], d->s_name) &&
-			         ((na == 2 && (!strcmp(args[1], "dim=-1") || !strcmp(args[1], "-1"))));
+			int ok =
+			    !strcmp(args[0], d->s_name) &&
+			    ((na == 2 && (!strcmp(args[1], "dim=-1") || !strcmp(args[1], "-1"))));
 			free_args(args, na);
 			if (!ok)
-				rc = fail(why, "%s:%d: a softmax of another form than (scores, dim=-1)",
+				rc = fail(why,
+				          "%s:%d: a softmax of another form than (scores, dim=-1)",
 				          f->rel, i + 1);
 			strcpy(d->a_name, st.name);
 			state = 2;
@@ -956,7 +960,8 @@ static int sdpa_match(struct pfile *f, int lo, int hi, struct sdpa *d, struct st
 		            !strcmp(r + strlen(d->s_name), ".softmax(-1)"))) {
 			strcpy(d->a_name, st.name);
 			state = 2;
-		} else if (state == 2 && !d->dropout_p && (na = call_split(r, dr, 1, args, 4)) >= 1) {
+		} else if (state == 2 && !d->dropout_p &&
+		           (na = call_split(r, dr, 1, args, 4)) >= 1) {
 			const char *p = NULL, *tr = NULL;
 			int ok = !strcmp(args[0], d->a_name) && !strcmp(st.name, d->a_name);
 			for (int k = 1; k < na; k++) {
@@ -1000,8 +1005,9 @@ static int sdpa_match(struct pfile *f, int lo, int hi, struct sdpa *d, struct st
 				          f->rel, i + 1, s + st.ind);
 			else if ((d->s_name[0] && count_word_in(r, d->s_name)) ||
 			         (d->a_name[0] && count_word_in(r, d->a_name)))
-				rc = fail(why, "%s:%d reads the scores in the middle of the pattern",
-				          f->rel, i + 1);
+				rc =
+				    fail(why, "%s:%d reads the scores in the middle of the pattern",
+				         f->rel, i + 1);
 			/* else another statement between: kept where it is */
 		}
 		if (took && d->nlines < 8)
@@ -1161,8 +1167,8 @@ static int lib_sdpa(struct pctx *x, const cJSON *cand, struct patch_lib *pl, str
 			uses += count_word_in(f->L.l[i], d.mask);
 		int drop_mask = d.causal && d.mask_def >= 0 && uses == 2;
 		struct strbuf call = STRBUF_INIT;
-		strbuf_addf(&call, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s", d.q,
-		            d.k, d.v);
+		strbuf_addf(&call, "torch.nn.functional.scaled_dot_product_attention(%s, %s, %s",
+		            d.q, d.k, d.v);
 		if (d.causal)
 			strbuf_adds(&call, ", is_causal=True");
 		else if (d.mask)
@@ -1178,10 +1184,11 @@ static int lib_sdpa(struct pctx *x, const cJSON *cand, struct patch_lib *pl, str
 			int nn = 0;
 			if (i == hi) {
 				nl = xmalloc(sizeof(char *) * 2);
-				nl[nn++] = line_dup(f->L.l[i], ind,
-				                    "# aicprof: lines %d-%d (attention written out) "
-				                    "as one fused kernel",
-				                    lo + 1, hi + 1);
+				nl[nn++] =
+				    line_dup(f->L.l[i], ind,
+				             "# aicprof: lines %d-%d (attention written out) "
+				             "as one fused kernel",
+				             lo + 1, hi + 1);
 				nl[nn++] = line_dup(f->L.l[i], ind, "%s = %s", d.y_name, call.buf);
 			}
 			edit_add(f, i, 1, nl, nn);
@@ -1330,15 +1337,18 @@ static void lib_all(struct pctx *x, const cJSON *summary, struct patch_lib **lib
 			else if (strstr(form, "fused=True"))
 				rc = lib_fused_optim(x, c, pl, &why);
 			else if (strstr(form, "cuBLASLt")) {
-				pl->what = xstrdup(
-				    "for a 2-D input, `torch._addmm_activation(bias, x, weight.t(), "
-				    "use_gelu=True)` runs the GEMM with cuBLASLt's bias + GELU epilogue "
-				    "(ReLU: use_gelu=False); or keep `F.linear` and let the bias ride "
-				    "in cuBLASLt's epilogue");
+				pl->what = xstrdup("for a 2-D input, "
+				                   "`torch._addmm_activation(bias, x, weight.t(), "
+				                   "use_gelu=True)` runs the GEMM with cuBLASLt's "
+				                   "bias + GELU epilogue "
+				                   "(ReLU: use_gelu=False); or keep `F.linear` and "
+				                   "let the bias ride "
+				                   "in cuBLASLt's epilogue");
 				rc = fail(&why, "a GEMM epilogue is not rewritten in the source");
 			} else if (strstr(form, "fold")) {
-				pl->what = xstrdup("at inference, fold BatchNorm into the convolution: "
-				                   "`torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)`");
+				pl->what =
+				    xstrdup("at inference, fold BatchNorm into the convolution: "
+				            "`torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)`");
 				rc = fail(&why, "folding is not rewritten in the source");
 			} else {
 				pl->what = xstrdup(form);
@@ -1354,9 +1364,9 @@ static void lib_all(struct pctx *x, const cJSON *summary, struct patch_lib **lib
 	}
 }
 
-static const char *const group_files[] = {".py",          "_binding.cu", "_kernel.cu",
-                                          "_math.h",      "_capi.h",     "_capi.cu",
-                                          "_bwd_kernel.cu", "_bwd_math.h"};
+static const char *const group_files[] = {
+    ".py",     "_binding.cu", "_kernel.cu",     "_math.h",
+    "_capi.h", "_capi.cu",    "_bwd_kernel.cu", "_bwd_math.h"};
 
 /* aicprof_fused/Makefile: every group's C ABI into one library the modules look for. */
 static void add_makefile(struct strbuf *sb, const struct patch_group *pg, int n)

@@ -60,12 +60,36 @@ static void parse_bad(const char *name, const char *needle1, const char *needle2
 static void test_optable(void **state)
 {
 	(void)state;
-	static const char *vocab[] = {
-	    "add",        "sub",      "mul",        "div",        "neg",   "relu",        "gelu",
-	    "gelu_tanh",  "silu",     "sigmoid",    "tanh",       "exp",   "log",         "sqrt",
-	    "rsqrt",      "scale",    "add_scalar", "cast",       "where", "masked_fill", "dropout",
-	    "layer_norm", "rms_norm", "softmax",    "log_softmax", "gelu_backward",
-	    "relu_backward", "silu_backward", "sigmoid_backward", "tanh_backward"};
+	static const char *vocab[] = {"add",
+	                              "sub",
+	                              "mul",
+	                              "div",
+	                              "neg",
+	                              "relu",
+	                              "gelu",
+	                              "gelu_tanh",
+	                              "silu",
+	                              "sigmoid",
+	                              "tanh",
+	                              "exp",
+	                              "log",
+	                              "sqrt",
+	                              "rsqrt",
+	                              "scale",
+	                              "add_scalar",
+	                              "cast",
+	                              "where",
+	                              "masked_fill",
+	                              "dropout",
+	                              "layer_norm",
+	                              "rms_norm",
+	                              "softmax",
+	                              "log_softmax",
+	                              "gelu_backward",
+	                              "relu_backward",
+	                              "silu_backward",
+	                              "sigmoid_backward",
+	                              "tanh_backward"};
 	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
 		const struct fop *op = fop_lookup(vocab[i]);
 		assert_non_null(op);
