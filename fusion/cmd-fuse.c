@@ -278,8 +278,11 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	         "elements per thread, and writes `tune.json` beside the kernel.\n\n"
 	         "Use from PyTorch: `sys.path.insert(0, \"<group dir>\")`, `from <name> import "
 	         "<name>`; the\nfunction takes the group's inputs in order and returns its writes "
-	         "(outputs, then kept).\nRewriting the program's source to call it is left to "
-	         "you (or the patch).\n");
+	         "(outputs, then kept).\nIt runs as the custom op `torch.ops.aicprof.<name>` "
+	         "through the plain C ABI of\n`<name>_capi.h` (`lib<name>.so`, built with nvcc on "
+	         "first use), with a fused backward\nwhere the group is an elementwise chain "
+	         "(`<name>_bwd_kernel.cu`). Rewriting the program's\nsource to call it is left "
+	         "to you (or the patch).\n");
 	if (ngen) {
 		strbuf_adds(&sb, "\n## Generated\n");
 		for (int i = 0; i < run->nr; i++)
@@ -315,7 +318,10 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 		strbuf_adds(&sb, "\n## Advice (not generated)\n\n");
 		for (int i = 0; i < run->nr; i++) {
 			const struct fuse_entry *e = &run->e[i];
-			if (!e->advice)
+			int lib = 0; /* listed with what the patch did, above */
+			for (int k = 0; k < run->nlibs; k++)
+				lib |= run->libs[k].cand == e->cand;
+			if (!e->advice || lib)
 				continue;
 			strbuf_addf(&sb, "- candidate %ld: %s", e->cand, e->advice);
 			if (e->sources && *e->sources)
