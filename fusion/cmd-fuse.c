@@ -30,7 +30,12 @@ struct fuse_entry {
 struct fuse_run {
 	struct fuse_entry *e;
 	int nr, alloc;
+	struct patch_lib *libs; /* library forms and dead statements the patch handled */
+	int nlibs;
+	int notfusion[3]; /* dead, invariant, memory candidates: the report's, not fuse's */
 };
+
+static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
 
 static void add_entry(struct fuse_run *r, struct fuse_entry *e)
 {
@@ -106,6 +111,17 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(c, "kind");
 		const char *ks = cJSON_IsString(kind) ? kind->valuestring : "?";
 		struct strbuf msg = STRBUF_INIT;
+		int nf = -1;
+		for (int k = 0; k < 3; k++)
+			if (!strcmp(ks, notfusion_kinds[k]))
+				nf = k;
+		if (nf >= 0) {
+			/* not a fusion group: counted once, the report has them */
+			run->notfusion[nf]++;
+			free(e.sources);
+			i++;
+			continue;
+		}
 		if (cJSON_IsString(lib) && *lib->valuestring) {
 			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
 			            lib->valuestring);
@@ -179,7 +195,7 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
 		pg[n].cand = c;
 		at[n++] = i;
 	}
-	int rc = n ? patch_write(fused, j, srcdir, pg, n) : 0;
+	int rc = patch_write(fused, j, srcdir, pg, n, &run->libs, &run->nlibs);
 	for (int k = 0; k < n; k++)
 		run->e[at[k]].pg = pg[k];
 	free(pg);
@@ -265,19 +281,50 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	         "elements per thread, and writes `tune.json` beside the kernel.\n\n"
 	         "Use from PyTorch: `sys.path.insert(0, \"<group dir>\")`, `from <name> import "
 	         "<name>`; the\nfunction takes the group's inputs in order and returns its writes "
-	         "(outputs, then kept).\nRewriting the program's source to call it is left to "
-	         "you (or the patch).\n");
+	         "(outputs, then kept).\nIt runs as the custom op `torch.ops.aicprof.<name>` "
+	         "through the plain C ABI of\n`<name>_capi.h` (`lib<name>.so`, built with nvcc on "
+	         "first use), with a fused backward\nwhere the group is an elementwise chain "
+	         "(`<name>_bwd_kernel.cu`). Rewriting the program's\nsource to call it is left "
+	         "to you (or the patch).\n");
 	if (ngen) {
 		strbuf_adds(&sb, "\n## Generated\n");
 		for (int i = 0; i < run->nr; i++)
 			if (run->e[i].name)
 				add_readme_group(&sb, &run->e[i]);
 	}
+	if (run->nlibs) {
+		strbuf_adds(&sb,
+		            "\n## Library forms and dead statements (aicprof.patch)\n\n"
+		            "Where a library already has the fused form, the patch uses it "
+		            "instead of a generated\nkernel; a statement whose result is never "
+		            "read is removed. Where the source cannot be\nrewritten safely, the "
+		            "call to make is given instead.\n\n");
+		for (int i = 0; i < run->nlibs; i++) {
+			const struct patch_lib *l = &run->libs[i];
+			if (l->rewritten)
+				strbuf_addf(&sb, "- candidate %ld (%s): rewritten at %s: %s\n",
+				            l->cand, l->form, l->where, l->what);
+			else
+				strbuf_addf(&sb, "- candidate %ld (%s): not rewritten (%s); %s\n",
+				            l->cand, l->form, l->advice ? l->advice : "?", l->what);
+		}
+	}
+	int nnf = run->notfusion[0] + run->notfusion[1] + run->notfusion[2];
+	if (nnf)
+		strbuf_addf(&sb,
+		            "\n## Not fusion\n\n%d candidate%s of the summary %s not fusion groups "
+		            "(dead %d, invariant %d,\nmemory %d): see the report (`report.html`, "
+		            "dead work, unchanging work and the memory plan).\n",
+		            nnf, nnf > 1 ? "s" : "", nnf > 1 ? "are" : "is", run->notfusion[0],
+		            run->notfusion[1], run->notfusion[2]);
 	if (nadv) {
 		strbuf_adds(&sb, "\n## Advice (not generated)\n\n");
 		for (int i = 0; i < run->nr; i++) {
 			const struct fuse_entry *e = &run->e[i];
-			if (!e->advice)
+			int lib = 0; /* listed with what the patch did, above */
+			for (int k = 0; k < run->nlibs; k++)
+				lib |= run->libs[k].cand == e->cand;
+			if (!e->advice || lib)
 				continue;
 			strbuf_addf(&sb, "- candidate %ld: %s", e->cand, e->advice);
 			if (e->sources && *e->sources)
@@ -289,13 +336,14 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	for (int i = 0; i < run->nr; i++)
 		npatch += run->e[i].pg.g != NULL;
 	if (npatch) {
-		strbuf_adds(&sb, "\n## The patch (aicprof.patch)\n\n"
-		                 "`git apply aicprof.patch` in the program's working directory adds "
-		                 "the generated\nkernels under `aicprof_fused/` and rewrites the "
-		                 "source lines below to call them;\nthe original lines stay as the "
-		                 "fallback (no extension build, another dtype, autograd\nneeding a "
-		                 "gradient). Groups whose lines it cannot rewrite safely are advice: "
-		                 "call\nthe kernel yourself.\n\n");
+		strbuf_adds(&sb,
+		            "\n## The patch (aicprof.patch)\n\n"
+		            "`git apply aicprof.patch` in the program's working directory adds "
+		            "the generated\nkernels under `aicprof_fused/` and rewrites the "
+		            "source lines below to call them;\nthe original lines stay as the "
+		            "fallback (no extension build, another dtype, autograd\nneeding a "
+		            "gradient). Groups whose lines it cannot rewrite safely are advice: "
+		            "call\nthe kernel yourself.\n\n");
 		for (int i = 0; i < run->nr; i++) {
 			const struct patch_group *p = &run->e[i].pg;
 			if (!p->g)
@@ -303,8 +351,9 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 			if (p->rewritten)
 				strbuf_addf(&sb, "- %s: rewritten at %s\n", p->g->name, p->where);
 			else
-				strbuf_addf(&sb, "- %s: advice, not rewritten: %s; the kernel is in "
-				                 "`aicprof_fused/%s/`\n",
+				strbuf_addf(&sb,
+				            "- %s: advice, not rewritten: %s; the kernel is in "
+				            "`aicprof_fused/%s/`\n",
 				            p->g->name, p->advice ? p->advice : "?", p->g->name);
 		}
 	}
@@ -352,6 +401,7 @@ static void release_run(struct fuse_run *run)
 		fgroup_release(&run->e[i].g);
 	}
 	free(run->e);
+	patch_lib_release(run->libs, run->nlibs);
 }
 
 static int usage_fuse(void)
@@ -441,6 +491,21 @@ int cmd_fuse(int argc, char **argv)
 				printf("advice    candidate %ld: %s\n", run.e[i].cand,
 				       run.e[i].advice);
 		}
+		for (int i = 0; !rc && i < run.nlibs; i++) {
+			const struct patch_lib *l = &run.libs[i];
+			if (l->rewritten)
+				printf("library   candidate %ld: %s: rewritten at %s\n", l->cand,
+				       l->form, l->where);
+			else
+				printf("library   candidate %ld: %s: not rewritten: %s\n", l->cand,
+				       l->form, l->advice ? l->advice : "?");
+		}
+		int nnf = run.notfusion[0] + run.notfusion[1] + run.notfusion[2];
+		if (!rc && nnf)
+			printf(
+			    "not fusion: %d candidates (dead %d, invariant %d, memory %d); see the "
+			    "report\n",
+			    nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
 		free(p1);
 		free(p2);
 		free(readme);

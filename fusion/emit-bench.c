@@ -865,10 +865,31 @@ int fusion_write_group(const char *dir, const struct fgroup *g)
 	} files[] = {
 	    {"_math.h", emit_math},    {"_kernel.cu", emit_kernel}, {"_binding.cu", emit_binding},
 	    {".py", emit_module},      {"_bench.cu", emit_bench},   {"_cpucheck.cu", emit_cpucheck},
-	    {".meta.json", emit_meta},
+	    {".meta.json", emit_meta}, {"_capi.h", emit_capi_h},    {"_capi.cu", emit_capi},
 	};
+	static const struct {
+		const char *suffix;
+		void (*emit)(struct strbuf *, const struct fgroup *);
+	} bfiles[] = {
+	    {"_math.h", emit_math}, {"_kernel.cu", emit_kernel}, {"_cpucheck.cu", emit_cpucheck}};
 	char *gdir = path_join(dir, g->name);
 	int rc = mkdir_p(gdir);
+	struct fgroup b;
+	struct strbuf err = STRBUF_INIT;
+	int grad_of[64];
+	if (!rc && g->ninputs <= 64 && !fgroup_backward(g, &b, grad_of, &err)) {
+		/* the fused backward: its math, kernel and CPU check beside the forward's */
+		for (size_t i = 0; !rc && i < ARRAY_SIZE(bfiles); i++) {
+			struct strbuf sb = STRBUF_INIT, fn = STRBUF_INIT;
+			bfiles[i].emit(&sb, &b);
+			strbuf_addf(&fn, "%s/%s%s", gdir, b.name, bfiles[i].suffix);
+			rc = write_file_atomic(fn.buf, sb.buf, sb.len);
+			strbuf_release(&sb);
+			strbuf_release(&fn);
+		}
+		fgroup_release(&b);
+	}
+	strbuf_release(&err);
 	for (size_t i = 0; !rc && i < ARRAY_SIZE(files); i++) {
 		struct strbuf sb = STRBUF_INIT, fn = STRBUF_INIT;
 		files[i].emit(&sb, g);

@@ -360,7 +360,7 @@ static const char device_prelude[] =
     "#endif\n";
 
 /* Does input i need a modulo (broadcast)? */
-static int bcast(const struct fgroup *g, int i)
+int emit_bcast(const struct fgroup *g, int i)
 {
 	return g->values[i].numel != g->numel;
 }
@@ -372,7 +372,7 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 	for (int i = 0; i < g->ninputs; i++) {
 		strbuf_addf(sb, "\tconst %s *in_%s;\n", fdtype_ctype(g->values[i].dtype),
 		            g->values[i].name);
-		if (bcast(g, i))
+		if (emit_bcast(g, i))
 			strbuf_addf(sb, "\tlong m_%s; /* broadcast: read at i %% m */\n",
 			            g->values[i].name);
 	}
@@ -393,7 +393,7 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
 		if (g->kind == FG_ROW && g->values[i].numel == g->cols && g->rows > 1)
 			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
-		else if (bcast(g, i))
+		else if (emit_bcast(g, i))
 			strbuf_addf(sb, "i %% a.m_%s", g->values[i].name);
 		else
 			strbuf_adds(sb, "i");
@@ -406,10 +406,14 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 static void emit_uniforms(struct strbuf *sb, const struct fgroup *g, int from, int to,
                           const char *ind)
 {
-	for (int k = from; k < to; k++)
-		if (g->ops[k].drop >= 0)
+	for (int k = from; k < to; k++) {
+		int seen = 0; /* a recomputed dropout and its backward share the uniforms */
+		for (int e = from; e < k; e++)
+			seen |= g->ops[e].drop == g->ops[k].drop;
+		if (g->ops[k].drop >= 0 && !seen)
 			strbuf_addf(sb, "%saic_uniforms<V>(a.seed, a.offset + %dull, i, u[%d]);\n",
 			            ind, 4 * g->ops[k].drop, g->ops[k].drop);
+	}
 }
 
 /* Per-element gather into in[] and uu[], for j in 0..V-1. */
@@ -430,14 +434,14 @@ static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *us
 	strbuf_addf(sb, "%sfloat uu[%d] = {", ind, g->ndrop ? g->ndrop : 1);
 	if (!g->ndrop)
 		strbuf_adds(sb, "0.f");
-	for (int k = 0, d = 0; k < g->nops; k++) {
-		if (g->ops[k].drop < 0)
-			continue;
-		if (k >= from && k < to)
-			strbuf_addf(sb, "%su[%d][j]", d ? ", " : "", g->ops[k].drop);
+	for (int d = 0; d < g->ndrop; d++) { /* uu[d]: the d-th dropout's (by ordinal) */
+		int in_range = 0;
+		for (int k = from; k < to; k++)
+			in_range |= g->ops[k].drop == d;
+		if (in_range)
+			strbuf_addf(sb, "%su[%d][j]", d ? ", " : "", d);
 		else
 			strbuf_addf(sb, "%s0.f", d ? ", " : "");
-		d++;
 	}
 	strbuf_adds(sb, "};\n");
 }
@@ -632,7 +636,7 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	for (int i = 0; i < g->ninputs; i++) {
 		strbuf_addf(sb, "\tif (!aic_aligned(a.in_%s, (size_t)v * %d))\n\t\treturn false;\n",
 		            g->values[i].name, fdtype_size(g->values[i].dtype));
-		if (bcast(g, i))
+		if (emit_bcast(g, i))
 			strbuf_addf(sb, "\tif (a.m_%s %% v)\n\t\treturn false;\n",
 			            g->values[i].name);
 	}
@@ -726,7 +730,7 @@ void emit_kernel(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "#endif\n");
 }
 
-static const char *torch_type(enum fdtype t)
+const char *emit_torch_type(enum fdtype t)
 {
 	static const char *n[] = {"at::kFloat", "at::kHalf", "at::kBFloat16", "at::kBool"};
 	return n[t];
@@ -765,7 +769,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 	/* the full-size input whose shape the writes take */
 	int shape_from = -1;
 	for (int i = 0; i < g->ninputs && shape_from < 0; i++)
-		if (!bcast(g, i))
+		if (!emit_bcast(g, i))
 			shape_from = i;
 	strbuf_addf(sb, "\nstd::vector<torch::Tensor> %s_forward(", nm);
 	add_params(sb, g);
@@ -776,7 +780,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		    sb,
 		    "\tTORCH_CHECK(%s.is_cuda() && %s.is_contiguous() && %s.scalar_type() == "
 		    "%s,\n\t\t    \"%s: '%s' must be a contiguous CUDA %s tensor\");\n",
-		    in, in, in, torch_type(g->values[i].dtype), nm, in,
+		    in, in, in, emit_torch_type(g->values[i].dtype), nm, in,
 		    fdtype_name(g->values[i].dtype));
 	}
 	if (shape_from >= 0)
@@ -789,7 +793,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		            g->numel);
 	for (int i = 0; i < g->ninputs; i++) {
 		const char *in = g->values[i].name;
-		if (bcast(g, i))
+		if (emit_bcast(g, i))
 			strbuf_addf(sb,
 			            "\tTORCH_CHECK(%s.numel() > 0 && n %% %s.numel() == 0, \"%s: "
 			            "'%s' (%%ld elements) does not broadcast over %%ld\", "
@@ -817,7 +821,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		const char *in = g->values[i].name;
 		strbuf_addf(sb, "\ta.in_%s = (const %s *)%s.data_ptr();\n", in,
 		            fdtype_ctype(g->values[i].dtype), in);
-		if (bcast(g, i))
+		if (emit_bcast(g, i))
 			strbuf_addf(sb, "\ta.m_%s = %s.numel();\n", in, in);
 	}
 	strbuf_adds(sb, "\tstd::vector<torch::Tensor> outs;\n");
@@ -826,7 +830,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb,
 		            "\tauto t_%s = torch::empty(shape, %s.options().dtype(%s));\n"
 		            "\ta.w_%s = (%s *)t_%s.data_ptr();\n\touts.push_back(t_%s);\n",
-		            on, g->values[0].name, torch_type(g->writes[w].dtype), on,
+		            on, g->values[0].name, emit_torch_type(g->writes[w].dtype), on,
 		            fdtype_ctype(g->writes[w].dtype), on, on);
 	}
 	if (g->kind == FG_ROW)
@@ -840,79 +844,4 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 	            "\t\t\t\t  at::cuda::getCurrentCUDAStream()));\n"
 	            "\treturn outs;\n}\n",
 	            nm);
-}
-
-void emit_module(struct strbuf *sb, const struct fgroup *g)
-{
-	const char *nm = g->name;
-	int maxv = fgroup_max_vec(g);
-	strbuf_addf(sb, "\"\"\"%s: the fused kernel of group '%s', generated by aicprof fuse.\n\n",
-	            nm, nm);
-	strbuf_addf(sb, "    from %s import %s\n    ", nm, nm);
-	for (int w = 0; w < g->nwrites; w++)
-		strbuf_addf(sb, "%s%s", w ? ", " : "", g->values[g->writes[w].value].name);
-	strbuf_addf(sb, " = %s(", nm);
-	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
-	strbuf_adds(sb, ")\n\n"
-	                "Builds %s_binding.cu with torch.utils.cpp_extension.load_inline on first "
-	                "use. Launch parameters\ncome from tune.json beside this file (written by "
-	                "aicprof bench) where present.\n");
-	if (g->ndrop)
-		strbuf_adds(sb,
-		            "Dropout draws its Philox seed and offset from the CUDA generator "
-		            "(the default one of the\ninput's device, or the one passed) and "
-		            "advances the offset, as PyTorch's own dropout does;\nthe mask is not "
-		            "bit-identical to torch.nn.functional.dropout's (see README.md).\n");
-	strbuf_adds(sb, "\"\"\"\nimport json\nimport os\n\nimport torch\n"
-	                "from torch.utils.cpp_extension import load_inline\n\n"
-	                "_HERE = os.path.dirname(os.path.abspath(__file__))\n");
-	strbuf_addf(sb, "_NDROP = %d\n_DEFAULT = (256, %d, %d)\n_ext = None\n_cfg = None\n\n\n",
-	            g->ndrop, maxv, g->kind == FG_CHAIN ? 2 : 1);
-	strbuf_adds(sb, "def _load():\n    global _ext\n    if _ext is None:\n");
-	strbuf_addf(sb,
-	            "        with open(os.path.join(_HERE, \"%s_binding.cu\")) as f:\n"
-	            "            src = f.read()\n",
-	            nm);
-	strbuf_addf(sb, "        decl = \"std::vector<torch::Tensor> %s_forward(", nm);
-	add_params(sb, g);
-	strbuf_adds(sb, ");\"\n");
-	strbuf_addf(sb,
-	            "        _ext = load_inline(name=\"aicprof_%s\", cpp_sources=decl, "
-	            "cuda_sources=src,\n"
-	            "                           functions=[\"%s_forward\"], "
-	            "extra_cuda_cflags=[\"-O3\"])\n    return _ext\n\n\n",
-	            nm, nm);
-	strbuf_adds(sb,
-	            "def config():\n    \"\"\"(block, vec, ept) from tune.json (read once), else "
-	            "the defaults.\"\"\"\n    global _cfg\n    if _cfg is None:\n"
-	            "        try:\n"
-	            "            with open(os.path.join(_HERE, \"tune.json\")) as f:\n"
-	            "                c = json.load(f)[\"config\"]\n"
-	            "            _cfg = int(c[\"block\"]), int(c[\"vec\"]), int(c[\"ept\"])\n"
-	            "        except (OSError, KeyError, ValueError, TypeError):\n"
-	            "            _cfg = _DEFAULT\n    return _cfg\n\n\n");
-	strbuf_adds(sb, "def _philox(device, generator):\n"
-	                "    if not _NDROP:\n        return 0, 0\n"
-	                "    gen = generator\n    if gen is None:\n"
-	                "        idx = device.index if device.index is not None else "
-	                "torch.cuda.current_device()\n"
-	                "        gen = torch.cuda.default_generators[idx]\n"
-	                "    seed = gen.initial_seed()\n    offset = gen.get_offset()\n"
-	                "    gen.set_offset(offset + 4 * _NDROP)\n"
-	                "    if seed >= 1 << 63:\n        seed -= 1 << 64\n"
-	                "    return seed, offset\n\n\n");
-	strbuf_addf(sb, "def %s(", nm);
-	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "%s, ", g->values[i].name);
-	strbuf_adds(sb, "generator=None):\n    \"\"\"Returns (");
-	for (int w = 0; w < g->nwrites; w++)
-		strbuf_addf(sb, "%s%s%s", w ? ", " : "", g->values[g->writes[w].value].name,
-		            g->writes[w].kept ? " (kept)" : "");
-	strbuf_addf(sb, ").\"\"\"\n    seed, offset = _philox(%s.device, generator)\n",
-	            g->values[0].name);
-	strbuf_addf(sb, "    return tuple(_load().%s_forward(", nm);
-	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "%s, ", g->values[i].name);
-	strbuf_adds(sb, "seed, offset, *config()))\n");
 }

@@ -167,6 +167,28 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt);
 const char *emit_upper(const struct fgroup *g, char *buf, size_t len);
 
 /*
+ * The fused backward of chain g (fusion/backward.c): fills *b with a chain group named
+ * "<name>_bwd" whose inputs are g's inputs then one gradient per write of g, and whose writes
+ * are the gradients of g's inputs; grad_of[i] (g->ninputs entries, caller's array) is the
+ * index among b's writes of input i's gradient, or -1 when it has none (a bool mask). Returns
+ * 0 (release *b with fgroup_release), or -1 with the reason in *err and *b empty.
+ */
+int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, struct strbuf *err);
+
+/*
+ * The plain C ABI (fusion/emit-module.c). emit_capi_h: the header declaring
+ * int <name>_run(in[], in_numel[], out[], n, seed, offset, block, vec, ept, stream) and, where
+ * the group has a fused backward, <name>_bwd_run with the same parameters (returns 0, a CUDA
+ * error code, or -1 when a size does not fit the group); emit_capi: its definition, including
+ * the kernel files (compile with nvcc -shared into lib<name>.so). emit_torch_type: at::kFloat...
+ * emit_bcast: is input i broadcast (fewer elements than the group).
+ */
+void emit_capi_h(struct strbuf *sb, const struct fgroup *g);
+void emit_capi(struct strbuf *sb, const struct fgroup *g);
+const char *emit_torch_type(enum fdtype t);
+int emit_bcast(const struct fgroup *g, int i);
+
+/*
  * Writes every file of group g under dir/<g->name>/ (created): <name>_math.h,
  * <name>_kernel.cu, <name>_binding.cu, <name>.py, <name>_bench.cu, <name>_cpucheck.cu,
  * <name>.meta.json. Returns 0 or error() (already printed).
@@ -182,14 +204,30 @@ struct patch_group {
 	char *advice;             /* out (owned): why its lines were not rewritten */
 };
 
+/* A library form or a dead statement the patch rewrote, or advice (patch.c). */
+struct patch_lib {
+	long cand;
+	char *form; /* the library form as the analyzer named it, or "dead statement" */
+	char *what; /* the rewrite, or the call to make */
+	int rewritten;
+	char *where;  /* "file.py:29-35" when rewritten */
+	char *advice; /* why not rewritten */
+};
+
+void patch_lib_release(struct patch_lib *l, int n);
+
 /*
  * Writes fused/aicprof.patch (whole or not at all): a unified diff relative to the program's
- * working directory that adds aicprof_fused/<name>/ (module, binding, kernel, math) of every
- * group in pg[0..n-1] and rewrites the user's source lines of each group where that is safe
- * (see patch.c), reading the sources under srcdir (NULL: "."). Fills pg[i].rewritten, .where
- * and .advice (the caller frees them). Writes nothing when n is 0. Returns 0 or error().
+ * working directory that adds aicprof_fused/<name>/ (module, binding, C ABI, kernels, math) of
+ * every group in pg[0..n-1] and aicprof_fused/Makefile, rewrites the user's source lines of
+ * each group where that is safe, and applies the library forms of the summary's candidates
+ * (attention -> scaled_dot_product_attention, fused=True on an Adam/AdamW constructor) and
+ * removes dead statements where that is safe (see patch.c), reading the sources under srcdir
+ * (NULL: "."). Fills pg[i].rewritten, .where and .advice (the caller frees them) and *libs
+ * (*nlibs entries; free with patch_lib_release). Writes no file when there is nothing to
+ * change. Returns 0 or error().
  */
 int patch_write(const char *fused, const struct cJSON *summary, const char *srcdir,
-                struct patch_group *pg, int n);
+                struct patch_group *pg, int n, struct patch_lib **libs, int *nlibs);
 
 #endif

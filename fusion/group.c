@@ -217,6 +217,8 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			    "%s'%s' has %ld elements, which does not divide the group's %ld "
 			    "(inputs broadcast over leading dimensions)",
 			    path, name, numel, g->numel);
+		if (i == 64) /* the emitters keep per-input flags in arrays of 64 */
+			return perr(c, "more than 64 inputs");
 		if (add_value(c, g, path, name, get_id(in), t, numel, -1))
 			return -1;
 		i++;
@@ -305,7 +307,8 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 		    !((k == 0 && !strcmp(opname, "where")) ||
 		      (k == 1 && !strcmp(opname, "masked_fill")) || !strcmp(opname, "mul")))
 			return perr(c,
-			            "%sargs[%d] '%s' is a bool mask; only where's condition, mul's factors and "
+			            "%sargs[%d] '%s' is a bool mask; only where's condition, mul's "
+			            "factors and "
 			            "masked_fill's mask may be",
 			            path, k, a->valuestring);
 	}

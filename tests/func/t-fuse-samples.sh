@@ -1,8 +1,10 @@
 #!/bin/sh
 # The chain from trace to generated kernel on the H200 samples: analyze each sample trace, fuse
 # its candidates, and check which generate and which end as advice (with the reason), that each
-# generated kernel compiles with nvcc -arch=sm_90 -c, and that its CPU check (the fused math
-# against an op-by-op double evaluation) passes.
+# generated kernel and its C ABI build with nvcc -arch=sm_90 into a shared library
+# exporting what its header declares (the header also compiles as C), that its Python module
+# parses, and that its CPU checks (the fused math, and the fused backward's, against an op-by-op
+# double evaluation) pass.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
 S=$top/samples/traces
@@ -52,13 +54,33 @@ if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 else
 	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c*; do
 		g=$(basename "$gd")
-		(cd "$gd" && "$NVCC" -arch=sm_90 -c -o k.o "${g}_kernel.cu" >k.log 2>&1; echo $? >k.rc;
-		 "$NVCC" -o cpucheck "${g}_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1; echo $? >c.rc) &
+		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1; echo $? >c.rc
+		 "$NVCC" -O1 -arch=sm_90 -shared -Xcompiler -fPIC -o "lib$g.so" "${g}_capi.cu" >s.log 2>&1; echo $? >s.rc
+		 if [ -f "${g}_bwd_cpucheck.cu" ]; then
+			"$NVCC" -o bwdcheck "${g}_bwd_cpucheck.cu" >b.log 2>&1 && ./bwdcheck >b.out 2>&1; echo $? >b.rc
+		 fi) &
 	done
 	wait
 	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c*; do
 		g=$(basename "$gd")
-		check "$g: nvcc -arch=sm_90 -c of the kernel" test "$(cat "$gd/k.rc")" = 0
 		check "$g: CPU check of the fused math passes" test "$(cat "$gd/c.rc")" = 0
+		check "$g: nvcc -arch=sm_90 builds the kernel, its backward and the C ABI into lib$g.so" \
+			test "$(cat "$gd/s.rc")" = 0
+		# every function the header declares is exported, with C linkage
+		want=$(grep -o '^int [a-z0-9_]*_run(' "$gd/${g}_capi.h" | sed 's/^int //; s/($//' | sort | tr '\n' ' ')
+		have=$(nm -D --defined-only "$gd/lib$g.so" 2>/dev/null | awk '{print $3}' | grep '_run$' | sort | tr '\n' ' ')
+		check "$g: lib$g.so exports what the header declares ($want)" test -n "$want" -a "$want" = "$have"
+		printf '#include "%s_capi.h"\nint (*f)(const void *const *, const long long *, void *const *, long long,\n\tunsigned long long, unsigned long long, int, int, int, void *) = %s_run;\n' \
+			"$g" "$g" >"$gd/abi.c"
+		check "$g: the header compiles as C and _run has the ABI the module's ctypes uses" \
+			cc -std=c11 -Wall -Werror -c -o "$gd/abi.o" -I"$gd" "$gd/abi.c"
+		check "$g: the module parses" python3 -m py_compile "$gd/$g.py"
+		if [ -f "$gd/b.rc" ]; then
+			check "$g: CPU check of the fused backward's math passes" test "$(cat "$gd/b.rc")" = 0
+		fi
 	done
+	check "c0_gelu_dropout has a fused backward; the backward groups of the samples have none" sh -c "
+		grep -q '^_FUSED_BWD = True' '$tmp/mlp_train.f/c0_gelu_dropout/c0_gelu_dropout.py' &&
+		grep -q '^_FUSED_BWD = False' '$tmp/mlp_train.f/c3_dropout_backward_gelu_backward/c3_dropout_backward_gelu_backward.py' &&
+		grep -q '^HAS_BACKWARD = True' '$tmp/mlp_train.f/c4_layer_norm_cast/c4_layer_norm_cast.py'"
 fi

@@ -50,8 +50,9 @@ check "fuse OUTDIR exits 0" test "$rc" = 0
 check "fuse OUTDIR generates candidate 0 as c0" test -s "$tmp/fz/c0/c0_kernel.cu"
 check "fuse OUTDIR keeps the recorded time for the bench" grep -q '"recorded_before_us": 120.5' \
 	"$tmp/fz/c0/c0.meta.json"
-check "README reports the library form as advice" \
-	grep -q "candidate 1: gemm-epilogue: use the library's fused form: cuBLASLt" "$tmp/fz/README.md"
+check "README gives the GEMM epilogue's library form with the call to make, once" sh -c "
+	grep -q 'candidate 1 (cuBLASLt epilogue GELU_BIAS): not rewritten (a GEMM epilogue is not rewritten in the source); for a 2-D input, .torch._addmm_activation(bias, x, weight.t(), use_gelu=True).' '$tmp/fz/README.md' &&
+	test \$(grep -c 'candidate 1' '$tmp/fz/README.md') = 1"
 check "README reports the unsupported op as advice" \
 	grep -q "candidate 2: .*unknown op 'frobnicate'" "$tmp/fz/README.md"
 check "README reports the candidate without a group" \

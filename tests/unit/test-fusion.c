@@ -60,11 +60,36 @@ static void parse_bad(const char *name, const char *needle1, const char *needle2
 static void test_optable(void **state)
 {
 	(void)state;
-	static const char *vocab[] = {
-	    "add",        "sub",      "mul",        "div",        "neg",   "relu",        "gelu",
-	    "gelu_tanh",  "silu",     "sigmoid",    "tanh",       "exp",   "log",         "sqrt",
-	    "rsqrt",      "scale",    "add_scalar", "cast",       "where", "masked_fill", "dropout",
-	    "layer_norm", "rms_norm", "softmax",    "log_softmax", "gelu_backward"};
+	static const char *vocab[] = {"add",
+	                              "sub",
+	                              "mul",
+	                              "div",
+	                              "neg",
+	                              "relu",
+	                              "gelu",
+	                              "gelu_tanh",
+	                              "silu",
+	                              "sigmoid",
+	                              "tanh",
+	                              "exp",
+	                              "log",
+	                              "sqrt",
+	                              "rsqrt",
+	                              "scale",
+	                              "add_scalar",
+	                              "cast",
+	                              "where",
+	                              "masked_fill",
+	                              "dropout",
+	                              "layer_norm",
+	                              "rms_norm",
+	                              "softmax",
+	                              "log_softmax",
+	                              "gelu_backward",
+	                              "relu_backward",
+	                              "silu_backward",
+	                              "sigmoid_backward",
+	                              "tanh_backward"};
 	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
 		const struct fop *op = fop_lookup(vocab[i]);
 		assert_non_null(op);
@@ -276,7 +301,17 @@ static void test_emit_chain(void **state)
 	assert_non_null(strstr(bind, "mlp_gelu_dropout_add_elem"));
 	assert_null(strstr(bind, "#include \"mlp_gelu_dropout_add_math.h\""));
 	char *py = emit(emit_module, &g);
-	assert_non_null(strstr(py, "load_inline("));
+	/* the module: the C ABI through ctypes, a custom op, the fused backward */
+	assert_non_null(strstr(py, "ctypes.CDLL(so)"));
+	assert_non_null(strstr(py, "@torch.library.custom_op(\"aicprof::mlp_gelu_dropout_add\""));
+	assert_non_null(strstr(py, "_op.register_autograd(_backward, setup_context=_setup)"));
+	assert_non_null(strstr(py, "_FUSED_BWD = True"));
+	assert_non_null(strstr(py, "_GRAD_OF = [0, 1]"));
+	char *ch = emit(emit_capi_h, &g);
+	assert_non_null(strstr(ch, "extern \"C\" {"));
+	assert_non_null(strstr(ch, "int mlp_gelu_dropout_add_run(const void *const *in"));
+	assert_non_null(strstr(ch, "int mlp_gelu_dropout_add_bwd_run("));
+	free(ch);
 	assert_non_null(strstr(py, "gen.set_offset(offset + 4 * _NDROP)"));
 	free(m);
 	free(k);
@@ -337,6 +372,56 @@ static void test_emit_rows(void **state)
 	fgroup_release(&g);
 }
 
+/* The fused backward: reverse mode over the chain, dropout with the forward's ordinal. */
+static void test_backward(void **state)
+{
+	(void)state;
+	struct fgroup g, b;
+	struct strbuf err = STRBUF_INIT;
+	int grad_of[8];
+	parse_ok("mlp.json", &g);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_string_equal(b.name, "mlp_gelu_dropout_add_bwd");
+	assert_int_equal(b.ninputs, 3); /* h, res, gy_y */
+	assert_string_equal(b.values[2].name, "gy_y");
+	assert_int_equal(b.nwrites, 2);
+	assert_int_equal(grad_of[0], 0);
+	assert_int_equal(grad_of[1], 1);
+	char *m = emit(emit_math, &b);
+	/* dh = gelu_backward(dropout(gy), h) with the same keep test; dres = gy */
+	assert_non_null(strstr(m, "= (u[0] < 0.899999976f ? v2 * 1.11111116f : 0.f);"));
+	assert_non_null(strstr(m, "(v3 * (0.5f * (1.f + erff(v0 * 0.707106781f))"));
+	assert_non_null(strstr(m, "= (v2 * 1.f);"));
+	assert_int_equal(b.ndrop, 1);
+	free(m);
+	fgroup_release(&b);
+	fgroup_release(&g);
+
+	parse_ok("f32chain.json", &g);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_int_equal(b.ninputs, 4); /* a, b, gy_t3, gy_t0 (kept) */
+	m = emit(emit_math, &b);
+	/* the forward recomputed up to sigmoid's result, then sigmoid_backward and the kept
+	 * value's gradient summed in before mul's rule */
+	assert_non_null(strstr(m, "/* t2 = sigmoid */"));
+	assert_non_null(strstr(m, "= (v2 * 3.f); /* d3 = scale */"));
+	assert_non_null(strstr(m, "(v7 * v6 * (1.f - v6)); /* d4 = sigmoid_backward */"));
+	assert_non_null(strstr(m, "= (v3 + v8); /* d5 = add */"));
+	assert_non_null(strstr(m, "= (v9 * v1); /* d6 = mul */"));
+	assert_non_null(strstr(m, "= (v9 * v0); /* d7 = mul */"));
+	free(m);
+	fgroup_release(&b);
+	fgroup_release(&g);
+
+	/* row groups and broadcast inputs have none, with the reason */
+	parse_ok("ln_gelu.json", &g);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), -1);
+	assert_non_null(strstr(err.buf, "row group"));
+	assert_null(b.values);
+	fgroup_release(&g);
+	strbuf_release(&err);
+}
+
 static void test_write_group(void **state)
 {
 	(void)state;
@@ -371,6 +456,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_rows),  cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_emit_chain),
 	    cmocka_unit_test(test_emit_rows),   cmocka_unit_test(test_write_group),
+	    cmocka_unit_test(test_backward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
