@@ -4,7 +4,8 @@
 #   device run: sh tests/gpu/device.sh      (carry: .devdeps, from ../shared/device/fetch-deps.sh)
 # $OUT gets: gpu.log (everything), traces.tar.gz (the recorded traces), bench.jsonl.
 # GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
-# capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files.
+# capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files (after the
+# suite); GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -23,8 +24,24 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
 	fi
-	[ "${GPU_SUITE:-1}" = 1 ] && GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
+	# GPU_PAR: t-*.sh files run on the second GPU while the suite runs on the first
+	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	par=
+	if [ -n "${GPU_PAR:-}" ] && [ "$ngpu" -ge 2 ]; then
+		(for t in $GPU_PAR; do CUDA_VISIBLE_DEVICES=1 GPU_OUT=$OUT/gpu sh "$t"; done \
+			>"$OUT/par.log" 2>&1) &
+		par=$!
+	fi
+	if [ "${GPU_SUITE:-1}" = 1 ]; then
+		if [ -n "$par" ]; then
+			CUDA_VISIBLE_DEVICES=0 GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
+		else
+			GPU_OUT=$OUT/gpu sh tests/gpu/run.sh
+		fi
+	fi
+	[ -n "$par" ] && wait "$par" && echo "== on the second GPU: $GPU_PAR" && cat "$OUT/par.log"
 	for t in ${GPU_T:-tests/gpu/t-*.sh}; do [ -f "$t" ] && GPU_OUT=$OUT/gpu sh "$t"; done
+	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
 cp "$OUT/gpu/bench.jsonl" "$OUT/" 2>/dev/null
 (cd "$OUT/gpu" && tar czf "$OUT/traces.tar.gz" *.aicp.jsonl *.stderr 2>/dev/null)
