@@ -171,11 +171,11 @@ struct nvev {
 struct nvstep {
 	uint64_t start_seq, end_seq;
 	int64_t start_ts, end_ts;
-	int sig_class;    /* index of its collective signature class */
-	double compute;   /* ns of non-NCCL kernels launched in it */
-	long ninst;       /* NCCL kernels launched in it */
-	uint64_t sig;     /* hash of its NCCL kernels' ops and bytes, in order */
-	int64_t gpu0;     /* first GPU start of its kernels, 0 none */
+	int sig_class;  /* index of its collective signature class */
+	double compute; /* ns of non-NCCL kernels launched in it */
+	long ninst;     /* NCCL kernels launched in it */
+	uint64_t sig;   /* hash of its NCCL kernels' ops and bytes, in order */
+	int64_t gpu0;   /* first GPU start of its kernels, 0 none */
 };
 
 struct collrec {
@@ -286,8 +286,8 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t, const ch
 			return;
 		ALLOC_GROW(sc->names, sc->nnames, sc->anames);
 		ALLOC_GROW(sc->isnccl, sc->nnames, sc->aisnccl);
-		sc->isnccl[sc->nnames] = (unsigned char)job_nccl_name(s->valuestring, op, sizeof(op),
-		                                                        dt, 0);
+		sc->isnccl[sc->nnames] =
+		    (unsigned char)job_nccl_name(s->valuestring, op, sizeof(op), dt, 0);
 		sc->names[sc->nnames++] = xstrdup(s->valuestring);
 		hmap_put(&sc->ncclstr, (uint64_t)jnum64(r, "id", -1), (uint64_t)sc->nnames);
 	} else if (!strcmp(t, "kernel")) {
@@ -299,9 +299,9 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t, const ch
 		hmap_get(&sc->ncclstr, (uint64_t)jnum64(r, "name", -1), &ni);
 		ALLOC_GROW(sc->k, sc->nk, sc->ak);
 		int nccl = ni && sc->isnccl[ni - 1] ? (int)ni : 0;
-		sc->k[sc->nk++] = (struct kev){s,      e, jnum64(r, "c", -1), (int)jnum64(r, "dev", 0),
-		                               nccl,   (int)ni, (int)jnum64(r, "stream", 0),
-		                               -1};
+		sc->k[sc->nk++] = (struct kev){
+		    s,    e,       jnum64(r, "c", -1),          (int)jnum64(r, "dev", 0),
+		    nccl, (int)ni, (int)jnum64(r, "stream", 0), -1};
 	} else if (!strcmp(t, "push") || !strcmp(t, "pop")) {
 		const cJSON *tx = cJSON_GetObjectItemCaseSensitive(r, "text");
 		ALLOC_GROW(sc->nv, sc->nnv, sc->anv);
@@ -887,7 +887,8 @@ static void add_nvtx_figures(cJSON *root, const struct scan *sc, const unsigned 
 	cJSON_ReplaceItemInObjectCaseSensitive(st, "count", cJSON_CreateNumber((double)sc->nsteps));
 	cJSON_ReplaceItemInObjectCaseSensitive(st, "warmup", cJSON_CreateNumber((double)first));
 	cJSON_ReplaceItemInObjectCaseSensitive(st, "how", cJSON_CreateString("nvtx"));
-	cJSON_ReplaceItemInObjectCaseSensitive(st, "median_us", cJSON_CreateNumber(r3(dmedian(a, n))));
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "median_us",
+	                                       cJSON_CreateNumber(r3(dmedian(a, n))));
 	cJSON_AddNumberToObject(st, "steady", (double)nsteady);
 	cJSON_AddStringToObject(st, "text", key);
 	n = 0;

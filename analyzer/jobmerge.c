@@ -211,8 +211,8 @@ static int read_rank(struct merge *mg, int i)
 		x->overlap_us =
 		    numc(c, "overlap_ns", numc(c, "overlap_us", 0, 0, 1e12) * 1e3, 0, 1e15) / 1e3;
 		x->bytes = numc(c, "bytes", 0, 0, 1e18);
-		x->end_ns = (int64_t)numc(c, "end_ns",
-		                          numc(c, "start_ns", 0, 0, 4e18) + x->dur_us * 1e3, 0, 4e18);
+		x->end_ns = (int64_t)numc(
+		    c, "end_ns", numc(c, "start_ns", 0, 0, 4e18) + x->dur_us * 1e3, 0, 4e18);
 		ri->ninst++;
 	}
 	cJSON_Delete(o);
@@ -676,11 +676,12 @@ static void build_view(struct merge *mg, cJSON *base)
 	char what[300] = "";
 	if (longer > 0 && topname)
 		snprintf(what, sizeof(what),
-		         ": the same kernels run longer there (+%.1f us, most %s +%.1f us)%s", longer,
-		         topname, num(top, "extra_us", 0),
+		         ": the same kernels run longer there (+%.1f us, most %s +%.1f us)%s",
+		         longer, topname, num(top, "extra_us", 0),
 		         own > 0 ? ", and kernels of its own" : "");
 	else if (own > 0)
-		snprintf(what, sizeof(what), ": kernels the median rank does not run (+%.1f us)", own);
+		snprintf(what, sizeof(what), ": kernels the median rank does not run (+%.1f us)",
+		         own);
 	free(topname);
 	char why[700];
 	snprintf(why, sizeof(why),

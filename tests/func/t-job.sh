@@ -181,3 +181,6 @@ $PY "$top/tests/tools/jobcheck.py" "$S" "$T0" "$T1" >"$D/jc" 2>&1; rc=$?
 sed 's/^\(not \)*ok - /&jobcheck ddp: /' "$D/jc"
 check "ddp traces: jobcheck agrees (exit 0)" test "$rc" = 0
 check "ddp traces: the report has a lane per rank" sh -c "grep -q '>rank 0 · s' '$D/report.html' && grep -q '>rank 1 · s' '$D/report.html'"
+"$A" fuse "$D" -o "$D/fused" >"$D/fuse.out" 2>&1
+nco=$($PY -c "import json;print(sum(1 for c in json.load(open('$S'))['candidates'] if c['kind']=='comm-overlap'))")
+check "fuse: comm-overlap candidates ($nco) listed once, as not fusion" sh -c "test $nco -gt 1 && test \$(grep -c 'comm-overlap' '$D/fuse.out') = 1 && grep -q 'comm-overlap: not fusion ($nco candidates' '$D/fuse.out' && ! grep -q \"comm-overlap: use the library's fused form\" '$D/fuse.out'"
