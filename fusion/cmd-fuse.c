@@ -116,10 +116,11 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 			i++;
 			continue;
 		} else if (!strcmp(ks, "comm-overlap")) {
-			strbuf_addf(&msg,
-			            "comm-overlap: not fusion (%d candidates: a change of schedule, "
-			            "each in the report's job section): %s",
-			            ncomm, cJSON_IsString(lib) ? lib->valuestring : "");
+			strbuf_addf(
+			    &msg,
+			    "comm-overlap: not fusion (%d candidates: a change of schedule, "
+			    "each in the report's job section): %s",
+			    ncomm, cJSON_IsString(lib) ? lib->valuestring : "");
 		} else if (cJSON_IsString(lib) && *lib->valuestring) {
 			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
 			            lib->valuestring);
