@@ -6,9 +6,9 @@
  * step's timeline and the graph's writers of each collective's input buffers. A second pass
  * over the trace then reads what the graph builder does not keep: `comm` records (handle to
  * the communicator's uid and size), `coll` records, the `coll` ids on NCCL's launches, and every
- * kernel's GPU interval. Lines of other types are skipped before parsing (launches without
- * `coll`, sites, allocations), so the pass costs a read of the file and a parse of its kernel
- * records; it keeps 40 bytes per kernel.
+ * kernel's GPU interval, every launch's seq and the NVTX push/pop records. Lines of other types
+ * are skipped before parsing (sites, allocations, copies), so the pass costs a read of the file
+ * and a parse of its kernel and launch records; it keeps about 72 bytes per kernel.
  *
  * A collective instance is one NCCL kernel. Its key is "<uid>:<n>" from its first `coll`
  * record (the same on every rank of the communicator), or "k<i>" (the i-th NCCL kernel of the
@@ -16,10 +16,15 @@
  * Its overlap is the part of its GPU interval covered by the union of the non-NCCL kernels of
  * the same device (other streams: one stream's kernels never overlap); the rest is exposed.
  *
- * Rounds: a step's collectives. With K the NCCL nodes of the step graph, the rank's instances
- * are cut into rounds of K counted back from the last (the first steps of a DDP job issue
- * extra broadcasts and rebuild buckets), the earlier ones being warm-up; the last
- * JOB_MAX_ROUNDS rounds are kept, with their position in the round.
+ * Steps: where the trace has NVTX step ranges (the text repeated most once digits are folded,
+ * matched push/pop per thread), a kernel belongs to the step whose range holds its launch's
+ * seq; the steady steps are those whose collectives (op and bytes, in order) form the most
+ * common sequence (DDP's first steps broadcast and build buckets), the last JOB_MAX_ROUNDS of
+ * them kept, each instance with its position in the step; the rank's step time is the median
+ * NVTX duration and its compute the median of the steps' non-NCCL kernel time. Without NVTX
+ * steps, rounds: with K the NCCL nodes of the step graph, the instances are cut into rounds of
+ * K counted back from the last. Timestamps are read from the line's text as integers (a double
+ * holds an epoch nanosecond to 256 ns only).
  *
  * Early start: for each NCCL node of the captured step, the latest end of the graph's writers of
  * the buffers it reads against its own start, and the end of the NCCL node before it on its

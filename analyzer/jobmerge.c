@@ -14,10 +14,11 @@
  * time. Rows of the collectives table are positions in a round (the lowest rank's labels),
  * with medians over the kept rounds.
  *
- * The slowest rank is the one with the most compute per step (the step graph's non-NCCL
- * kernels): in a synchronous job every rank's step takes as long as the slowest's, and the
- * others spend the difference waiting at collectives. Its extra kernels are the difference of
- * its step graph's kernels (by name: count and time) against the median rank's.
+ * The slowest rank is the one the others wait for: the most compute per step (the non-NCCL
+ * kernels of its steps): in a synchronous job every rank's step takes as long as the slowest's,
+ * and the others spend the difference waiting at collectives. Its extra kernels are the
+ * difference of its kernels (by name: count and time per step) against the median rank's:
+ * kernels of its own, or the same kernels running longer (`longer`), the "why" says which.
  *
  * Clocks: ranks on one host (header job.clock "realtime-shared-host", one host name) share
  * CLOCK_REALTIME; otherwise each rank's offset to the lowest rank is the median difference of
