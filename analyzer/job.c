@@ -6,9 +6,9 @@
  * step's timeline and the graph's writers of each collective's input buffers. A second pass
  * over the trace then reads what the graph builder does not keep: `comm` records (handle to
  * the communicator's uid and size), `coll` records, the `coll` ids on NCCL's launches, and every
- * kernel's GPU interval. Lines of other types are skipped before parsing (launches without
- * `coll`, sites, allocations), so the pass costs a read of the file and a parse of its kernel
- * records; it keeps 40 bytes per kernel.
+ * kernel's GPU interval, every launch's seq and the NVTX push/pop records. Lines of other types
+ * are skipped before parsing (sites, allocations, copies), so the pass costs a read of the file
+ * and a parse of its kernel and launch records; it keeps about 72 bytes per kernel.
  *
  * A collective instance is one NCCL kernel. Its key is "<uid>:<n>" from its first `coll`
  * record (the same on every rank of the communicator), or "k<i>" (the i-th NCCL kernel of the
@@ -16,10 +16,15 @@
  * Its overlap is the part of its GPU interval covered by the union of the non-NCCL kernels of
  * the same device (other streams: one stream's kernels never overlap); the rest is exposed.
  *
- * Rounds: a step's collectives. With K the NCCL nodes of the step graph, the rank's instances
- * are cut into rounds of K counted back from the last (the first steps of a DDP job issue
- * extra broadcasts and rebuild buckets), the earlier ones being warm-up; the last
- * JOB_MAX_ROUNDS rounds are kept, with their position in the round.
+ * Steps: where the trace has NVTX step ranges (the text repeated most once digits are folded,
+ * matched push/pop per thread), a kernel belongs to the step whose range holds its launch's
+ * seq; the steady steps are those whose collectives (op and bytes, in order) form the most
+ * common sequence (DDP's first steps broadcast and build buckets), the last JOB_MAX_ROUNDS of
+ * them kept, each instance with its position in the step; the rank's step time is the median
+ * NVTX duration and its compute the median of the steps' non-NCCL kernel time. Without NVTX
+ * steps, rounds: with K the NCCL nodes of the step graph, the instances are cut into rounds of
+ * K counted back from the last. Timestamps are read from the line's text as integers (a double
+ * holds an epoch nanosecond to 256 ns only).
  *
  * Early start: for each NCCL node of the captured step, the latest end of the graph's writers of
  * the buffers it reads against its own start, and the end of the NCCL node before it on its
@@ -28,6 +33,7 @@
 #include "analyzer/job.h"
 #include "analyzer/hmap.h"
 #include "analyzer/model.h"
+#include "analyzer/semantics.h"
 #include "analyzer/util.h"
 
 #include <cJSON.h>
@@ -153,6 +159,28 @@ int64_t job_covered(int64_t s, int64_t e, const int64_t *us, long n)
 struct kev {
 	int64_t start, end, c;
 	int dev, nccl; /* nccl: index into scan.names + 1, 0 for a compute kernel */
+	int name;      /* index into scan.names + 1, 0 unknown */
+	int stream;
+	long step; /* index into scan.steps, -1 none */
+};
+
+/* an NVTX push or pop, in file order */
+struct nvev {
+	int64_t ts;
+	uint64_t seq;
+	long tid;
+	int push, text; /* text: index into scan.texts, -1 none */
+};
+
+/* one NVTX step range: launches with start_seq < seq < end_seq are its ops */
+struct nvstep {
+	uint64_t start_seq, end_seq;
+	int64_t start_ts, end_ts;
+	int sig_class;  /* index of its collective signature class */
+	double compute; /* ns of non-NCCL kernels launched in it */
+	long ninst;     /* NCCL kernels launched in it */
+	uint64_t sig;   /* hash of its NCCL kernels' ops and bytes, in order */
+	int64_t gpu0;   /* first GPU start of its kernels, 0 none */
 };
 
 struct collrec {
@@ -171,7 +199,15 @@ struct commrec {
 struct scan {
 	struct hmap ncclstr; /* str id -> index into names + 1 */
 	char **names;
-	long nnames, anames;
+	unsigned char *isnccl; /* per name */
+	long nnames, anames, aisnccl;
+	struct hmap lseq; /* launch c -> seq */
+	struct nvev *nv;
+	long nnv, anv;
+	char **texts;
+	long ntexts, atexts;
+	struct nvstep *steps;
+	long nsteps, asteps;
 	struct kev *k;
 	long nk, ak;
 	struct hmap launch; /* c -> offset into cids << 8 | count */
@@ -196,6 +232,26 @@ static int64_t jnum64(const cJSON *o, const char *k, int64_t dflt)
 	return (int64_t)v->valuedouble;
 }
 
+/* an integer field of the raw line, exactly (a double holds a nanosecond timestamp to 256 ns
+ * only); dflt when absent */
+static int64_t raw_int(const char *line, const char *k, int64_t dflt)
+{
+	char pat[40];
+	snprintf(pat, sizeof(pat), "\"%s\":", k);
+	const char *p = strstr(line, pat);
+	if (!p)
+		return dflt;
+	p += strlen(pat);
+	while (*p == ' ')
+		p++;
+	char *end;
+	errno = 0;
+	long long v = strtoll(p, &end, 10);
+	if (end == p || errno || *end == '.' || *end == 'e' || *end == 'E')
+		return dflt;
+	return (int64_t)v;
+}
+
 static uint64_t jhex(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -217,7 +273,7 @@ static int type_is(const char *line, size_t len, const char *t)
 	return memmem(line, n, pat, strlen(pat)) != NULL;
 }
 
-static void scan_record(struct scan *sc, const cJSON *r, const char *t)
+static void scan_record(struct scan *sc, const cJSON *r, const char *t, const char *line)
 {
 	if (!strcmp(t, "header")) {
 		sc->has_rank = cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(r, "rank"));
@@ -231,21 +287,42 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t)
 	} else if (!strcmp(t, "str")) {
 		const cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "s");
 		char op[24], dt[12];
-		if (!cJSON_IsString(s) || !job_nccl_name(s->valuestring, op, sizeof(op), dt, 0))
+		if (!cJSON_IsString(s))
 			return;
 		ALLOC_GROW(sc->names, sc->nnames, sc->anames);
+		ALLOC_GROW(sc->isnccl, sc->nnames, sc->aisnccl);
+		sc->isnccl[sc->nnames] =
+		    (unsigned char)job_nccl_name(s->valuestring, op, sizeof(op), dt, 0);
 		sc->names[sc->nnames++] = xstrdup(s->valuestring);
 		hmap_put(&sc->ncclstr, (uint64_t)jnum64(r, "id", -1), (uint64_t)sc->nnames);
 	} else if (!strcmp(t, "kernel")) {
-		int64_t s = jnum64(r, "start", 0), e = jnum64(r, "end", 0);
+		int64_t s = raw_int(line, "start", jnum64(r, "start", 0));
+		int64_t e = raw_int(line, "end", jnum64(r, "end", 0));
 		if (e < s || !s)
 			return;
 		uint64_t ni = 0;
 		hmap_get(&sc->ncclstr, (uint64_t)jnum64(r, "name", -1), &ni);
 		ALLOC_GROW(sc->k, sc->nk, sc->ak);
-		sc->k[sc->nk++] =
-		    (struct kev){s, e, jnum64(r, "c", -1), (int)jnum64(r, "dev", 0), (int)ni};
+		int nccl = ni && sc->isnccl[ni - 1] ? (int)ni : 0;
+		sc->k[sc->nk++] = (struct kev){
+		    s,    e,       jnum64(r, "c", -1),          (int)jnum64(r, "dev", 0),
+		    nccl, (int)ni, (int)jnum64(r, "stream", 0), -1};
+	} else if (!strcmp(t, "push") || !strcmp(t, "pop")) {
+		const cJSON *tx = cJSON_GetObjectItemCaseSensitive(r, "text");
+		ALLOC_GROW(sc->nv, sc->nnv, sc->anv);
+		struct nvev *v = &sc->nv[sc->nnv++];
+		v->ts = raw_int(line, "ts", jnum64(r, "ts", 0));
+		v->seq = (uint64_t)jnum64(r, "seq", 0);
+		v->tid = (long)jnum64(r, "tid", 0);
+		v->push = t[1] == 'u';
+		v->text = -1;
+		if (v->push && cJSON_IsString(tx) && tx->valuestring[0]) {
+			ALLOC_GROW(sc->texts, sc->ntexts, sc->atexts);
+			sc->texts[sc->ntexts] = xstrdup(tx->valuestring);
+			v->text = (int)sc->ntexts++;
+		}
 	} else if (!strcmp(t, "launch")) {
+		hmap_put(&sc->lseq, (uint64_t)jnum64(r, "c", -1), (uint64_t)jnum64(r, "seq", 0));
 		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(r, "coll");
 		int n = cJSON_GetArraySize(cl);
 		if (!cJSON_IsArray(cl) || n <= 0)
@@ -284,7 +361,8 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t)
 	}
 }
 
-static const char *const wanted[] = {"header", "str", "kernel", "launch", "coll", "comm"};
+static const char *const wanted[] = {"header", "str",  "kernel", "launch",
+                                     "coll",   "comm", "push",   "pop"};
 
 static int scan_trace(struct scan *sc, const char *path)
 {
@@ -301,12 +379,10 @@ static int scan_trace(struct scan *sc, const char *path)
 				t = wanted[i];
 		if (!t && memmem(line, (size_t)(len < 32 ? len : 32), "\"t\":\"", 5))
 			continue; /* another type, written the shim's way */
-		if (t && !strcmp(t, "launch") && !memmem(line, (size_t)len, "\"coll\"", 6))
-			continue;
 		cJSON *r = cJSON_ParseWithLength(line, (size_t)len);
 		const cJSON *tv = cJSON_GetObjectItemCaseSensitive(r, "t");
 		if (cJSON_IsString(tv))
-			scan_record(sc, r, tv->valuestring);
+			scan_record(sc, r, tv->valuestring, line);
 		cJSON_Delete(r); /* a line that does not parse was judged by the first pass */
 	}
 	free(line);
@@ -317,7 +393,14 @@ static int scan_trace(struct scan *sc, const char *path)
 static void scan_release(struct scan *sc)
 {
 	hmap_release(&sc->ncclstr);
+	hmap_release(&sc->lseq);
 	hmap_release(&sc->launch);
+	for (long i = 0; i < sc->ntexts; i++)
+		free(sc->texts[i]);
+	free(sc->texts);
+	free(sc->nv);
+	free(sc->steps);
+	free(sc->isnccl);
 	hmap_release(&sc->collidx);
 	for (long i = 0; i < sc->nnames; i++)
 		free(sc->names[i]);
@@ -488,22 +571,441 @@ static void add_early(cJSON *root, const struct model *m, const double *tl_start
 	}
 }
 
+/* one collective instance of the rank: an NCCL kernel */
+struct jinst {
+	long k; /* index into scan.k */
+	char key[64], op[24], dtype[12];
+	double bytes;
+	int ncoll, nranks;
+	long round; /* kept step (round), -1 warm-up or not kept */
+	int pos;
+};
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* key, op, dtype and bytes of the NCCL kernel k, the idx-th of the rank */
+static void inst_info(const struct scan *sc, long idx, const struct kev *k, struct jinst *x)
+{
+	x->nranks = sc->world_size > 0 ? (int)sc->world_size : 0;
+	job_nccl_name(sc->names[k->nccl - 1], x->op, sizeof(x->op), x->dtype, sizeof(x->dtype));
+	snprintf(x->key, sizeof(x->key), "k%ld", idx);
+	uint64_t lv;
+	if (!hmap_get(&sc->launch, (uint64_t)k->c, &lv))
+		return;
+	long off = (long)(lv >> 8);
+	int cnt = (int)(lv & 0xff);
+	for (int j = 0; j < cnt; j++) {
+		uint64_t ci;
+		if (!hmap_get(&sc->collidx, (uint64_t)sc->cids[off + j], &ci))
+			continue;
+		const struct collrec *c = &sc->colls[ci];
+		if (!x->ncoll++) {
+			const struct commrec *co = comm_of(sc, c->comm);
+			snprintf(x->key, sizeof(x->key), "%s:%ld",
+			         co && co->uid[0] ? co->uid : "comm", c->n);
+			if (co && co->nranks > 0)
+				x->nranks = co->nranks;
+			if (c->op[0])
+				snprintf(x->op, sizeof(x->op), "%s", c->op);
+			if (c->dtype[0])
+				snprintf(x->dtype, sizeof(x->dtype), "%s", c->dtype);
+		}
+		x->bytes += c->bytes;
+	}
+}
+
+/* s with every run of digits as '#', into out */
+static void fold_digits(const char *s, char *out, size_t n)
+{
+	size_t o = 0;
+	for (; *s && o + 1 < n; s++) {
+		if (isdigit((unsigned char)*s)) {
+			if (!o || out[o - 1] != '#')
+				out[o++] = '#';
+			continue;
+		}
+		out[o++] = *s;
+	}
+	out[o] = 0;
+}
+
+static int step_by_seq(const void *a, const void *b)
+{
+	const struct nvstep *x = a, *y = b;
+	return (x->start_seq > y->start_seq) - (x->start_seq < y->start_seq);
+}
+
+/*
+ * The NVTX step ranges into sc->steps (sorted by start): pushes with a text matched with their
+ * pops on the same thread; the text that repeats most once digits are folded (at least twice)
+ * is the step, its outermost ranges only. *key gets that text. Returns the number of steps.
+ */
+static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
+{
+	struct tstack {
+		long tid, *st, n, a;
+	} *ts = NULL;
+	long nts = 0, ats = 0;
+	long *pairs = NULL, npairs = 0, apairs = 0; /* push index, pop index, depth */
+	for (long i = 0; i < sc->nnv; i++) {
+		const struct nvev *v = &sc->nv[i];
+		long t = 0;
+		while (t < nts && ts[t].tid != v->tid)
+			t++;
+		if (t == nts) {
+			ALLOC_GROW(ts, nts, ats);
+			ts[nts++] = (struct tstack){v->tid, NULL, 0, 0};
+		}
+		struct tstack *q = &ts[t];
+		if (v->push) {
+			ALLOC_GROW(q->st, q->n, q->a);
+			q->st[q->n++] = i;
+		} else if (q->n) {
+			long pi = q->st[--q->n];
+			if (sc->nv[pi].text >= 0) {
+				ALLOC_GROW(pairs, npairs + 2, apairs);
+				pairs[npairs++] = pi;
+				pairs[npairs++] = i;
+				pairs[npairs++] = q->n;
+			}
+		}
+	}
+	for (long t = 0; t < nts; t++)
+		free(ts[t].st);
+	free(ts);
+	/* the most repeated folded text, then the shallowest */
+	long best = -1, bestn = 0, bestd = 0;
+	char fa[128], fb[128];
+	for (long i = 0; i < npairs; i += 3) {
+		fold_digits(sc->texts[sc->nv[pairs[i]].text], fa, sizeof(fa));
+		long cnt = 0, depth = pairs[i + 2];
+		for (long j = 0; j < npairs; j += 3) {
+			fold_digits(sc->texts[sc->nv[pairs[j]].text], fb, sizeof(fb));
+			if (!strcmp(fa, fb)) {
+				cnt++;
+				if (pairs[j + 2] < depth)
+					depth = pairs[j + 2];
+			}
+		}
+		if (cnt > bestn || (cnt == bestn && depth < bestd)) {
+			best = i;
+			bestn = cnt;
+			bestd = depth;
+		}
+	}
+	key[0] = 0;
+	if (best >= 0 && bestn >= 2) {
+		fold_digits(sc->texts[sc->nv[pairs[best]].text], fa, sizeof(fa));
+		snprintf(key, keysz, "%s", fa);
+		for (long i = 0; i < npairs; i += 3) {
+			fold_digits(sc->texts[sc->nv[pairs[i]].text], fb, sizeof(fb));
+			if (strcmp(fa, fb) || pairs[i + 2] != bestd)
+				continue;
+			const struct nvev *p = &sc->nv[pairs[i]], *q = &sc->nv[pairs[i + 1]];
+			ALLOC_GROW(sc->steps, sc->nsteps, sc->asteps);
+			struct nvstep *st = &sc->steps[sc->nsteps++];
+			memset(st, 0, sizeof(*st));
+			st->start_seq = p->seq;
+			st->end_seq = q->seq;
+			st->start_ts = p->ts;
+			st->end_ts = q->ts;
+		}
+		qsort(sc->steps, (size_t)sc->nsteps, sizeof(*sc->steps), step_by_seq);
+	}
+	free(pairs);
+	return sc->nsteps;
+}
+
+/* the step whose range holds launch sequence number seq, -1 none */
+static long step_of(const struct scan *sc, uint64_t seq)
+{
+	long lo = 0, hi = sc->nsteps;
+	while (lo < hi) {
+		long mid = (lo + hi) / 2;
+		if (sc->steps[mid].start_seq < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	return seq < sc->steps[lo - 1].end_seq ? lo - 1 : -1;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * Cuts the instances into NVTX steps: each kernel goes to the step whose range holds its launch;
+ * the steady steps are those whose collectives (op and bytes, in order) are the most common
+ * sequence (ties: the later), the earlier ones warm-up (DDP's first steps broadcast and build
+ * buckets). Sets round (the last JOB_MAX_ROUNDS steady steps) and pos of each instance, and
+ * *steady to the steady steps' flags (caller frees). Returns the number of steady steps, 0
+ * when the trace has no NVTX steps with collectives (the caller then cuts by rounds).
+ */
+static long cut_nvtx(struct scan *sc, struct jinst *in, long nin, unsigned char **steady)
+{
+	*steady = NULL;
+	if (sc->nsteps < 2)
+		return 0;
+	for (long i = 0; i < sc->nk; i++) {
+		struct kev *k = &sc->k[i];
+		uint64_t seq;
+		k->step = hmap_get(&sc->lseq, (uint64_t)k->c, &seq) ? step_of(sc, seq) : -1;
+		if (k->step < 0)
+			continue;
+		struct nvstep *st = &sc->steps[k->step];
+		if (!st->gpu0 || k->start < st->gpu0)
+			st->gpu0 = k->start;
+		if (!k->nccl)
+			st->compute += (double)(k->end - k->start);
+	}
+	for (long i = 0; i < nin; i++) {
+		const struct kev *k = &sc->k[in[i].k];
+		if (k->step < 0)
+			continue;
+		struct nvstep *st = &sc->steps[k->step];
+		st->ninst++;
+		st->sig = fnv_str(st->sig ^ (uint64_t)in[i].bytes, in[i].op) * 1099511628211ULL;
+	}
+	uint64_t *sigs = xmalloc(sizeof(uint64_t) * (size_t)sc->nsteps);
+	long ns = 0;
+	for (long i = 0; i < sc->nsteps; i++)
+		if (sc->steps[i].ninst)
+			sigs[ns++] = sc->steps[i].sig;
+	qsort(sigs, (size_t)ns, sizeof(*sigs), u64_cmp);
+	uint64_t best = 0;
+	long bestn = 0, bestlast = -1;
+	for (long i = 0; i < ns;) {
+		long j = i;
+		while (j < ns && sigs[j] == sigs[i])
+			j++;
+		long last = -1;
+		for (long t = 0; t < sc->nsteps; t++)
+			if (sc->steps[t].ninst && sc->steps[t].sig == sigs[i])
+				last = t;
+		if (j - i > bestn || (j - i == bestn && last > bestlast)) {
+			best = sigs[i];
+			bestn = j - i;
+			bestlast = last;
+		}
+		i = j;
+	}
+	free(sigs);
+	if (bestn < 1)
+		return 0;
+	unsigned char *sf = xcalloc((size_t)sc->nsteps, 1);
+	long *ord = xcalloc((size_t)sc->nsteps, sizeof(long));
+	long nsteady = 0;
+	for (long t = 0; t < sc->nsteps; t++)
+		if (sc->steps[t].ninst && sc->steps[t].sig == best) {
+			sf[t] = 1;
+			ord[t] = nsteady++;
+		}
+	long keep_from = nsteady > JOB_MAX_ROUNDS ? nsteady - JOB_MAX_ROUNDS : 0;
+	long cur = -1;
+	int pos = 0;
+	for (long i = 0; i < nin; i++) {
+		long t = sc->k[in[i].k].step;
+		in[i].round = -1;
+		if (t < 0 || !sf[t])
+			continue;
+		if (t != cur) {
+			cur = t;
+			pos = 0;
+		}
+		in[i].pos = pos++;
+		if (ord[t] >= keep_from)
+			in[i].round = ord[t] - keep_from;
+	}
+	free(ord);
+	*steady = sf;
+	return nsteady;
+}
+
+/* instances in GPU start order cut into rounds of K (the step graph's NCCL nodes) counted back
+ * from the last: the rule for traces without NVTX steps */
+static long cut_rounds(const struct model *m, struct jinst *in, long nin, int *K)
+{
+	int k = 0;
+	for (int i = 0; i < m->nnodes; i++)
+		k += m->nodes[i].sem.family == FAM_NCCL;
+	if (k <= 0)
+		k = nin > 0 ? (int)nin : 1;
+	long nrounds = nin / k, first = nin - nrounds * k;
+	long keep_from = nrounds > JOB_MAX_ROUNDS ? nrounds - JOB_MAX_ROUNDS : 0;
+	for (long i = 0; i < nin; i++) {
+		long round = i < first ? -1 : (i - first) / k;
+		in[i].round = round < keep_from ? -1 : round - keep_from;
+		in[i].pos = i < first ? -1 : (int)((i - first) % k);
+	}
+	*K = k;
+	return nrounds - keep_from;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double dmedian(double *a, long n)
+{
+	if (n <= 0)
+		return 0;
+	qsort(a, (size_t)n, sizeof(double), dcmp);
+	return n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
+}
+
+/* a kernel's name as the step graph gives it: demangled, then shortened; caller frees */
+static char *kernel_short(const char *name)
+{
+	char *full = demangle(name);
+	char *s = short_name(full);
+	free(full);
+	return s;
+}
+
+/* the steady NVTX steps' figures: step time, compute, kernels by name, the last one's
+ * timeline */
+static void add_nvtx_figures(cJSON *root, const struct scan *sc, const unsigned char *steady,
+                             long nsteady, const char *key, int with_timeline)
+{
+	double *a = xmalloc(sizeof(double) * (size_t)(sc->nsteps + 1));
+	long n = 0, first = -1, last = -1;
+	for (long t = 0; t < sc->nsteps; t++)
+		if (steady[t]) {
+			a[n++] = (double)(sc->steps[t].end_ts - sc->steps[t].start_ts) / 1e3;
+			if (first < 0)
+				first = t;
+			last = t;
+		}
+	cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "steps");
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "count", cJSON_CreateNumber((double)sc->nsteps));
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "warmup", cJSON_CreateNumber((double)first));
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "how", cJSON_CreateString("nvtx"));
+	cJSON_ReplaceItemInObjectCaseSensitive(st, "median_us",
+	                                       cJSON_CreateNumber(r3(dmedian(a, n))));
+	cJSON_AddNumberToObject(st, "steady", (double)nsteady);
+	cJSON_AddStringToObject(st, "text", key);
+	n = 0;
+	for (long t = 0; t < sc->nsteps; t++)
+		if (steady[t])
+			a[n++] = sc->steps[t].compute / 1e3;
+	cJSON_ReplaceItemInObjectCaseSensitive(root, "compute_us",
+	                                       cJSON_CreateNumber(r3(dmedian(a, n))));
+	free(a);
+	/* kernels by name over the steady steps: count and time per step */
+	long *cnt = xcalloc((size_t)sc->nnames + 1, sizeof(long));
+	double *ns = xcalloc((size_t)sc->nnames + 1, sizeof(double));
+	for (long i = 0; i < sc->nk; i++) {
+		const struct kev *k = &sc->k[i];
+		if (k->nccl || k->step < 0 || !steady[k->step])
+			continue;
+		cnt[k->name]++;
+		ns[k->name] += (double)(k->end - k->start);
+	}
+	/* by short name, as the step graph names its nodes */
+	char **sn = xcalloc((size_t)sc->nnames + 1, sizeof(char *));
+	for (long i = 0; i <= sc->nnames; i++)
+		if (cnt[i])
+			sn[i] = kernel_short(i ? sc->names[i - 1] : "?");
+	cJSON *arr = cJSON_CreateArray();
+	for (long i = 0; i <= sc->nnames; i++) {
+		if (!cnt[i])
+			continue;
+		for (long j = i + 1; j <= sc->nnames; j++)
+			if (cnt[j] && !strcmp(sn[i], sn[j])) {
+				cnt[i] += cnt[j];
+				ns[i] += ns[j];
+				cnt[j] = 0;
+			}
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", sn[i]);
+		cJSON_AddNumberToObject(o, "count", r3((double)cnt[i] / (double)nsteady));
+		cJSON_AddNumberToObject(o, "us", r3(ns[i] / 1e3 / (double)nsteady));
+		cJSON_AddItemToArray(arr, o);
+	}
+	for (long i = 0; i <= sc->nnames; i++)
+		free(sn[i]);
+	free(sn);
+	free(cnt);
+	free(ns);
+	cJSON_ReplaceItemInObjectCaseSensitive(root, "kernels", arr);
+	if (!with_timeline || last < 0)
+		return;
+	/* the last steady step's kernels, from its first GPU start */
+	cJSON *tl = cJSON_CreateObject();
+	int64_t t0 = sc->steps[last].gpu0;
+	cJSON_AddNumberToObject(tl, "t0_ns", (double)t0);
+	cJSON *ev = cJSON_AddArrayToObject(tl, "events");
+	for (long i = 0; i < sc->nk; i++) {
+		const struct kev *k = &sc->k[i];
+		if (k->step != last)
+			continue;
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "node", -1);
+		char *nm = kernel_short(k->name ? sc->names[k->name - 1] : "?");
+		cJSON_AddStringToObject(o, "name", nm);
+		free(nm);
+		cJSON_AddStringToObject(o, "family", k->nccl ? "nccl" : "other");
+		cJSON_AddNumberToObject(o, "stream", k->stream);
+		cJSON_AddNumberToObject(o, "start_us", r3((double)(k->start - t0) / 1e3));
+		cJSON_AddNumberToObject(o, "dur_us", r3((double)(k->end - k->start) / 1e3));
+		cJSON_AddItemToArray(ev, o);
+	}
+	cJSON_ReplaceItemInObjectCaseSensitive(root, "timeline", tl);
+}
+
 static void add_colls(cJSON *root, const struct model *m, struct scan *sc)
 {
 	qsort(sc->k, (size_t)sc->nk, sizeof(*sc->k), kev_by_start);
-	int K = 0;
-	for (int i = 0; i < m->nnodes; i++)
-		K += m->nodes[i].sem.family == FAM_NCCL;
-	long ninst = 0;
+	long nin = 0;
 	for (long i = 0; i < sc->nk; i++)
-		ninst += sc->k[i].nccl != 0;
-	if (K <= 0)
-		K = ninst > 0 ? (int)ninst : 1;
-	long nrounds = ninst / K, first = ninst - nrounds * K; /* instances before: warm-up */
-	long keep_from = nrounds > JOB_MAX_ROUNDS ? nrounds - JOB_MAX_ROUNDS : 0;
+		nin += sc->k[i].nccl != 0;
+	struct jinst *in = xcalloc((size_t)nin + 1, sizeof(*in));
+	for (long i = 0, idx = 0; i < sc->nk; i++)
+		if (sc->k[i].nccl) {
+			in[idx].k = i;
+			inst_info(sc, idx, &sc->k[i], &in[idx]);
+			idx++;
+		}
+	char key[128];
+	unsigned char *steady = NULL;
+	long rounds = 0, nsteady = 0;
+	int K = 0;
+	if (nvtx_steps(sc, key, sizeof(key)) >= 2)
+		nsteady = cut_nvtx(sc, in, nin, &steady);
+	int mK = 0;
+	for (int i = 0; i < m->nnodes; i++)
+		mK += m->nodes[i].sem.family == FAM_NCCL;
+	if (nsteady > 0) {
+		for (long i = 0; i < nin; i++)
+			if (in[i].round >= 0 && in[i].pos + 1 > K)
+				K = in[i].pos + 1;
+		rounds = nsteady > JOB_MAX_ROUNDS ? JOB_MAX_ROUNDS : nsteady;
+		/* the step graph's timeline and writers stand for the step only when it has the
+		 * step's collectives */
+		add_nvtx_figures(root, sc, steady, nsteady, key, mK != K);
+		if (mK != K)
+			cJSON_ReplaceItemInObjectCaseSensitive(root, "early", cJSON_CreateArray());
+		cJSON_AddStringToObject(root, "steps_from", "nvtx");
+	} else {
+		rounds = cut_rounds(m, in, nin, &K);
+		cJSON_AddStringToObject(root, "steps_from", "rounds");
+	}
+	free(steady);
 	cJSON_AddNumberToObject(root, "per_round", K);
-	cJSON_AddNumberToObject(root, "rounds", (double)(nrounds - keep_from));
-	cJSON_AddNumberToObject(root, "collectives", (double)ninst);
+	cJSON_AddNumberToObject(root, "rounds", (double)rounds);
+	cJSON_AddNumberToObject(root, "collectives", (double)nin);
 	cJSON *cm = cJSON_AddArrayToObject(root, "comms");
 	for (long i = 0; i < sc->ncomms; i++) {
 		cJSON *o = cJSON_CreateObject();
@@ -516,65 +1018,37 @@ static void add_colls(cJSON *root, const struct model *m, struct scan *sc)
 	int64_t *u = NULL;
 	long nu = 0;
 	int udev = -1;
-	long idx = -1;
-	for (long i = 0; i < sc->nk; i++) {
-		const struct kev *k = &sc->k[i];
-		if (!k->nccl)
-			continue;
-		idx++;
-		long round = idx < first ? -1 : (idx - first) / K;
-		if (round < keep_from)
+	for (long i = 0; i < nin; i++) {
+		const struct jinst *x = &in[i];
+		const struct kev *k = &sc->k[x->k];
+		if (x->round < 0)
 			continue;
 		if (k->dev != udev) {
 			free(u);
 			u = compute_union(sc, k->dev, &nu);
 			udev = k->dev;
 		}
-		char key[64], op[24], dtype[12];
-		double bytes = 0;
-		int nranks = sc->world_size > 0 ? (int)sc->world_size : 0;
-		job_nccl_name(sc->names[k->nccl - 1], op, sizeof(op), dtype, sizeof(dtype));
-		snprintf(key, sizeof(key), "k%ld", idx);
-		uint64_t lv;
-		int ncoll = 0;
-		if (hmap_get(&sc->launch, (uint64_t)k->c, &lv)) {
-			long off = (long)(lv >> 8);
-			int cnt = (int)(lv & 0xff);
-			for (int j = 0; j < cnt; j++) {
-				uint64_t ci;
-				if (!hmap_get(&sc->collidx, (uint64_t)sc->cids[off + j], &ci))
-					continue;
-				const struct collrec *c = &sc->colls[ci];
-				if (!ncoll++) {
-					const struct commrec *co = comm_of(sc, c->comm);
-					snprintf(key, sizeof(key), "%s:%ld",
-					         co && co->uid[0] ? co->uid : "comm", c->n);
-					if (co && co->nranks > 0)
-						nranks = co->nranks;
-					if (c->op[0])
-						snprintf(op, sizeof(op), "%s", c->op);
-					if (c->dtype[0])
-						snprintf(dtype, sizeof(dtype), "%s", c->dtype);
-				}
-				bytes += c->bytes;
-			}
-		}
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "key", key);
-		cJSON_AddStringToObject(o, "op", op);
-		cJSON_AddStringToObject(o, "dtype", dtype);
-		cJSON_AddNumberToObject(o, "bytes", bytes);
-		cJSON_AddNumberToObject(o, "ncoll", ncoll);
-		cJSON_AddNumberToObject(o, "nranks", nranks);
-		cJSON_AddNumberToObject(o, "round", (double)(round - keep_from));
-		cJSON_AddNumberToObject(o, "pos", (double)((idx - first) % K));
+		cJSON_AddStringToObject(o, "key", x->key);
+		cJSON_AddStringToObject(o, "op", x->op);
+		cJSON_AddStringToObject(o, "dtype", x->dtype);
+		cJSON_AddNumberToObject(o, "bytes", x->bytes);
+		cJSON_AddNumberToObject(o, "ncoll", x->ncoll);
+		cJSON_AddNumberToObject(o, "nranks", x->nranks);
+		cJSON_AddNumberToObject(o, "round", (double)x->round);
+		cJSON_AddNumberToObject(o, "pos", x->pos);
 		cJSON_AddNumberToObject(o, "start_ns", (double)k->start);
+		cJSON_AddNumberToObject(o, "end_ns", (double)k->end);
+		cJSON_AddNumberToObject(o, "dur_ns", (double)(k->end - k->start));
+		cJSON_AddNumberToObject(o, "overlap_ns",
+		                        (double)job_covered(k->start, k->end, u, nu));
 		cJSON_AddNumberToObject(o, "dur_us", r3((double)(k->end - k->start) / 1e3));
 		cJSON_AddNumberToObject(o, "overlap_us",
 		                        r3((double)job_covered(k->start, k->end, u, nu) / 1e3));
 		cJSON_AddItemToArray(arr, o);
 	}
 	free(u);
+	free(in);
 }
 
 cJSON *job_rank_summary(const struct model *m, const char *path)
@@ -582,6 +1056,7 @@ cJSON *job_rank_summary(const struct model *m, const char *path)
 	struct scan sc;
 	memset(&sc, 0, sizeof(sc));
 	hmap_init(&sc.ncclstr);
+	hmap_init(&sc.lseq);
 	hmap_init(&sc.launch);
 	hmap_init(&sc.collidx);
 	sc.rank = sc.local_rank = sc.world_size = -1;

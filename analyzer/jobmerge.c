@@ -14,10 +14,11 @@
  * time. Rows of the collectives table are positions in a round (the lowest rank's labels),
  * with medians over the kept rounds.
  *
- * The slowest rank is the one with the most compute per step (the step graph's non-NCCL
- * kernels): in a synchronous job every rank's step takes as long as the slowest's, and the
- * others spend the difference waiting at collectives. Its extra kernels are the difference of
- * its step graph's kernels (by name: count and time) against the median rank's.
+ * The slowest rank is the one the others wait for: the most compute per step (the non-NCCL
+ * kernels of its steps): in a synchronous job every rank's step takes as long as the slowest's,
+ * and the others spend the difference waiting at collectives. Its extra kernels are the
+ * difference of its kernels (by name: count and time per step) against the median rank's:
+ * kernels of its own, or the same kernels running longer (`longer`), the "why" says which.
  *
  * Clocks: ranks on one host (header job.clock "realtime-shared-host", one host name) share
  * CLOCK_REALTIME; otherwise each rank's offset to the lowest rank is the median difference of
@@ -29,6 +30,7 @@
  * cannot hide the wait for a late rank: that is the straggler's).
  */
 #include "analyzer/job.h"
+#include "analyzer/semantics.h"
 #include "analyzer/util.h"
 
 #include <cJSON.h>
@@ -53,7 +55,7 @@ struct inst {
 	int rank; /* index into ranks[] */
 	short round, pos, op;
 	short nranks;
-	float dur_us, overlap_us;
+	double dur_us, overlap_us;
 	double bytes;
 	int64_t end_ns;
 	int dtype;
@@ -204,10 +206,14 @@ static int read_rank(struct merge *mg, int i)
 		x->op = (short)intern(&mg->ops, &mg->nops, &mg->aops, str(c, "op"));
 		x->dtype = intern(&mg->dtypes, &mg->ndt, &mg->adt, str(c, "dtype"));
 		x->nranks = (short)numc(c, "nranks", 0, 0, 32767);
-		x->dur_us = (float)numc(c, "dur_us", 0, 0, 1e12);
-		x->overlap_us = (float)numc(c, "overlap_us", 0, 0, 1e12);
+		/* exact nanoseconds where the map wrote them (rounding each instance to 1 ns
+		 * keeps sums exact), else the rounded microseconds */
+		x->dur_us = numc(c, "dur_ns", numc(c, "dur_us", 0, 0, 1e12) * 1e3, 0, 1e15) / 1e3;
+		x->overlap_us =
+		    numc(c, "overlap_ns", numc(c, "overlap_us", 0, 0, 1e12) * 1e3, 0, 1e15) / 1e3;
 		x->bytes = numc(c, "bytes", 0, 0, 1e18);
-		x->end_ns = (int64_t)numc(c, "start_ns", 0, 0, 4e18) + (int64_t)(x->dur_us * 1e3);
+		x->end_ns = (int64_t)numc(
+		    c, "end_ns", numc(c, "start_ns", 0, 0, 4e18) + x->dur_us * 1e3, 0, 4e18);
 		ri->ninst++;
 	}
 	cJSON_Delete(o);
@@ -325,6 +331,7 @@ static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *
 		cJSON_AddNumberToObject(o, "us", r3(us));
 		cJSON_AddNumberToObject(o, "median_rank_us", r3(mu));
 		cJSON_AddNumberToObject(o, "extra_us", r3(extra));
+		cJSON_AddBoolToObject(o, "longer", mc > 0);
 		/* sorted by extra_us, largest first */
 		int at = 0;
 		const cJSON *z;
@@ -651,11 +658,37 @@ static void build_view(struct merge *mg, cJSON *base)
 	cJSON_AddNumberToObject(sl, "median_wait_us", r3(median(tmp, n)));
 	cJSON_AddItemToObject(sl, "extra_kernels",
 	                      n > 1 ? extra_kernels(S, M) : cJSON_CreateArray());
-	char why[400];
+	/* what the extra time is: the same kernels running longer, or kernels of its own */
+	double longer = 0, own = 0;
+	const cJSON *ek, *top = NULL;
+	cJSON_ArrayForEach(ek, cJSON_GetObjectItemCaseSensitive(sl, "extra_kernels"))
+	{
+		if (cJSON_IsTrue(cJSON_GetObjectItem(ek, "longer"))) {
+			longer += num(ek, "extra_us", 0);
+			if (!top)
+				top = ek;
+		} else {
+			own += num(ek, "extra_us", 0);
+		}
+	}
+	cJSON_AddNumberToObject(sl, "longer_us", r3(longer));
+	cJSON_AddNumberToObject(sl, "own_kernels_us", r3(own));
+	char *topname = top ? short_name(str(top, "name")) : NULL;
+	char what[300] = "";
+	if (longer > 0 && topname)
+		snprintf(what, sizeof(what),
+		         ": the same kernels run longer there (+%.1f us, most %s +%.1f us)%s",
+		         longer, topname, num(top, "extra_us", 0),
+		         own > 0 ? ", and kernels of its own" : "");
+	else if (own > 0)
+		snprintf(what, sizeof(what), ": kernels the median rank does not run (+%.1f us)",
+		         own);
+	free(topname);
+	char why[700];
 	snprintf(why, sizeof(why),
-	         "rank %ld computes %.1f us per step, %.1f us more than the median rank %ld; the "
+	         "rank %ld computes %.1f us per step, %.1f us more than the median rank %ld%s; the "
 	         "others wait for it at collectives (median %.1f us per step, it waits %.1f us)",
-	         S->rank, S->compute_us, S->compute_us - M->compute_us, M->rank,
+	         S->rank, S->compute_us, S->compute_us - M->compute_us, M->rank, what,
 	         num(sl, "median_wait_us", 0), S->wait_med);
 	cJSON_AddStringToObject(sl, "why", why);
 

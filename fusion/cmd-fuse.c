@@ -97,7 +97,12 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		free(path);
 		return -1;
 	}
-	int i = 0;
+	int i = 0, ncomm = 0, comm_seen = 0;
+	cJSON_ArrayForEach(c, cands)
+	{
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(c, "kind");
+		ncomm += cJSON_IsString(k) && !strcmp(k->valuestring, "comm-overlap");
+	}
 	cJSON_ArrayForEach(c, cands)
 	{
 		struct fuse_entry e = {0};
@@ -122,7 +127,17 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 			i++;
 			continue;
 		}
-		if (cJSON_IsString(lib) && *lib->valuestring) {
+		if (!strcmp(ks, "comm-overlap") && comm_seen++) {
+			free(e.sources); /* communication overlap: listed once, at the first */
+			i++;
+			continue;
+		} else if (!strcmp(ks, "comm-overlap")) {
+			strbuf_addf(
+			    &msg,
+			    "comm-overlap: not fusion (%d candidates: a change of schedule, "
+			    "each in the report's job section): %s",
+			    ncomm, cJSON_IsString(lib) ? lib->valuestring : "");
+		} else if (cJSON_IsString(lib) && *lib->valuestring) {
 			strbuf_addf(&msg, "%s: use the library's fused form: %s", ks,
 			            lib->valuestring);
 		} else if ((!grp || cJSON_IsNull(grp)) &&

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: the main job on the bundled sample traces (recorded on an H200): analyze each,
-# write the report, and print where to look.
+# write the report, and print where to look; then the two ranks of samples/ddp_train.py
+# (torchrun, 2x H200) as one job.
 top=$(cd "$(dirname "$0")/.." && pwd)
 A=$top/build/aicprof
 out=$top/out/demo
@@ -14,4 +15,11 @@ for t in mlp_train attention_train chain; do
 	fi
 	[ -f "$out/$t/report.html" ] && echo "   report: $out/$t/report.html"
 done
+echo "== ddp_train: 2 ranks as one job"
+if "$A" analyze "$top"/samples/traces/ddp_train.rank0.aicp.jsonl \
+	"$top"/samples/traces/ddp_train.rank1.aicp.jsonl -o "$out/ddp_train"; then
+	[ -f "$out/ddp_train/report.html" ] && echo "   report: $out/ddp_train/report.html"
+else
+	status=1
+fi
 exit $status

@@ -144,3 +144,43 @@ names=sorted(e['args']['name'] for e in d if e.get('ph')=='M' and e['name']=='pr
 sys.exit(0 if names==sorted('rank %d (one step)'%r for r in range(8)) and sum(1 for e in d if e.get('ph')=='X' and e['pid']==1000005)>0 else 1)"
 "$A" analyze -q "$tmp/j8/aicprof.rank0.aicp.jsonl" -o "$tmp/one"
 check "report: one trace's page has no job section" sh -c "! grep -q 'id=\"job\"' '$tmp/one/report.html' && ! grep -q '\"job\"' '$tmp/one/summary.json'"
+
+# golden: the two real rank traces of samples/ddp_train.py (2x H200, NCCL 2.28.9, rank 1 given
+# 1.5x the sequence). Expected figures come from the traces themselves (tests/tools/jobcheck.py
+# and the coll records), never typed here.
+T0=$top/samples/traces/ddp_train.rank0.aicp.jsonl T1=$top/samples/traces/ddp_train.rank1.aicp.jsonl
+D=$tmp/ddp
+"$A" analyze -q "$T0" "$T1" -o "$D"; rc=$?
+S=$D/summary.json
+check "ddp traces: analyze exits 0" test "$rc" = 0
+# all-reduce coll records per NVTX step of rank 0 (by seq), the count of the last step
+ar=$($PY -c '
+import json,sys
+steps,st,ar=[],[],[]
+for l in open(sys.argv[1]):
+    r=json.loads(l)
+    if r["t"]=="push": st.append(r)
+    elif r["t"]=="pop" and st:
+        p=st.pop()
+        if str(p.get("text","")).startswith("step "): steps.append((p["seq"],r["seq"]))
+    elif r["t"]=="coll" and r["op"]=="AllReduce": ar.append(r["seq"])
+per=[sum(1 for q in ar if a<q<b) for a,b in sorted(steps)]
+print(per[-1] if len(per)>2 and per[-1]==per[-2] else -1)' "$T0")
+echo "# all-reduce coll records in rank 0's last steps: $ar"
+echo "{}" >"$D/none.json"; E=$D/none.json
+qs "$S" <<EOF2
+ddp traces: the straggler is rank 1 (it computes most, waits least)	j['slowest']['rank']==1 and j['per_rank'][1]['compute_us']>j['per_rank'][0]['compute_us'] and j['per_rank'][1]['wait_us']<j['per_rank'][0]['wait_us']
+ddp traces: the why names the same kernels running longer	j['slowest']['longer_us']>0 and 'longer' in j['slowest']['why'] and any(k['longer'] for k in j['slowest']['extra_kernels'])
+ddp traces: step time from the NVTX steps, on both ranks alike	all(r['step_median_us']>1000 for r in j['per_rank']) and abs(j['per_rank'][0]['step_median_us']-j['per_rank'][1]['step_median_us'])<0.2*j['per_rank'][0]['step_median_us']
+ddp traces: every collective matched	j['collectives_seen']>0 and j['collectives_matched']==j['collectives_seen']
+ddp traces: all-reduces per step as in the traces' coll records ($ar)	$ar>0 and sum(1 for c in j['collectives'] if c['op']=='AllReduce')==$ar and j['collectives_per_step']==$ar
+ddp traces: each collective with bytes, duration, bus bandwidth, wait, exposed, overlapped	all(c['bytes']>0 and c['duration_us']>0 and c['busbw_gbs']>0 and c['wait_us']>=0 and c['exposed_us']>=0 and c['overlapped_us']>=0 for c in j['collectives'])
+ddp traces: the report's lanes, one per rank	sorted(l['rank'] for l in j['lanes'])==[0,1] and all(len(l['events'])>50 for l in j['lanes'])
+EOF2
+$PY "$top/tests/tools/jobcheck.py" "$S" "$T0" "$T1" >"$D/jc" 2>&1; rc=$?
+sed 's/^\(not \)*ok - /&jobcheck ddp: /' "$D/jc"
+check "ddp traces: jobcheck agrees (exit 0)" test "$rc" = 0
+check "ddp traces: the report has a lane per rank" sh -c "grep -q '>rank 0 · s' '$D/report.html' && grep -q '>rank 1 · s' '$D/report.html'"
+"$A" fuse "$D" -o "$D/fused" >"$D/fuse.out" 2>&1
+nco=$($PY -c "import json;print(sum(1 for c in json.load(open('$S'))['candidates'] if c['kind']=='comm-overlap'))")
+check "fuse: comm-overlap candidates ($nco) listed once, as not fusion" sh -c "test $nco -gt 1 && test \$(grep -c 'comm-overlap' '$D/fuse.out') = 1 && grep -q 'comm-overlap: not fusion ($nco candidates' '$D/fuse.out' && ! grep -q \"comm-overlap: use the library's fused form\" '$D/fuse.out'"
