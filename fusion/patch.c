@@ -434,11 +434,15 @@ static int inside_tree(const char *root, const char *rel)
 	return ok && !strncmp(rp, rr, n) && (rp[n] == '/' || (n == 1 && rr[0] == '/'));
 }
 
+/* The file rel of the program's tree, read once; NULL when it cannot be read or its path
+ * (links resolved) leaves the tree: every rewrite, fusion or library form, goes through here. */
 static struct pfile *file_get(struct pctx *x, const char *rel)
 {
 	for (int i = 0; i < x->nfiles; i++)
 		if (!strcmp(x->files[i].rel, rel))
 			return &x->files[i];
+	if (!inside_tree(x->root, rel))
+		return NULL;
 	char *path = path_join(x->root, rel);
 	struct lines L;
 	int r = lines_read(path, &L);
@@ -547,12 +551,16 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 		free(rel);
 		return -1;
 	}
-	struct pfile *f = file_get(x, rel);
-	if (f && !inside_tree(x->root, rel)) {
+	struct pfile *f = NULL;
+	char *full = path_join(x->root, rel);
+	int exists = access(full, F_OK) == 0;
+	free(full);
+	if (exists && !inside_tree(x->root, rel)) {
 		fail(why, "'%s' leads outside the program's tree through a link", rel);
 		free(rel);
 		return -1;
 	}
+	f = file_get(x, rel);
 	if (!f) {
 		fail(why, "cannot read '%s' under '%s'", rel, x->root);
 		free(rel);
