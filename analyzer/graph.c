@@ -596,6 +596,13 @@ static char *text_dup(const char *s)
 
 static int key_intern(struct builder *b, const char *text)
 {
+	/* a range without text names nothing (NCCL pushes such ranges around its calls, on the
+	 * backward thread of a DDP job): never a step */
+	const char *t = text;
+	while (t && isspace((unsigned char)*t))
+		t++;
+	if (!t || !*t)
+		return -1;
 	/* digits runs become '#': "step 3" and "step 14" are one key */
 	struct strbuf sb = STRBUF_INIT;
 	for (const char *p = text; *p; p++) {

@@ -22,10 +22,14 @@
  */
 #include "report/graph.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <gvc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define MULTI (-2)
 
@@ -501,6 +505,91 @@ static GVC_t *gvc_get(void)
 	return report_gvc;
 }
 
+/* Lays g out and renders it as SVG into svg, in this process; 0, or -1 with a message.
+ * free_layout 0 leaves the layout for the process's exit to reclaim (the child below). */
+static int render_here(Agraph_t *g, struct strbuf *svg, int free_layout)
+{
+	GVC_t *gvc = gvc_get();
+	if (!gvc)
+		return error("cannot start Graphviz");
+	int r = 0;
+	if (gvLayout(gvc, g, "dot")) {
+		r = error("graphviz cannot lay out the step graph");
+	} else {
+		char *data = NULL;
+		unsigned int len = 0;
+		if (gvRenderData(gvc, g, "svg", &data, &len) || !data)
+			r = error("graphviz cannot render the step graph as SVG");
+		else
+			strbuf_add(svg, data, len);
+		if (data)
+			gvFreeRenderData(data);
+		if (free_layout)
+			gvFreeLayout(gvc, g);
+	}
+	return r;
+}
+
+/*
+ * The layout runs in a child process: Graphviz 2.42's dot layout frees a block twice on some
+ * graphs (seen on the two-rank DDP sample: "double free or corruption" in gvFreeLayout), and a
+ * crash inside a library must cost the drawing, not the report. The child writes the SVG to a
+ * pipe; anything but a clean exit with the whole SVG is an error here.
+ */
+static int render_isolated(Agraph_t *g, struct strbuf *svg)
+{
+	int fds[2];
+	if (pipe(fds))
+		return render_here(g, svg, 1);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return render_here(g, svg, 1);
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, 2); /* a crash's glibc message would read as ours */
+		struct strbuf out = STRBUF_INIT;
+		/* the crash seen is in gvFreeLayout: the child never frees, it exits */
+		int rc = render_here(g, &out, 0) ? 1 : 0;
+		for (size_t off = 0; !rc && off < out.len;) {
+			ssize_t w = write(fds[1], out.buf + off, out.len - off);
+			if (w <= 0) {
+				rc = 1;
+				break;
+			}
+			off += (size_t)w;
+		}
+		_exit(rc);
+	}
+	close(fds[1]);
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(fds[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		strbuf_add(svg, buf, (size_t)n);
+	}
+	close(fds[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && svg->len)
+		return 0;
+	strbuf_reset(svg);
+	if (WIFSIGNALED(st))
+		return error("graphviz crashed laying out the step graph (signal %d); the report "
+		             "has no drawing",
+		             WTERMSIG(st));
+	return error("graphviz cannot lay out the step graph");
+}
+
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
                  struct strbuf *svg)
 {
@@ -508,26 +597,8 @@ int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *
 	int r = 0;
 	if (dot)
 		r = graph_dot(g, dot);
-	if (!r && svg) {
-		GVC_t *gvc = gvc_get();
-		if (!gvc) {
-			agclose(g);
-			return error("cannot start Graphviz");
-		}
-		if (gvLayout(gvc, g, "dot")) {
-			r = error("graphviz cannot lay out the step graph");
-		} else {
-			char *data = NULL;
-			unsigned int len = 0;
-			if (gvRenderData(gvc, g, "svg", &data, &len) || !data)
-				r = error("graphviz cannot render the step graph as SVG");
-			else
-				strbuf_add(svg, data, len);
-			if (data)
-				gvFreeRenderData(data);
-			gvFreeLayout(gvc, g);
-		}
-	}
+	if (!r && svg)
+		r = render_isolated(g, svg);
 	agclose(g);
 	return r;
 }
