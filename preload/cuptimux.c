@@ -516,8 +516,13 @@ static CUptiResult mux_register(int who, CUpti_BuffersCallbackRequestFunc req,
 	}
 	if (r == CUPTI_SUCCESS) {
 		pthread_mutex_lock(&act_lock);
+		/* a buffer from the callbacks before goes back to them */
+		if (sides[who].req != req || sides[who].done != done)
+			side_complete(&sides[who], NULL, 0);
 		sides[who].req = req;
 		sides[who].done = done;
+		if (who == MUX_OTHER)
+			other_keep_buffer(NULL, 0);
 		pthread_mutex_unlock(&act_lock);
 	}
 	pthread_mutex_unlock(&state_lock);
@@ -538,16 +543,18 @@ static CUptiResult mux_kind(int who, CUpti_ActivityKind k, int on)
 }
 
 /*
- * Flushes CUPTI (no lock held: CUPTI calls mux_buf_complete from inside, on this thread), then
- * hands back the buffers the sides still hold, as CUPTI's flush hands back every buffer it
- * gave out; the other side gets a fresh one while it has kinds on.
+ * Side who flushes: CUPTI first (no lock held: CUPTI calls mux_buf_complete from inside, on this
+ * thread), then the buffers the sides still hold go back to them, as CUPTI's flush hands back
+ * every buffer it gave out; an empty one only to the side that flushed (not into a profiler that
+ * did not ask, at aicprof's exit). The other side gets a fresh one while it has kinds on.
  */
-static CUptiResult mux_flush(uint32_t flag)
+static CUptiResult mux_flush(int who, uint32_t flag)
 {
 	CUptiResult r = real_cuptiActivityFlushAll(flag);
 	pthread_mutex_lock(&act_lock);
-	for (int who = 0; who < 2; who++)
-		side_complete(&sides[who], NULL, 0);
+	for (int i = 0; i < 2; i++)
+		if (i == who || sides[i].used)
+			side_complete(&sides[i], NULL, 0);
 	other_keep_buffer(NULL, 0);
 	pthread_mutex_unlock(&act_lock);
 	return r;
@@ -602,7 +609,7 @@ static uint64_t their_time(uint64_t t, uint64_t c0, uint64_t f0, double rate)
 /*
  * The other tool's copy of a record, its times moved into the clock it registered (as CUPTI
  * would have stamped them). Kinds whose layout this file does not know keep CUPTI's times: the
- * "clock" line of cuptimux_report() counts them.
+ * "clock" part of aicprof_mux_report() counts them.
  */
 static void their_clock(CUpti_Activity *r, uint64_t c0, uint64_t f0, double rate)
 {
@@ -829,7 +836,8 @@ static void CUPTIAPI mux_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *b
 		take_record(prev, (size_t)(buf + valid - (uint8_t *)prev), ctx, stream);
 	wait_flush(stamp_now(), ctx, stream);
 	for (int who = 0; who < 2; who++)
-		side_complete(&sides[who], ctx, stream);
+		if (sides[who].used) /* the other side's empty standing buffer stays out */
+			side_complete(&sides[who], ctx, stream);
 	other_keep_buffer(ctx, stream);
 	pthread_mutex_unlock(&act_lock);
 	free(buf);
@@ -921,7 +929,7 @@ CUptiResult cuptimux_own_activity_disable(CUpti_ActivityKind k)
 
 CUptiResult cuptimux_own_flush_all(uint32_t flag)
 {
-	return mux_flush(flag);
+	return mux_flush(MUX_OWN, flag);
 }
 
 /* ---- the entry points the other tool reaches ----------------------------------------------- */
@@ -1053,7 +1061,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	int m = ready();
 	if (m < 0)
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	return m ? mux_flush(flag) : real_cuptiActivityFlushAll(flag);
+	return m ? mux_flush(MUX_OTHER, flag) : real_cuptiActivityFlushAll(flag);
 }
 
 /* Deprecated in CUPTI: its context and stream are ignored there too. */
@@ -1062,7 +1070,7 @@ EXPORT CUptiResult cuptiActivityFlush(CUcontext ctx, uint32_t stream, uint32_t f
 	int m = ready();
 	if (m < 0)
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	return m ? mux_flush(flag) : PASS(cuptiActivityFlush, ctx, stream, flag);
+	return m ? mux_flush(MUX_OTHER, flag) : PASS(cuptiActivityFlush, ctx, stream, flag);
 }
 
 /*
@@ -1123,6 +1131,7 @@ EXPORT CUptiResult cuptiFinalize(void)
 		if (s->kinds[k].on)
 			set_kind(MUX_OTHER, (CUpti_ActivityKind)k, 0);
 	pthread_mutex_lock(&act_lock);
+	side_complete(s, NULL, 0);
 	s->req = NULL;
 	s->done = NULL;
 	pthread_mutex_unlock(&act_lock);

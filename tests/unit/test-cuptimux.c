@@ -481,7 +481,7 @@ static void test_kineto_sessions(void **state)
 		}
 		uint32_t hi = next_corr;
 		kin_stop(lo, hi, t0);
-		char what[160];
+		char what[1200];
 		snprintf(what, sizeof(what),
 		         "session %d: profiler kernels %d of %d, outside its time %d, not its own "
 		         "%d, unknown buffers %d; %s",
