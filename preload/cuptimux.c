@@ -28,13 +28,18 @@
  * on while aicprof needs it. So that the other side gets only what CUPTI alone would have given
  * it, its records are gated by time: each kind keeps the intervals (in CUPTI's timestamp clock)
  * during which the side had it enabled, and a record passes when its start time lies in one
- * (records without a start time take the time of the record before them in the buffer). So a
- * profiler session gets its kernels, even when its flush comes after its disable, and nothing
- * between sessions piles up in its buffers. Its bufferRequested may return no buffer (Kineto
- * does when it stops collecting): those records are counted as dropped for it, not elsewhere.
+ * (records without a start time, such as external correlations, take the time of the next
+ * record with one, which is as a rule the API call they belong to). So a profiler session gets
+ * its kernels, even when its flush comes after its disable, and nothing between sessions piles
+ * up in its buffers. Its bufferRequested may return no buffer (Kineto does when it stops
+ * collecting): those records are counted as dropped for it, not elsewhere. The other side holds
+ * one buffer of its own from its first enabled kind on, as it would once CUPTI recorded for it:
+ * Kineto's stop flushes CUPTI only when it has a buffer out, and the multiplexer sees records
+ * only when CUPTI completes its own buffer (the H200: no buffer out, no flush, 0 kernels).
  *
  * (3) Flush. cuptiActivityFlushAll flushes CUPTI; CUPTI calls the completion synchronously,
- * which completes the sides' buffers before it returns, as CUPTI alone does.
+ * which completes the sides' buffers before it returns, as CUPTI alone does; then the buffers
+ * the sides still hold go back to them (empty ones too: CUPTI's flush returns every buffer).
  *
  * (4) Timing. The other side may come first (Kineto subscribes when torch.profiler starts,
  * possibly before cuInit starts aicprof): the multiplexer loads CUPTI then and aicprof joins the
@@ -42,11 +47,14 @@
  * sessions in one process) only change that side's sets. The real subscription lives while one
  * side is subscribed. cuptiFinalize from the other side (Kineto's teardown) drops that side's
  * subscription, kinds and buffer callbacks and leaves CUPTI as aicprof needs it.
- * Kineto registers a timestamp callback (raw TSC ticks): from then on CUPTI stamps every record
- * with it. The registration passes through (the profiler's times stay what they would be), and
- * aicprof's copies of kernel, copy and set records are mapped back to CUPTI's own clock by a
- * line fitted between the two clocks (a record is taken to be in the new clock when its value
- * lies nearer the new clock's now than the old one's).
+ * Kineto registers a timestamp callback (raw TSC ticks) at each session's start. It is kept
+ * from CUPTI: a callback given to CUPTI while kinds are on made it stamp the records in flight
+ * with 0 and the rest in ticks, for aicprof as well (the H200). CUPTI keeps its own clock, which
+ * the time gates use; the other side's copies get their times moved into its clock by a line
+ * through a pair of readings (CUPTI's clock, the callback) taken at registration and one taken
+ * at each delivery, for the kinds whose layout this file knows (their_clock); it converts them
+ * back with a line of its own, so what it shows is what it would show alone, give or take the
+ * two lines' error (the readings bracket each other within well under a microsecond).
  *
  * (5) aicprof's trace closes (exit, size cap, an error): aicprof stays subscribed, so the
  * other side keeps working; the multiplexer keeps running as a pure relay.
@@ -69,6 +77,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,7 +150,8 @@ struct side {
 	struct kind_state kinds[MUX_KINDS];
 	uint8_t *buf; /* the side's open buffer, from its req */
 	size_t size, used, max_recs, nrecs;
-	_Atomic uint64_t delivered, dropped;
+	_Atomic uint64_t delivered, dropped, filtered, requested, completed;
+	uint64_t by_kind[MUX_KINDS]; /* records delivered, per kind (act_lock) */
 };
 
 static struct side sides[2];
@@ -157,10 +167,16 @@ static pthread_mutex_t state_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t act_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t kind_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* the other tool's timestamp callback, and the line from its clock back to CUPTI's */
+/*
+ * The other tool's timestamp callback (never given to CUPTI), and the line from CUPTI's clock to
+ * it: a pair of readings (CUPTI, theirs) taken at registration and the latest one taken at a
+ * delivery; rate is their ticks per CUPTI nanosecond. ts_lock guards them.
+ */
 static CUpti_TimestampCallbackFunc ts_fn;
-static uint64_t ts_c0, ts_f0, ts_m0;
-static double ts_rate = 1.0; /* their ticks per ns */
+static uint64_t ts_c0, ts_f0;
+static double ts_rate = 1.0;
+static pthread_mutex_t ts_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t clock_unknown; /* the other side's records left in CUPTI's clock */
 
 static const uint32_t domain_size[MUX_DOMAINS] = {
     [CUPTI_CB_DOMAIN_DRIVER_API] = CUPTI_DRIVER_TRACE_CBID_SIZE,
@@ -423,21 +439,28 @@ static CUptiResult mux_enable_domain(uint32_t on, CUpti_SubscriberHandle h, CUpt
 
 /* ---- activity: kinds and clocks ----------------------------------------------------------- */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Now, in the clock CUPTI stamps records with. */
+/* Now, in the clock CUPTI stamps records with (its own: the other tool's never reaches it). */
 static uint64_t stamp_now(void)
 {
-	if (ts_fn)
-		return ts_fn();
 	uint64_t t = 0;
 	real_cuptiGetTimestamp(&t);
 	return t;
+}
+
+/*
+ * One reading of CUPTI's clock and of fn taken together: the best of five brackets (CUPTI's
+ * clock read before and after fn), CUPTI's time taken at the bracket's middle.
+ */
+static void clock_pair(CUpti_TimestampCallbackFunc fn, uint64_t *c, uint64_t *f)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = stamp_now(), x = fn(), b = stamp_now();
+		if (b >= a && b - a < best)
+			best = b - a, *c = a + (b - a) / 2, *f = x;
+	}
+	if (best == UINT64_MAX)
+		*c = stamp_now(), *f = fn();
 }
 
 /* Changes side who's kind k; the real kinds follow the union. state_lock held. */
@@ -477,6 +500,8 @@ static CUptiResult set_kind(int who, CUpti_ActivityKind k, int on)
 static void CUPTIAPI mux_buf_request(uint8_t **buf, size_t *size, size_t *max);
 static void CUPTIAPI mux_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                       size_t valid);
+static void side_complete(struct side *s, CUcontext ctx, uint32_t stream);
+static void other_keep_buffer(CUcontext ctx, uint32_t stream);
 
 static CUptiResult mux_register(int who, CUpti_BuffersCallbackRequestFunc req,
                                 CUpti_BuffersCallbackCompleteFunc done)
@@ -491,8 +516,13 @@ static CUptiResult mux_register(int who, CUpti_BuffersCallbackRequestFunc req,
 	}
 	if (r == CUPTI_SUCCESS) {
 		pthread_mutex_lock(&act_lock);
+		/* a buffer from the callbacks before goes back to them */
+		if (sides[who].req != req || sides[who].done != done)
+			side_complete(&sides[who], NULL, 0);
 		sides[who].req = req;
 		sides[who].done = done;
+		if (who == MUX_OTHER)
+			other_keep_buffer(NULL, 0);
 		pthread_mutex_unlock(&act_lock);
 	}
 	pthread_mutex_unlock(&state_lock);
@@ -503,14 +533,31 @@ static CUptiResult mux_kind(int who, CUpti_ActivityKind k, int on)
 {
 	pthread_mutex_lock(&state_lock);
 	CUptiResult r = set_kind(who, k, on);
+	if (r == CUPTI_SUCCESS && on && who == MUX_OTHER) {
+		pthread_mutex_lock(&act_lock);
+		other_keep_buffer(NULL, 0);
+		pthread_mutex_unlock(&act_lock);
+	}
 	pthread_mutex_unlock(&state_lock);
 	return r;
 }
 
-static CUptiResult mux_flush(uint32_t flag)
+/*
+ * Side who flushes: CUPTI first (no lock held: CUPTI calls mux_buf_complete from inside, on this
+ * thread), then the buffers the sides still hold go back to them, as CUPTI's flush hands back
+ * every buffer it gave out; an empty one only to the side that flushed (not into a profiler that
+ * did not ask, at aicprof's exit). The other side gets a fresh one while it has kinds on.
+ */
+static CUptiResult mux_flush(int who, uint32_t flag)
 {
-	/* no lock: CUPTI calls mux_buf_complete from inside, on this thread */
-	return real_cuptiActivityFlushAll(flag);
+	CUptiResult r = real_cuptiActivityFlushAll(flag);
+	pthread_mutex_lock(&act_lock);
+	for (int i = 0; i < 2; i++)
+		if (i == who || sides[i].used)
+			side_complete(&sides[i], NULL, 0);
+	other_keep_buffer(NULL, 0);
+	pthread_mutex_unlock(&act_lock);
+	return r;
 }
 
 /* ---- activity: delivery -------------------------------------------------------------------- */
@@ -550,45 +597,68 @@ static uint64_t rec_start(const CUpti_Activity *r)
 	}
 }
 
-/* The other tool's clock value t (or one of CUPTI's own) as CUPTI's own clock. act_lock held. */
-static uint64_t to_cupti_clock(uint64_t t)
+/* CUPTI's clock value t in the other tool's clock, by the line of ts_*; 0 stays 0 (unknown). */
+static uint64_t their_time(uint64_t t, uint64_t c0, uint64_t f0, double rate)
 {
-	if (!t)
-		return 0;
-	uint64_t fnow = ts_fn(), mnow = mono_ns();
-	if (mnow > ts_m0 + 10000000ull && fnow > ts_f0)
-		ts_rate = (double)(fnow - ts_f0) / (double)(mnow - ts_m0);
-	double cnow = (double)ts_c0 + (double)(fnow - ts_f0) / ts_rate;
-	double dt = (double)t, df = dt - (double)fnow, dc = dt - cnow;
-	if ((dc < 0 ? -dc : dc) <= (df < 0 ? -df : df))
-		return t; /* stamped before the switch */
-	double c = (double)ts_c0 + (dt - (double)ts_f0) / ts_rate;
-	return c > 0 ? (uint64_t)c : 0;
+	if (t == CUPTI_TIMESTAMP_UNKNOWN)
+		return t;
+	double f = (double)f0 + ((double)t - (double)c0) * rate;
+	return f > 1.0 ? (uint64_t)f : 1;
 }
 
-/* aicprof's copies of the records it reads, back in CUPTI's own clock. */
-static void own_clock(CUpti_Activity *r)
+/*
+ * The other tool's copy of a record, its times moved into the clock it registered (as CUPTI
+ * would have stamped them). Kinds whose layout this file does not know keep CUPTI's times: the
+ * "clock" part of aicprof_mux_report() counts them.
+ */
+static void their_clock(CUpti_Activity *r, uint64_t c0, uint64_t f0, double rate)
 {
+#define MOVE(type, ...)                                                                            \
+	do {                                                                                       \
+		type *x = (void *)r;                                                               \
+		uint64_t *fs[] = {__VA_ARGS__};                                                    \
+		for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++)                            \
+			*fs[i] = their_time(*fs[i], c0, f0, rate);                                 \
+	} while (0)
 	switch (r->kind) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
-	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-		CUpti_ActivityKernel10 *k = (void *)r;
-		k->start = to_cupti_clock(k->start), k->end = to_cupti_clock(k->end);
+	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+		MOVE(CUpti_ActivityKernel10, &x->start, &x->end, &x->completed, &x->queued,
+		     &x->submitted);
 		break;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMCPY: {
-		CUpti_ActivityMemcpy6 *m = (void *)r;
-		m->start = to_cupti_clock(m->start), m->end = to_cupti_clock(m->end);
+	case CUPTI_ACTIVITY_KIND_MEMCPY:
+		MOVE(CUpti_ActivityMemcpy6, &x->start, &x->end);
 		break;
-	}
-	case CUPTI_ACTIVITY_KIND_MEMSET: {
-		CUpti_ActivityMemset4 *m = (void *)r;
-		m->start = to_cupti_clock(m->start), m->end = to_cupti_clock(m->end);
+	case CUPTI_ACTIVITY_KIND_MEMCPY2:
+		MOVE(CUpti_ActivityMemcpyPtoP4, &x->start, &x->end);
 		break;
-	}
+	case CUPTI_ACTIVITY_KIND_MEMSET:
+		MOVE(CUpti_ActivityMemset4, &x->start, &x->end);
+		break;
+	case CUPTI_ACTIVITY_KIND_DRIVER:
+	case CUPTI_ACTIVITY_KIND_RUNTIME:
+	case CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API:
+		MOVE(CUpti_ActivityAPI, &x->start, &x->end);
+		break;
+	case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+		MOVE(CUpti_ActivitySynchronization2, &x->start, &x->end);
+		break;
+	case CUPTI_ACTIVITY_KIND_OVERHEAD:
+		MOVE(CUpti_ActivityOverhead3, &x->start, &x->end);
+		break;
+	case CUPTI_ACTIVITY_KIND_MARKER:
+		MOVE(CUpti_ActivityMarker2, &x->timestamp);
+		break;
+	case CUPTI_ACTIVITY_KIND_CUDA_EVENT:
+		MOVE(CUpti_ActivityCudaEvent2, &x->deviceTimestamp);
+		break;
+	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION:
+		break; /* no times */
 	default:
+		atomic_fetch_add(&clock_unknown, 1);
 		break;
 	}
+#undef MOVE
 }
 
 /* Hands side s's open buffer to it. act_lock held. */
@@ -600,37 +670,77 @@ static void side_complete(struct side *s, CUcontext ctx, uint32_t stream)
 	size_t size = s->size, used = s->used;
 	s->buf = NULL;
 	s->used = s->nrecs = 0;
+	atomic_fetch_add(&s->completed, 1);
 	s->done(ctx, stream, b, size, used);
 }
+
+/* Gets side s an open buffer of at least len bytes from its bufferRequested; 0 when it gave
+ * none (a buffer too small goes back to it empty). act_lock held. */
+static int side_request(struct side *s, size_t len, CUcontext ctx, uint32_t stream)
+{
+	if (s->buf)
+		return 1;
+	if (!s->req || !s->done)
+		return 0;
+	uint8_t *b = NULL;
+	size_t size = 0, max = 0;
+	s->req(&b, &size, &max);
+	atomic_fetch_add(&s->requested, 1);
+	if (!b || size < len || size < sizeof(CUpti_Activity)) {
+		if (b)
+			s->done(ctx, stream, b, size, 0);
+		return 0;
+	}
+	s->buf = b, s->size = size, s->used = 0, s->max_recs = max, s->nrecs = 0;
+	return 1;
+}
+
+static int side_any_kind(const struct side *s)
+{
+	for (int k = 1; k < MUX_KINDS; k++)
+		if (s->kinds[k].on)
+			return 1;
+	return 0;
+}
+
+/*
+ * Keeps a buffer of the other side's open while it has a kind enabled, as CUPTI does once it
+ * records: Kineto's stop flushes CUPTI only when it has a buffer out (it returns at once when
+ * none is), so without one its session's records would never be asked for. act_lock held.
+ */
+static void other_keep_buffer(CUcontext ctx, uint32_t stream)
+{
+	struct side *s = &sides[MUX_OTHER];
+	int on;
+	pthread_mutex_lock(&kind_lock);
+	on = side_any_kind(s);
+	pthread_mutex_unlock(&kind_lock);
+	if (on)
+		side_request(s, 0, ctx, stream);
+}
+
+/* the other side's clock line for one delivery; act_lock held */
+static CUpti_TimestampCallbackFunc dl_fn;
+static uint64_t dl_c0, dl_f0;
+static double dl_rate;
 
 /* Copies one record of len bytes into side s's buffer. act_lock held. */
 static void side_put(struct side *s, int who, const CUpti_Activity *r, size_t len, CUcontext ctx,
                      uint32_t stream)
 {
-	if (!s->req || !s->done) {
+	if (s->buf && (s->used + len > s->size || (s->max_recs && s->nrecs >= s->max_recs)))
+		side_complete(s, ctx, stream);
+	if (!side_request(s, len, ctx, stream)) {
 		atomic_fetch_add(&s->dropped, 1);
 		return;
 	}
-	if (s->buf && (s->used + len > s->size || (s->max_recs && s->nrecs >= s->max_recs)))
-		side_complete(s, ctx, stream);
-	if (!s->buf) {
-		uint8_t *b = NULL;
-		size_t size = 0, max = 0;
-		s->req(&b, &size, &max);
-		if (!b || size < len) {
-			if (b) /* too small for one record: give it back empty */
-				s->done(ctx, stream, b, size, 0);
-			atomic_fetch_add(&s->dropped, 1);
-			return;
-		}
-		s->buf = b, s->size = size, s->used = 0, s->max_recs = max, s->nrecs = 0;
-	}
 	CUpti_Activity *copy = (CUpti_Activity *)(s->buf + s->used);
 	memcpy(copy, r, len);
-	if (who == MUX_OWN && ts_fn)
-		own_clock(copy);
+	if (who == MUX_OTHER && dl_fn)
+		their_clock(copy, dl_c0, dl_f0, dl_rate);
 	s->used += len;
 	s->nrecs++;
+	s->by_kind[r->kind]++;
 	atomic_fetch_add(&s->delivered, 1);
 }
 
@@ -650,9 +760,50 @@ static void deliver(const CUpti_Activity *r, size_t len, uint64_t t, CUcontext c
 {
 	if ((unsigned)r->kind >= MUX_KINDS)
 		return;
-	for (int who = 0; who < 2; who++)
-		if (kind_passes(&snap[who][r->kind], who, t))
+	for (int who = 0; who < 2; who++) {
+		const struct kind_state *ks = &snap[who][r->kind];
+		if (kind_passes(ks, who, t))
 			side_put(&sides[who], who, r, len, ctx, stream);
+		else if (who == MUX_OTHER && ks->n)
+			atomic_fetch_add(&sides[who].filtered, 1);
+	}
+}
+
+/* records without a start time, waiting for the next one with one (act_lock held) */
+struct untimed {
+	const CUpti_Activity *r;
+	size_t len;
+};
+static struct untimed *wait_q;
+static size_t wait_n, wait_cap;
+
+static void wait_flush(uint64_t t, CUcontext ctx, uint32_t stream)
+{
+	for (size_t i = 0; i < wait_n; i++)
+		deliver(wait_q[i].r, wait_q[i].len, t, ctx, stream);
+	wait_n = 0;
+}
+
+/* A record of the CUPTI buffer: timed ones go out now, after the untimed ones before them,
+ * which take their time; an untimed one waits (delivered at once if it cannot). */
+static void take_record(const CUpti_Activity *r, size_t len, CUcontext ctx, uint32_t stream)
+{
+	uint64_t t = rec_start(r);
+	if (t) {
+		wait_flush(t, ctx, stream);
+		deliver(r, len, t, ctx, stream);
+		return;
+	}
+	if (wait_n == wait_cap) {
+		size_t cap = wait_cap ? 2 * wait_cap : 256;
+		struct untimed *q = realloc(wait_q, cap * sizeof(*q));
+		if (!q) {
+			deliver(r, len, stamp_now(), ctx, stream);
+			return;
+		}
+		wait_q = q, wait_cap = cap;
+	}
+	wait_q[wait_n++] = (struct untimed){r, len};
 }
 
 static void CUPTIAPI mux_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
@@ -665,21 +816,29 @@ static void CUPTIAPI mux_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *b
 	memcpy(snap[0], sides[0].kinds, sizeof(snap[0]));
 	memcpy(snap[1], sides[1].kinds, sizeof(snap[1]));
 	pthread_mutex_unlock(&kind_lock);
+	pthread_mutex_lock(&ts_lock);
+	dl_fn = ts_fn;
+	if (dl_fn) { /* the line through the registration's pair and one taken now */
+		uint64_t c1 = 0, f1 = 0;
+		clock_pair(dl_fn, &c1, &f1);
+		if (c1 > ts_c0 + 1000000 && f1 > ts_f0)
+			ts_rate = (double)(f1 - ts_f0) / (double)(c1 - ts_c0);
+		dl_c0 = ts_c0, dl_f0 = ts_f0, dl_rate = ts_rate;
+	}
+	pthread_mutex_unlock(&ts_lock);
 	CUpti_Activity *rec = NULL, *prev = NULL;
-	uint64_t t = 0, prev_t = 0;
 	while (buf && valid && real_cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
 		if (prev)
-			deliver(prev, (size_t)((uint8_t *)rec - (uint8_t *)prev), prev_t, ctx,
-			        stream);
-		uint64_t s = rec_start(rec);
-		if (s)
-			t = s;
-		prev = rec, prev_t = t ? t : stamp_now();
+			take_record(prev, (size_t)((uint8_t *)rec - (uint8_t *)prev), ctx, stream);
+		prev = rec;
 	}
 	if (prev && (uint8_t *)prev < buf + valid)
-		deliver(prev, (size_t)(buf + valid - (uint8_t *)prev), prev_t, ctx, stream);
+		take_record(prev, (size_t)(buf + valid - (uint8_t *)prev), ctx, stream);
+	wait_flush(stamp_now(), ctx, stream);
 	for (int who = 0; who < 2; who++)
-		side_complete(&sides[who], ctx, stream);
+		if (sides[who].used) /* the other side's empty standing buffer stays out */
+			side_complete(&sides[who], ctx, stream);
+	other_keep_buffer(ctx, stream);
 	pthread_mutex_unlock(&act_lock);
 	free(buf);
 	if (outer)
@@ -693,6 +852,45 @@ void cuptimux_counts(int who, uint64_t *delivered, uint64_t *dropped)
 		*delivered = atomic_load(&s->delivered);
 	if (dropped)
 		*dropped = atomic_load(&s->dropped);
+}
+
+EXPORT const char *aicprof_mux_report(void)
+{
+	static char out[1024];
+	size_t n = 0;
+	if (mux_state != 1) {
+		snprintf(out, sizeof(out), "mux off (state %d)", mux_state);
+		return out;
+	}
+	pthread_mutex_lock(&act_lock);
+	for (int who = 0; who < 2 && n < sizeof(out); who++) {
+		struct side *s = &sides[who];
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "%s: delivered %llu (",
+		                      who ? "other" : "own",
+		                      (unsigned long long)atomic_load(&s->delivered));
+		for (int k = 1; k < MUX_KINDS && n < sizeof(out); k++)
+			if (s->by_kind[k])
+				n += (size_t)snprintf(out + n, sizeof(out) - n, " k%d:%llu", k,
+				                      (unsigned long long)s->by_kind[k]);
+		if (n < sizeof(out))
+			n += (size_t)snprintf(
+			    out + n, sizeof(out) - n,
+			    " ), filtered by time %llu, dropped %llu, buffers requested %llu "
+			    "completed %llu; ",
+			    (unsigned long long)atomic_load(&s->filtered),
+			    (unsigned long long)atomic_load(&s->dropped),
+			    (unsigned long long)atomic_load(&s->requested),
+			    (unsigned long long)atomic_load(&s->completed));
+	}
+	pthread_mutex_unlock(&act_lock);
+	pthread_mutex_lock(&ts_lock);
+	if (n < sizeof(out))
+		snprintf(out + n, sizeof(out) - n,
+		         "clock: %s, %.4f ticks/ns, %llu records of kinds left in CUPTI's clock",
+		         ts_fn ? "other tool's callback" : "CUPTI's", ts_fn ? ts_rate : 1.0,
+		         (unsigned long long)atomic_load(&clock_unknown));
+	pthread_mutex_unlock(&ts_lock);
+	return out;
 }
 
 /* ---- aicprof's own entry points ------------------------------------------------------------ */
@@ -731,7 +929,7 @@ CUptiResult cuptimux_own_activity_disable(CUpti_ActivityKind k)
 
 CUptiResult cuptimux_own_flush_all(uint32_t flag)
 {
-	return mux_flush(flag);
+	return mux_flush(MUX_OWN, flag);
 }
 
 /* ---- the entry points the other tool reaches ----------------------------------------------- */
@@ -863,7 +1061,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag)
 	int m = ready();
 	if (m < 0)
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	return m ? mux_flush(flag) : real_cuptiActivityFlushAll(flag);
+	return m ? mux_flush(MUX_OTHER, flag) : real_cuptiActivityFlushAll(flag);
 }
 
 /* Deprecated in CUPTI: its context and stream are ignored there too. */
@@ -872,56 +1070,38 @@ EXPORT CUptiResult cuptiActivityFlush(CUcontext ctx, uint32_t stream, uint32_t f
 	int m = ready();
 	if (m < 0)
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	return m ? mux_flush(flag) : PASS(cuptiActivityFlush, ctx, stream, flag);
+	return m ? mux_flush(MUX_OTHER, flag) : PASS(cuptiActivityFlush, ctx, stream, flag);
 }
 
 /*
- * The other tool's clock for activity records: passes through (its records keep the times they
- * would have), and starts the line that maps aicprof's records back to CUPTI's clock.
+ * The other tool's clock for activity records. It never reaches CUPTI: CUPTI given a callback
+ * while kinds are on stamps records in flight with 0 and mixes clocks (the H200: aicprof's kernels
+ * at 0, then in raw TSC ticks, once Kineto registered its rdtsc), and cuptiGetTimestamp follows
+ * it. CUPTI keeps its own clock; the other side's copies are moved into fn's by a line between
+ * the two clocks (their_clock), fitted from a pair read now and one read at each delivery.
  */
 EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn)
 {
 	int m = ready();
 	if (m < 0)
 		return CUPTI_ERROR_NOT_INITIALIZED;
-	if (!m || !fn)
+	if (!m)
 		return PASS(cuptiActivityRegisterTimestampCallback, fn);
-	pthread_mutex_lock(&state_lock);
-	pthread_mutex_lock(&act_lock);
-	CUptiResult r = PASS(cuptiActivityRegisterTimestampCallback, fn);
-	if (r == CUPTI_SUCCESS && fn != ts_fn) {
-		uint64_t c0 = 0;
-		if (!ts_fn)
-			real_cuptiGetTimestamp(&c0);
-		else
-			c0 = ts_c0 + (uint64_t)((double)(ts_fn() - ts_f0) / ts_rate);
-		uint64_t f0 = fn(), m0 = mono_ns();
-		struct timespec two_ms = {0, 2000000};
-		nanosleep(&two_ms, NULL);
-		uint64_t f1 = fn(), m1 = mono_ns();
-		double rate = m1 > m0 && f1 > f0 ? (double)(f1 - f0) / (double)(m1 - m0) : 1.0;
-		/* the other side's kind intervals, into the new clock */
-		pthread_mutex_lock(&kind_lock);
-		for (int k = 0; k < MUX_KINDS; k++) {
-			struct kind_state *ks = &sides[MUX_OTHER].kinds[k];
-			for (int i = 0; i < ks->n; i++) {
-				struct ival *v = &ks->iv[i];
-				v->on = v->on > c0 ? f0 + (uint64_t)((double)(v->on - c0) * rate)
-				                   : f0 - (uint64_t)((double)(c0 - v->on) * rate);
-				if (v->off != TS_OPEN)
-					v->off =
-					    v->off > c0
-					        ? f0 + (uint64_t)((double)(v->off - c0) * rate)
-					        : f0 - (uint64_t)((double)(c0 - v->off) * rate);
-			}
-		}
-		pthread_mutex_unlock(&kind_lock);
-		ts_c0 = c0, ts_f0 = f0, ts_m0 = m0, ts_rate = rate;
+	if (!fn)
+		return CUPTI_ERROR_INVALID_PARAMETER;
+	pthread_mutex_lock(&ts_lock);
+	if (fn != ts_fn) {
+		uint64_t c0 = 0, f0 = 0, c1 = 0, f1 = 0;
+		clock_pair(fn, &c0, &f0);
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+		clock_pair(fn, &c1, &f1);
+		ts_rate = c1 > c0 && f1 > f0 ? (double)(f1 - f0) / (double)(c1 - c0) : 1.0;
+		ts_c0 = c0, ts_f0 = f0;
 		ts_fn = fn;
 	}
-	pthread_mutex_unlock(&act_lock);
-	pthread_mutex_unlock(&state_lock);
-	return r;
+	pthread_mutex_unlock(&ts_lock);
+	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms)
@@ -951,6 +1131,7 @@ EXPORT CUptiResult cuptiFinalize(void)
 		if (s->kinds[k].on)
 			set_kind(MUX_OTHER, (CUpti_ActivityKind)k, 0);
 	pthread_mutex_lock(&act_lock);
+	side_complete(s, NULL, 0);
 	s->req = NULL;
 	s->done = NULL;
 	pthread_mutex_unlock(&act_lock);

@@ -42,6 +42,17 @@ enum { MUX_OWN = 0, MUX_OTHER = 1 };
  */
 void cuptimux_counts(int who, uint64_t *delivered, uint64_t *dropped);
 
+/*
+ * One line on how sharing went, for diagnosis: per side the records delivered (in all and per
+ * activity kind, "kN:count"), those of the other side held back by its time gate ("filtered by
+ * time"), dropped, and the buffers requested from and handed back to it; then the clock the
+ * other side's records are in ("clock: other tool's callback, R ticks/ns" or "CUPTI's") and how
+ * many of its records were of kinds whose times could not be moved. Exported (default
+ * visibility) so that a test program can call it through dlsym, e.g. Python's ctypes. Returns a
+ * static buffer, overwritten by the next call; "mux off (state N)" when not multiplexing.
+ */
+const char *aicprof_mux_report(void);
+
 /* Whether multiplexing is on (cuptimux_init returned 1). */
 int cuptimux_active(void);
 

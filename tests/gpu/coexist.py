@@ -3,7 +3,11 @@
   python3 coexist.py run OUT.json     the program: steps outside any profiler, then two
                                       torch.profiler sessions (each inside an NVTX range
                                       "coexist-sN"), steps between and after; writes each
-                                      session's kernel list (name -> count) to OUT.json
+                                      session's kernel list (name -> count) to OUT.json, and
+                                      after each session the multiplexer's own account
+                                      (aicprof_mux_report: records handed to the profiler per
+                                      activity kind, held back by the time gate, dropped, its
+                                      clock) to OUT.json.mux.json
   python3 coexist.py compare BARE.json SHIM.json TRACE [yielded]
                                       TAP lines: the profiler's kernel lists under aicprof equal
                                       those without it, session by session; aicprof's trace is
@@ -17,6 +21,17 @@ Every line prints the figures it compared. Pure standard library except torch in
 import collections
 import json
 import sys
+
+
+def mux_report():
+    """The multiplexer's account so far, or why there is none (no aicprof, an older shim)."""
+    try:
+        import ctypes
+        f = ctypes.CDLL(None).aicprof_mux_report
+        f.restype = ctypes.c_char_p
+        return f().decode(errors="replace")
+    except (AttributeError, OSError) as e:
+        return f"no report ({e.__class__.__name__})"
 
 
 def program(out):
@@ -35,7 +50,7 @@ def program(out):
     for i in range(3):  # aicprof only
         step(i)
     torch.cuda.synchronize()
-    sessions = []
+    sessions, reports = [], []
     for s, nsteps in ((1, 5), (2, 4)):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             torch.cuda.nvtx.range_push(f"coexist-s{s}")
@@ -46,12 +61,16 @@ def program(out):
         names = collections.Counter(
             e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
         sessions.append(dict(names))
-        print(f"session {s}: profiler kernels {sum(names.values())}, distinct {len(names)}")
+        reports.append(mux_report())
+        print(f"session {s}: profiler kernels {sum(names.values())}, distinct {len(names)}; "
+              f"mux: {reports[-1]}")
         for i in range(3):  # between and after the sessions: aicprof only
             step(i)
         torch.cuda.synchronize()
     with open(out, "w") as f:
         json.dump(sessions, f)
+    with open(out + ".mux.json", "w") as f:
+        json.dump(reports, f)
 
 
 def tap(ok, what):
@@ -77,13 +96,19 @@ def compare(bare_path, shim_path, trace_path, mode):
         shim = json.load(open(shim_path))
     except (OSError, ValueError) as e:
         return tap(False, f"coexist: kernel lists readable ({e})")
+    try:
+        reports = json.load(open(shim_path + ".mux.json"))
+    except (OSError, ValueError) as e:
+        reports = [f"no report file ({e})"] * 2
     good &= tap(len(bare) == 2 and len(shim) == 2,
                 f"coexist: two profiler sessions each run (bare {len(bare)}, under aicprof {len(shim)})")
     for i in range(min(len(bare), len(shim))):
         b, s = bare[i], shim[i]
         nb, ns = sum(b.values()), sum(s.values())
+        rep = reports[i] if i < len(reports) else "none"
         good &= tap(nb > 0 and nb == ns,
-                    f"coexist session {i + 1}: torch.profiler kernels without aicprof {nb}, under aicprof {ns}")
+                    f"coexist session {i + 1}: torch.profiler kernels without aicprof {nb}, under aicprof {ns} "
+                    f"(mux so far: {rep})")
         diff = {k: (b.get(k, 0), s.get(k, 0)) for k in set(b) | set(s) if b.get(k, 0) != s.get(k, 0)}
         good &= tap(not diff,
                     f"coexist session {i + 1}: same kernel names and counts ({len(b)} names; differing: {list(diff.items())[:4]})")
@@ -134,6 +159,15 @@ def compare(bare_path, shim_path, trace_path, mode):
         good &= tap(sane,
                     f"coexist session {i + 1}: aicprof kernel times in CUPTI's clock: median {med} ns, "
                     f"max {durs[-1] if durs else -1} ns, starts {min(starts, default=0) - c0}..{max(starts, default=0) - c0} ns after clock_sync (run {span} ns)")
+    # every kernel of the run, in and out of the sessions (the H200's run 3: 36 at 0, the rest in ticks)
+    c0 = sync.get("cupti", 0)
+    span = (end.get("ts", 0) - sync.get("realtime", 0)) + 10**9
+    allk = list(kernels.values())
+    zero = sum(1 for k in allk if not k.get("start"))
+    out = sum(1 for k in allk if not (c0 - 10**9 <= k.get("start", 0) <= c0 + span))
+    good &= tap(bool(allk) and zero == 0 and out == 0,
+                f"coexist: aicprof kernel times in CUPTI's clock for the whole run: {out} of {len(allk)} "
+                f"outside clock_sync-1s..end+1s, {zero} at 0")
     last_pop = max((r["seq"] for r in pops), default=0)
     tail = [r for r in launches if r["seq"] > last_pop]
     good &= tap(len(tail) > 0 and all(r["c"] in kernels for r in tail),

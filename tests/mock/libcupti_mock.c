@@ -7,8 +7,13 @@
  * of buffer callbacks, enabled activity kinds, records written into buffers the registered
  * bufferRequested gives, completed when full, every mock_set_flush_every() records (as CUPTI's
  * own worker would) or on cuptiActivityFlushAll, synchronously, and a timestamp callback that
- * replaces the clock records are stamped with. Test hooks (mock_*) fire callbacks and generate
- * records. Not thread-safe: tests drive it from one thread.
+ * replaces the clock records are stamped with, the way the H200 showed it (CUPTI 13.0 under
+ * Kineto's rdtsc callback): records of API calls take the callback's time when made; the GPU times
+ * of kernels and copies are kept in the default clock and converted when their buffer completes,
+ * by a line from the pair (default clock, callback) read at the last registration to a pair read
+ * then, and a GPU time before the last registration comes out 0; cuptiGetTimestamp answers in
+ * the callback's clock. Test hooks (mock_*) fire callbacks and generate records. Not
+ * thread-safe: tests drive it from one thread.
  */
 #include <cupti.h>
 #include <stdint.h>
@@ -33,6 +38,7 @@ static size_t buf_size, buf_used;
 static int flush_every, since_flush;
 static uint32_t corr;
 static CUpti_TimestampCallbackFunc ts_fn;
+static uint64_t reg_c, reg_f; /* default clock and callback at the last registration */
 static int finalized;
 
 static const uint32_t dom_size[DOMAINS] = {
@@ -130,14 +136,27 @@ static uint64_t stamp(void)
 
 EXPORT CUptiResult cuptiGetTimestamp(uint64_t *t)
 {
-	*t = default_clock();
+	*t = stamp();
 	return CUPTI_SUCCESS;
 }
 
 EXPORT CUptiResult cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc fn)
 {
+	if (!fn)
+		return CUPTI_ERROR_INVALID_PARAMETER;
 	ts_fn = fn;
+	reg_c = default_clock(), reg_f = fn();
 	return CUPTI_SUCCESS;
+}
+
+/* A GPU time t (default clock) in the callback's clock, as the buffer completes. */
+static uint64_t gpu_time(uint64_t t, double rate)
+{
+	if (!ts_fn || !t)
+		return t;
+	if (t < reg_c)
+		return 0;
+	return reg_f + (uint64_t)((double)(t - reg_c) * rate);
 }
 
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
@@ -201,12 +220,31 @@ static size_t rec_size(uint32_t kind)
 	return (n + 7) & ~(size_t)7;
 }
 
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *b, size_t valid, CUpti_Activity **rec);
+
 static void complete(void)
 {
 	if (!buf)
 		return;
 	uint8_t *b = buf;
 	size_t size = buf_size, used = buf_used;
+	double rate = 1.0;
+	if (ts_fn) {
+		uint64_t c = default_clock(), f = ts_fn();
+		if (c > reg_c && f > reg_f)
+			rate = (double)(f - reg_f) / (double)(c - reg_c);
+	}
+	CUpti_Activity *r = NULL;
+	while (ts_fn && cuptiActivityGetNextRecord(b, used, &r) == CUPTI_SUCCESS) {
+		if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
+		    r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+			CUpti_ActivityKernel10 *k = (void *)r;
+			k->start = gpu_time(k->start, rate), k->end = gpu_time(k->end, rate);
+		} else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+			CUpti_ActivityMemcpy6 *m = (void *)r;
+			m->start = gpu_time(m->start, rate), m->end = gpu_time(m->end, rate);
+		}
+	}
 	buf = NULL;
 	buf_used = 0;
 	since_flush = 0;
@@ -339,19 +377,19 @@ EXPORT int mock_record(CUpti_ActivityKind k, uint32_t c)
 	void *p = n ? reserve(n) : NULL;
 	if (!p)
 		return 0;
-	uint64_t t = stamp();
+	uint64_t t = stamp(), g = default_clock(); /* a CPU time, a GPU time */
 	switch (k) {
 	case CUPTI_ACTIVITY_KIND_KERNEL:
 	case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
 		CUpti_ActivityKernel10 *r = p;
-		r->kind = k, r->correlationId = c, r->start = t, r->end = t + 1000;
+		r->kind = k, r->correlationId = c, r->start = g, r->end = g + 1000;
 		r->name = "mock_kernel";
 		r->gridX = r->gridY = r->gridZ = r->blockX = r->blockY = r->blockZ = 1;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_MEMCPY: {
 		CUpti_ActivityMemcpy6 *r = p;
-		r->kind = k, r->correlationId = c, r->start = t, r->end = t + 500, r->bytes = 64;
+		r->kind = k, r->correlationId = c, r->start = g, r->end = g + 500, r->bytes = 64;
 		break;
 	}
 	case CUPTI_ACTIVITY_KIND_RUNTIME:

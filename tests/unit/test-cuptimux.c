@@ -39,7 +39,8 @@ struct seen {
 	int kinds[64];
 	int corr[64][NCORR]; /* times each correlation id arrived, per kind */
 	int buffers;
-	uint64_t last_start, first_start;
+	uint64_t last_start, first_start, min_start, max_start;
+	int zero_starts;
 	size_t buf_size;
 };
 static struct seen own, other;
@@ -69,6 +70,11 @@ static void take(struct seen *s, uint8_t *buf, size_t valid)
 			if (!s->first_start)
 				s->first_start = k->start;
 			s->last_start = k->start;
+			s->zero_starts += !k->start;
+			if (k->start && (!s->min_start || k->start < s->min_start))
+				s->min_start = k->start;
+			if (k->start > s->max_start)
+				s->max_start = k->start;
 		} else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
 			c = ((const CUpti_ActivityMemcpy6 *)r)->correlationId;
 		} else if (r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
@@ -127,7 +133,7 @@ static int setup(void **state)
 		return -1;
 	own.buf_size = 1 << 20;
 	other.buf_size = 4096; /* small: many of the other tool's buffers fill */
-	shim_cfg.mux = 1; /* sharing is opt-in (AICPROF_MUX=1) */
+	shim_cfg.mux = 1;      /* sharing is opt-in (AICPROF_MUX=1) */
 	return cuptimux_init(mock) == 1 ? 0 : -1;
 }
 
@@ -356,6 +362,146 @@ static uint64_t realtime(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * A fake of Kineto as far as the multiplexer meets it (libkineto's CuptiActivityApi and
+ * CuptiActivityProfiler, read for this): a timestamp callback of raw ticks registered at each
+ * session's start, before its kinds; bufferCompleted takes only buffers its bufferRequested gave
+ * out; its stop disables its kinds and flushes CUPTI only when it has a buffer out (with none it
+ * returns what it holds, nothing); it maps its records' ticks to wall time with a line of its own
+ * and keeps kernels whose start lies in its session.
+ */
+#define KIN_BUFS 64
+static struct kineto {
+	uint8_t *out[KIN_BUFS];
+	int nout, unknown, kernels, outside, corr_outside;
+	uint8_t *ready[KIN_BUFS];
+	size_t valid[KIN_BUFS];
+	int nready;
+	uint64_t r0, f0; /* its clock pair at the session's start */
+} kin;
+
+static void CUPTIAPI kin_req(uint8_t **b, size_t *size, size_t *max)
+{
+	*b = NULL, *size = 0, *max = 0;
+	if (kin.nout == KIN_BUFS)
+		return;
+	*size = 64 << 10;
+	*b = aligned_alloc(8, *size);
+	kin.out[kin.nout++] = *b;
+}
+
+static void CUPTIAPI kin_done(CUcontext c, uint32_t s, uint8_t *b, size_t size, size_t valid)
+{
+	for (int i = 0; i < kin.nout; i++) {
+		if (kin.out[i] != b)
+			continue;
+		kin.out[i] = kin.out[--kin.nout];
+		if (kin.nready < KIN_BUFS) {
+			kin.ready[kin.nready] = b, kin.valid[kin.nready++] = valid;
+			return;
+		}
+		break;
+	}
+	kin.unknown++;
+	free(b);
+}
+
+static uint64_t CUPTIAPI tsc(void);
+static uint64_t realtime(void);
+
+static void kin_start(void)
+{
+	assert_int_equal(cuptiActivityRegisterTimestampCallback(tsc), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityRegisterCallbacks(kin_req, kin_done), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityEnable(K), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityEnable(RT), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityEnable(X), CUPTI_SUCCESS);
+	if (kin.nout) /* clearActivities */
+		assert_int_equal(cuptiActivityFlushAll(0), CUPTI_SUCCESS);
+	for (int i = 0; i < kin.nready; i++)
+		free(kin.ready[i]);
+	kin.nready = 0;
+	kin.r0 = realtime(), kin.f0 = tsc();
+	kin.kernels = kin.outside = kin.corr_outside = kin.unknown = 0;
+}
+
+/* Stops the session of kernels [lo, hi) begun at wall time t0; counts what it kept. */
+static void kin_stop(uint32_t lo, uint32_t hi, uint64_t t0)
+{
+	uint64_t t1 = realtime();
+	assert_int_equal(cuptiActivityDisable(K), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityDisable(RT), CUPTI_SUCCESS);
+	assert_int_equal(cuptiActivityDisable(X), CUPTI_SUCCESS);
+	if (kin.nout) /* activityBuffers: no buffer out, no flush */
+		assert_int_equal(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
+		                 CUPTI_SUCCESS);
+	uint64_t r1 = realtime(), f1 = tsc();
+	double per_tick = (double)(r1 - kin.r0) / (double)(f1 - kin.f0);
+	for (int i = 0; i < kin.nready; i++) {
+		CUpti_Activity *r = NULL;
+		while (kin.valid[i] &&
+		       next_record(kin.ready[i], kin.valid[i], &r) == CUPTI_SUCCESS) {
+			if (r->kind != K)
+				continue;
+			const CUpti_ActivityKernel10 *k = (const void *)r;
+			double wall =
+			    (double)kin.r0 + ((double)k->start - (double)kin.f0) * per_tick;
+			if (wall < (double)t0 - 1e6 || wall > (double)t1 + 1e6) {
+				kin.outside++;
+				continue;
+			}
+			kin.kernels++;
+			kin.corr_outside += k->correlationId < lo || k->correlationId >= hi;
+		}
+	}
+}
+
+/*
+ * The H200 run: aicprof records from the start, torch.profiler runs two sessions, nobody
+ * flushes but the profiler's stops and aicprof's end. The profiler gets each session's kernels
+ * and only those, in its clock; aicprof gets every kernel, in CUPTI's own clock (the H200 gave
+ * the profiler 0 kernels, and aicprof start times of 0 and of raw ticks).
+ */
+static void test_kineto_sessions(void **state)
+{
+	(void)state;
+	mock_set_flush_every(0);
+	own.min_start = own.max_start = 0, own.zero_starts = 0;
+	int o0 = own.kinds[K];
+	uint64_t begin = realtime();
+	int mine = gen(K, 11);
+	for (int session = 1; session <= 2; session++) {
+		kin_start();
+		uint64_t t0 = realtime();
+		uint32_t lo = next_corr;
+		int n = session == 1 ? 16 : 14, made = 0;
+		for (int i = 0; i < n; i++) {
+			gen(X, 1), gen(RT, 1);
+			made += gen(K, 1);
+		}
+		uint32_t hi = next_corr;
+		kin_stop(lo, hi, t0);
+		char what[1200];
+		snprintf(what, sizeof(what),
+		         "session %d: profiler kernels %d of %d, outside its time %d, not its own "
+		         "%d, unknown buffers %d; %s",
+		         session, kin.kernels, made, kin.outside, kin.corr_outside, kin.unknown,
+		         aicprof_mux_report());
+		if (kin.kernels != made || kin.outside || kin.corr_outside || kin.unknown)
+			fail_msg("%s", what);
+		mine += made + gen(K, 9);
+	}
+	assert_int_equal(cuptimux_own_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED), CUPTI_SUCCESS);
+	uint64_t end = realtime();
+	assert_int_equal(own.kinds[K] - o0, mine);
+	if (own.zero_starts || own.min_start < begin || own.max_start > end)
+		fail_msg("aicprof's kernel starts: %d at 0, %llu..%llu ns after the test's start "
+		         "(%llu ns long)",
+		         own.zero_starts, (unsigned long long)(own.min_start - begin),
+		         (unsigned long long)(own.max_start - begin),
+		         (unsigned long long)(end - begin));
+}
+
 /* After the other tool's timestamp callback, its records carry its clock and aicprof's CUPTI's. */
 static void test_timestamp_callback(void **state)
 {
@@ -405,7 +551,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_callbacks),          cmocka_unit_test(test_activity),
 	    cmocka_unit_test(test_disable_then_flush), cmocka_unit_test(test_finalize_and_sessions),
-	    cmocka_unit_test(test_timestamp_callback), cmocka_unit_test(test_own_leaves),
+	    cmocka_unit_test(test_kineto_sessions),    cmocka_unit_test(test_timestamp_callback),
+	    cmocka_unit_test(test_own_leaves),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
