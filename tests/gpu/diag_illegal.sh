@@ -25,9 +25,14 @@ PY
 echo "== bare"; python3 "$d/illegal.py"; echo "rc=$?"
 echo "== shim, faulthandler, AICPROF_DEBUG=1"
 AICPROF_DEBUG=1 LD_PRELOAD=$PWD/build/libaicprof.so python3 -X faulthandler "$d/illegal.py" 2>&1 | tail -40
+echo "== shim, AICPROF_ALLOC_BACKEND=0 (PyTorch's own allocator, as without the shim)"
+AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$PWD/build/libaicprof.so python3 "$d/illegal.py" 2>&1 | tail -3
+AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$PWD/build/libaicprof.so python3 "$d/illegal.py" >/dev/null 2>&1; echo "rc=$?"
+echo "== no shim, PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync"
+PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync python3 "$d/illegal.py" >/dev/null 2>&1; echo "rc=$?"
 echo "== shim, AICPROF_ACTIVITY=0"
 AICPROF_ACTIVITY=0 LD_PRELOAD=$PWD/build/libaicprof.so python3 "$d/illegal.py" 2>&1 | tail -3; echo "rc=$?"
-if command -v gdb >/dev/null; then
+if [ -n "${DIAG_GDB:-}" ] && command -v gdb >/dev/null; then
 	echo "== gdb"
 	timeout 120 gdb -q -batch -ex "set confirm off" -ex "set pagination off" \
 		-ex "set environment LD_PRELOAD=$PWD/build/libaicprof.so" -ex run -ex bt \
