@@ -93,7 +93,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->probe_count = 2;
 	c->args = 1;
 	c->activity = 1;
-	c->mux = 0; /* sharing failed on the H200 (docs/reliability.md): opt-in until it holds */
+	c->mux = 1;
 	if (m)
 		m->n = 0;
 

@@ -248,6 +248,12 @@ sys.exit(3 if r != 0 else 4)
     end = tr["last"] if tr else None
     lines.append(f"# illegal: end line {'present' if isinstance(end, dict) and end.get('t') == 'end' else 'absent'}"
                  " (the context is dead; closing it is best effort)")
+    # The default AICPROF_ALLOC_BACKEND=1 gives PyTorch its cudaMallocAsync allocator, which
+    # terminates on the failed frees after the fault (134 without the shim too, measured with
+    # tests/gpu/diag_illegal.sh); with PyTorch's own allocator the exit code must be unchanged.
+    nb, nbare, nshim, ntr = pair("illegal_nb", [PY, prog], env_extra={"AICPROF_ALLOC_BACKEND": "0"},
+                                 closed=False)
+    lines += [l.replace("illegal_nb:", "illegal, AICPROF_ALLOC_BACKEND=0:") for l in nb]
     return lines
 
 

@@ -65,8 +65,8 @@ have=$(grep -c '"t":"launch"' "$out/threads.aicp.jsonl")
 t "threads: launches recorded >= launches made ($have >= $want)" test "${have:-0}" -ge "${want:-1}"
 chk basic "$out/threads.aicp.jsonl"
 
-# 5. torch.profiler inside a recorded program, two profiler sessions. AICPROF_MUX=1: both work
-# (cuptimux.c; not the default until these checks pass on the device)
+# 5. torch.profiler inside a recorded program, two profiler sessions. AICPROF_MUX=1 (the
+# default): both work (cuptimux.c)
 "$PY" tests/gpu/coexist.py run "$out/coexist.bare.json" >"$out/coexist.bare" 2>&1
 AICPROF_MUX=1 rec coexist "$PY" tests/gpu/coexist.py run "$out/coexist.shim.json"; rc=$?
 t "coexist AICPROF_MUX=1: exit 0 ($rc)" test "$rc" = 0
@@ -75,8 +75,8 @@ t "coexist AICPROF_MUX=1: aicprof did not yield CUPTI" sh -c "! grep -q '^aicpro
 cat "$out/chk.log"
 pass=$((pass + $(grep -c '^ok ' "$out/chk.log"))); fail=$((fail + $(grep -c '^not ok ' "$out/chk.log")))
 chk basic "$out/coexist.aicp.jsonl"
-# the default (AICPROF_MUX=0): aicprof yields, the profiler still sees what it sees alone
-rec coexist_yield "$PY" tests/gpu/coexist.py run "$out/coexist.yield.json"; rc=$?
+# the fallback (AICPROF_MUX=0): aicprof yields, the profiler still sees what it sees alone
+AICPROF_MUX=0 rec coexist_yield "$PY" tests/gpu/coexist.py run "$out/coexist.yield.json"; rc=$?
 t "coexist AICPROF_MUX=0: exit 0 ($rc)" test "$rc" = 0
 t "coexist AICPROF_MUX=0: one aicprof line says it yields" grep -q '^aicprof: another tool subscribed' "$out/coexist_yield.stderr"
 "$PY" tests/gpu/coexist.py compare "$out/coexist.bare.json" "$out/coexist.yield.json" "$out/coexist_yield.aicp.jsonl" yielded >"$out/chk.log" 2>&1

@@ -47,6 +47,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.writes, WRITES_INFER);
 	assert_int_equal(c.args, 1);
 	assert_int_equal(c.eager, 0);
+	assert_int_equal(c.mux, 1);
 }
 
 /* Under torchrun every worker gets RANK: the default name carries it; AICPROF_OUTPUT wins. */
