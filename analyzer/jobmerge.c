@@ -32,6 +32,7 @@
 #include "analyzer/job.h"
 #include "analyzer/semantics.h"
 #include "analyzer/util.h"
+#include "report/model.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -85,29 +86,6 @@ struct merge {
 	char **ops, **dtypes;
 	int nops, aops, ndt, adt;
 };
-
-static cJSON *load_json(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		error("cannot open '%s': %s", path, strerror(errno));
-		return NULL;
-	}
-	struct strbuf sb = STRBUF_INIT;
-	char buf[65536];
-	size_t k;
-	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, k);
-	fclose(f);
-	cJSON *o = sb.buf ? cJSON_ParseWithLength(sb.buf, sb.len) : NULL;
-	strbuf_release(&sb);
-	if (!cJSON_IsObject(o)) {
-		cJSON_Delete(o);
-		error_at(path, 1, "not a JSON object");
-		return NULL;
-	}
-	return o;
-}
 
 static double num(const cJSON *o, const char *k, double dflt)
 {
@@ -174,7 +152,7 @@ static double median(double *a, long n)
 static int read_rank(struct merge *mg, int i)
 {
 	struct rankinfo *ri = &mg->r[i];
-	cJSON *o = load_json(ri->file);
+	cJSON *o = summary_load(ri->file);
 	if (!o)
 		return -1;
 	if (num(o, "format", 0) != 1) {
@@ -304,7 +282,7 @@ static cJSON *rank_row(const struct rankinfo *ri)
 static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *med)
 {
 	cJSON *arr = cJSON_CreateArray();
-	cJSON *a = load_json(slow->file), *b = load_json(med->file);
+	cJSON *a = summary_load(slow->file), *b = summary_load(med->file);
 	if (!a || !b)
 		goto out;
 	const cJSON *ka = cJSON_GetObjectItemCaseSensitive(a, "kernels");
@@ -371,7 +349,7 @@ static void add_lanes(cJSON *job, struct merge *mg, int slow)
 	for (int i = 0; i < mg->n; i++) {
 		if (i >= JOB_LANES && i != slow)
 			continue;
-		cJSON *o = load_json(mg->r[i].file);
+		cJSON *o = summary_load(mg->r[i].file);
 		if (!o)
 			continue;
 		cJSON *tl = cJSON_DetachItemFromObjectCaseSensitive(o, "timeline");
@@ -763,7 +741,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	}
 	/* early start, from the lowest rank's graph */
 	cJSON *early = NULL;
-	cJSON *r0 = load_json(mg->r[0].file);
+	cJSON *r0 = summary_load(mg->r[0].file);
 	if (r0)
 		early = cJSON_DetachItemFromObjectCaseSensitive(r0, "early");
 	cJSON_Delete(r0);
@@ -852,7 +830,7 @@ int job_merge_files(char **rank_files, int n, const char *outdir)
 			goto out;
 		}
 	char *bpath = sibling_summary(mg.r[0].file);
-	cJSON *base = load_json(bpath);
+	cJSON *base = summary_load(bpath);
 	if (!base) {
 		error("the lowest rank's full summary '%s' is needed for the merge", bpath);
 		free(bpath);

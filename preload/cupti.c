@@ -983,9 +983,10 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 		if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
 		    sticky_error(*(const CUresult *)cb->functionReturnValue) && !ctx_dead) {
 			ctx_dead = 1;
-			shim_say("the program's CUDA context failed (error %d); the trace keeps what "
-			         "was recorded before",
-			         (int)*(const CUresult *)cb->functionReturnValue);
+			shim_say(
+			    "the program's CUDA context failed (error %d); the trace keeps what "
+			    "was recorded before",
+			    (int)*(const CUresult *)cb->functionReturnValue);
 		}
 		if (a <= A_cuLaunchCooperativeKernel_ptsz) {
 			if (shim_recording())
@@ -1043,6 +1044,26 @@ static void put_kernel(const CUpti_ActivityKernel10 *k)
 	ring_commit();
 }
 
+/* One R_COPY record; src_dev/dst_dev -1 except for a peer-to-peer copy. */
+static void put_copy(uint64_t bytes, uint64_t start, uint64_t end, uint32_t corr, uint32_t dev,
+                     uint32_t stream, uint8_t kind, uint8_t src_kind, uint8_t dst_kind, int src_dev,
+                     int dst_dev)
+{
+	struct r_copy *r = ring_reserve(sizeof(*r));
+	if (!r)
+		return;
+	memset(r, 0, sizeof(*r));
+	r->h = (struct rec_hdr){R_COPY, 0, sizeof(*r)};
+	r->bytes = bytes, r->start = start, r->end = end;
+	r->corr = corr, r->dev = dev, r->stream = stream;
+	r->kind = kind, r->src_kind = src_kind, r->dst_kind = dst_kind;
+	if (src_dev >= 0) {
+		r->peer = 1;
+		r->src_dev = (uint8_t)src_dev, r->dst_dev = (uint8_t)dst_dev;
+	}
+	ring_commit();
+}
+
 static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size,
                                   size_t valid)
 {
@@ -1057,31 +1078,16 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMCPY: {
 			const CUpti_ActivityMemcpy6 *m = (const void *)rec;
-			struct r_copy *r = ring_reserve(sizeof(*r));
-			if (!r)
-				break;
-			memset(r, 0, sizeof(*r));
-			r->h = (struct rec_hdr){R_COPY, 0, sizeof(*r)};
-			r->bytes = m->bytes, r->start = m->start, r->end = m->end;
-			r->corr = m->correlationId, r->dev = m->deviceId, r->stream = m->streamId;
-			r->kind = m->copyKind, r->src_kind = m->srcKind, r->dst_kind = m->dstKind;
-			ring_commit();
+			put_copy(m->bytes, m->start, m->end, m->correlationId, m->deviceId,
+			         m->streamId, m->copyKind, m->srcKind, m->dstKind, -1, -1);
 			break;
 		}
 		case CUPTI_ACTIVITY_KIND_MEMCPY2: {
 			/* peer-to-peer copies come only as this kind, with both devices */
 			const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
-			struct r_copy *r = ring_reserve(sizeof(*r));
-			if (!r)
-				break;
-			memset(r, 0, sizeof(*r));
-			r->h = (struct rec_hdr){R_COPY, 0, sizeof(*r)};
-			r->bytes = m->bytes, r->start = m->start, r->end = m->end;
-			r->corr = m->correlationId, r->dev = m->deviceId, r->stream = m->streamId;
-			r->kind = m->copyKind, r->src_kind = m->srcKind, r->dst_kind = m->dstKind;
-			r->peer = 1;
-			r->src_dev = (uint8_t)m->srcDeviceId, r->dst_dev = (uint8_t)m->dstDeviceId;
-			ring_commit();
+			put_copy(m->bytes, m->start, m->end, m->correlationId, m->deviceId,
+			         m->streamId, m->copyKind, m->srcKind, m->dstKind,
+			         (int)m->srcDeviceId, (int)m->dstDeviceId);
 			break;
 		}
 		case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -1149,7 +1155,7 @@ const char *cupti_find_library(void)
 	return NULL;
 }
 
-static void *open_cupti(void)
+void *cupti_open(void)
 {
 	static const char *sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
 	for (size_t i = 0; i < 3; i++) { /* a copy already in the process */
@@ -1183,7 +1189,7 @@ int cupti_start(void)
 	}
 #define LOAD_CU(field, sym, ret, args) p_##field = (ret(*) args)dlsym(cu, sym);
 	CU_FUNCS(LOAD_CU)
-	void *h = open_cupti();
+	void *h = cupti_open();
 	if (!h) {
 		shim_say("cannot load CUPTI (set AICPROF_CUPTI or CUDA_HOME): not recording");
 		return -1;

@@ -28,6 +28,9 @@ const char *cupti_api_name(unsigned a);
 
 /* Path of the libcupti the shim would load, found without loading it, or NULL. */
 const char *cupti_find_library(void);
+/* A handle on libcupti: the copy already in the process, else cupti_find_library()'s, else by
+ * soname; NULL when there is none. Never closed. */
+void *cupti_open(void);
 
 /*
  * Without multiplexing (cuptimux.c), another tool's cuptiSubscribe calls this first: when

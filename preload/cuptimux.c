@@ -189,21 +189,6 @@ static const uint32_t domain_size[MUX_DOMAINS] = {
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
-static void *open_cupti(void)
-{
-	static const char *sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-	for (size_t i = 0; i < 3; i++) { /* a copy already in the process */
-		void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
-		if (h)
-			return h;
-	}
-	const char *p = cupti_find_library();
-	void *h = p ? dlopen(p, RTLD_NOW | RTLD_LOCAL) : NULL;
-	for (size_t i = 0; !h && i < 3; i++)
-		h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-	return h;
-}
-
 /* Whether another tool injects into CUDA (Nsight Systems): then aicprof stepped aside (shim.c),
  * and the entry points only pass through. */
 static int other_injector(void)
@@ -232,7 +217,7 @@ int cuptimux_init(void *handle)
 		pthread_mutex_unlock(&init_lock);
 		return mux_state == 1 ? 1 : mux_state == 2 ? 0 : -1;
 	}
-	void *h = handle ? handle : open_cupti();
+	void *h = handle ? handle : cupti_open();
 	int missing = 0;
 	if (!h) {
 		mux_state = -1;

@@ -12,6 +12,7 @@
  * most JOB_ROWS ranks (the slowest first); the rest are counted.
  */
 #include "report/job.h"
+#include "report/perfetto.h"
 #include "report/plot.h"
 
 #include <cJSON.h>
@@ -400,22 +401,6 @@ void report_job_section(const struct rmodel *m, struct strbuf *o)
 	lanes_chart(job, o);
 }
 
-static void meta(cJSON *events, const char *what, int pid, int tid, const char *key,
-                 const char *sval, double nval)
-{
-	cJSON *e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "name", what);
-	cJSON_AddStringToObject(e, "ph", "M");
-	cJSON_AddNumberToObject(e, "pid", pid);
-	cJSON_AddNumberToObject(e, "tid", tid);
-	cJSON *args = cJSON_AddObjectToObject(e, "args");
-	if (sval)
-		cJSON_AddStringToObject(args, key, sval);
-	else
-		cJSON_AddNumberToObject(args, key, nval);
-	cJSON_AddItemToArray(events, e);
-}
-
 void report_job_perfetto(const struct rmodel *m, cJSON *events)
 {
 	const cJSON *ln, *ev;
@@ -427,8 +412,8 @@ void report_job_perfetto(const struct rmodel *m, cJSON *events)
 		int pid = JOB_PID_BASE + rank;
 		char name[64];
 		snprintf(name, sizeof(name), "rank %d (one step)", rank);
-		meta(events, "process_name", pid, 0, "name", name, 0);
-		meta(events, "process_sort_index", pid, 0, "sort_index", NULL, rank + 1);
+		perfetto_meta(events, "process_name", pid, 0, "name", name, 0);
+		perfetto_meta(events, "process_sort_index", pid, 0, "sort_index", NULL, rank + 1);
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
@@ -438,7 +423,7 @@ void report_job_perfetto(const struct rmodel *m, cJSON *events)
 			if (!k && ns < 16) {
 				streams[ns++] = s;
 				snprintf(name, sizeof(name), "stream %d", s);
-				meta(events, "thread_name", pid, s, "name", name, 0);
+				perfetto_meta(events, "thread_name", pid, s, "name", name, 0);
 			}
 			cJSON *e = cJSON_CreateObject();
 			const char *nm = jstr(ev, "name");

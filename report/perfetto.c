@@ -14,8 +14,8 @@
 
 #include <string.h>
 
-static void add_meta(cJSON *events, const char *what, int pid, int tid, const char *key,
-                     const char *sval, double nval)
+void perfetto_meta(cJSON *events, const char *what, int pid, int tid, const char *key,
+                   const char *sval, double nval)
 {
 	cJSON *e = cJSON_CreateObject();
 	cJSON_AddStringToObject(e, "name", what);
@@ -40,7 +40,7 @@ void perfetto_write(const struct rmodel *m, struct strbuf *out)
 	const char *prog = jstr(m->root, "program");
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_addf(&sb, "%s (one step)", prog ? prog : "program");
-	add_meta(events, "process_name", pid, 0, "name", sb.buf, 0);
+	perfetto_meta(events, "process_name", pid, 0, "name", sb.buf, 0);
 
 	const cJSON *tl = jobj(m->root, "timeline");
 	const cJSON *evs = jarr(tl, "events");
@@ -61,9 +61,9 @@ void perfetto_write(const struct rmodel *m, struct strbuf *out)
 			streams[nr_streams] = tid;
 			strbuf_reset(&sb);
 			strbuf_addf(&sb, "stream %d", tid);
-			add_meta(events, "thread_name", pid, tid, "name", sb.buf, 0);
-			add_meta(events, "thread_sort_index", pid, tid, "sort_index", NULL,
-			         nr_streams);
+			perfetto_meta(events, "thread_name", pid, tid, "name", sb.buf, 0);
+			perfetto_meta(events, "thread_sort_index", pid, tid, "sort_index", NULL,
+			              nr_streams);
 			nr_streams++;
 		}
 		const char *kind = jstr(ev, "kind");
