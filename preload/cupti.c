@@ -232,16 +232,40 @@ static uint32_t intern(const char *s)
 /* ---- parameter layouts, per function handle --------------------------------------------- */
 
 #define FN_TABLE (1u << 14)
-struct fn_ent {
-	_Atomic(void *) f; /* published last */
-	uint32_t name;
-	int32_t err; /* 0, or CUresult of the failed layout query */
+/*
+ * A function handle's layout. Immutable once published: a launch on another thread may be
+ * reading it while a newer one replaces it, so a replaced layout is never freed (it stays on
+ * the retired list; one per handle per module unload that preceded its next launch).
+ */
+struct fn_layout {
+	uint32_t gen;  /* fn_gen when it was queried */
+	uint32_t name; /* interned kernel name */
+	int32_t err;   /* 0, or CUresult of the failed layout query */
 	int nparams;
-	uint32_t *off, *size;
+	struct fn_layout *retired;
+	uint32_t *off, *size; /* nparams each, in the same allocation */
+};
+struct fn_ent {
+	_Atomic(void *) f; /* published after lay */
+	_Atomic(struct fn_layout *) lay;
 	_Atomic int probes; /* calibrated launches so far */
 };
 static struct fn_ent *fns;
 static pthread_mutex_t fn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fn_layout *fn_retired;
+/*
+ * Bumped when a module is unloaded or a context destroyed: the driver reuses the addresses of
+ * freed function handles, so a layout cached under a handle is trusted only if no unload came
+ * between its query and this launch. (JAX's autotuner loads and unloads modules by the hundred;
+ * a stale layout with more parameters than the new kernel has made the pointer scan read past
+ * the launch's kernelParams array: SIGSEGV in 16 of 19 runs on the H200.)
+ */
+static _Atomic uint32_t fn_gen;
+
+void cupti_functions_unloaded(void)
+{
+	atomic_fetch_add_explicit(&fn_gen, 1, memory_order_acq_rel);
+}
 
 static int query_layout(CUfunction f, uint32_t *off, uint32_t *size, int max, int32_t *err)
 {
@@ -264,9 +288,6 @@ static int query_layout(CUfunction f, uint32_t *off, uint32_t *size, int max, in
 		if (r == CUDA_ERROR_INVALID_VALUE && n > 0)
 			break; /* past the last parameter */
 		if (r != CUDA_SUCCESS) {
-			if (n == 0 && r == CUDA_ERROR_INVALID_VALUE) {
-				/* no parameters at all, or an unusable handle: tell apart below */
-			}
 			*err = (int32_t)r;
 			return n;
 		}
@@ -277,14 +298,55 @@ static int query_layout(CUfunction f, uint32_t *off, uint32_t *size, int max, in
 	return n;
 }
 
-static struct fn_ent *fn_lookup(CUfunction f)
+/* Queries f's name and parameter layout; returns a new layout, or NULL when out of memory. */
+static struct fn_layout *new_layout(CUfunction f, uint32_t gen)
+{
+	const char *name = NULL;
+	if (!p_cuFuncGetName || p_cuFuncGetName(&name, f) != CUDA_SUCCESS || !name) {
+		name = NULL;
+		if (p_cuKernelGetName)
+			p_cuKernelGetName(&name, (CUkernel)f);
+	}
+	uint32_t off[MAX_ARGS], size[MAX_ARGS];
+	int32_t err = 0;
+	int n = query_layout(f, off, size, MAX_ARGS, &err);
+	if (n == 0 && err == CUDA_ERROR_INVALID_VALUE)
+		err = 0; /* a kernel without parameters */
+	struct fn_layout *L = malloc(sizeof(*L) + 2 * sizeof(uint32_t) * (size_t)n);
+	if (!L)
+		return NULL;
+	L->gen = gen;
+	L->name = intern(name ? name : "?");
+	L->err = err;
+	L->nparams = n;
+	L->retired = NULL;
+	L->off = (uint32_t *)(L + 1);
+	L->size = L->off + n;
+	memcpy(L->off, off, sizeof(uint32_t) * (size_t)n);
+	memcpy(L->size, size, sizeof(uint32_t) * (size_t)n);
+	return L;
+}
+
+/*
+ * Returns the entry of handle f and, in *lay, a layout valid for this launch; NULL when the
+ * table is full or memory is out. Lock-free when f was seen since the last module unload.
+ */
+static struct fn_ent *fn_lookup(CUfunction f, const struct fn_layout **lay)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)f * 0x9e3779b97f4a7c15ull) >> 40;
+	uint32_t gen = atomic_load_explicit(&fn_gen, memory_order_acquire);
 	uint32_t i = (uint32_t)h & (FN_TABLE - 1);
 	for (uint32_t n = 0; n < FN_TABLE; n++, i = (i + 1) & (FN_TABLE - 1)) {
 		void *k = atomic_load_explicit(&fns[i].f, memory_order_acquire);
-		if (k == (void *)f)
-			return &fns[i];
+		if (k == (void *)f) {
+			struct fn_layout *L =
+			    atomic_load_explicit(&fns[i].lay, memory_order_acquire);
+			if (L && L->gen == gen) {
+				*lay = L;
+				return &fns[i];
+			}
+			break; /* stale: query again below */
+		}
 		if (!k)
 			break;
 	}
@@ -293,37 +355,26 @@ static struct fn_ent *fn_lookup(CUfunction f)
 	i = (uint32_t)h & (FN_TABLE - 1);
 	for (uint32_t n = 0; n < FN_TABLE / 2; n++, i = (i + 1) & (FN_TABLE - 1)) {
 		void *k = atomic_load(&fns[i].f);
-		if (k == (void *)f) {
-			e = &fns[i];
-			break;
-		}
-		if (!k) {
-			e = &fns[i];
-			const char *name = NULL;
-			if (!p_cuFuncGetName || p_cuFuncGetName(&name, f) != CUDA_SUCCESS ||
-			    !name) {
-				name = NULL;
-				if (p_cuKernelGetName)
-					p_cuKernelGetName(&name, (CUkernel)f);
+		if (k == (void *)f || !k) {
+			struct fn_layout *old = atomic_load(&fns[i].lay);
+			if (k && old && old->gen == gen) { /* another thread was first */
+				e = &fns[i];
+				*lay = old;
+				break;
 			}
-			e->name = intern(name ? name : "?");
-			uint32_t off[MAX_ARGS], size[MAX_ARGS];
-			e->nparams = query_layout(f, off, size, MAX_ARGS, &e->err);
-			if (e->nparams == 0 && e->err == CUDA_ERROR_INVALID_VALUE)
-				e->err = 0; /* a kernel without parameters */
-			if (e->nparams) {
-				e->off = malloc(sizeof(uint32_t) * (size_t)e->nparams);
-				e->size = malloc(sizeof(uint32_t) * (size_t)e->nparams);
-				if (!e->off || !e->size) {
-					e->nparams = 0;
-					e->err = -1;
-				} else {
-					memcpy(e->off, off, sizeof(uint32_t) * (size_t)e->nparams);
-					memcpy(e->size, size,
-					       sizeof(uint32_t) * (size_t)e->nparams);
-				}
+			struct fn_layout *L = new_layout(f, gen);
+			if (!L)
+				break;
+			if (old) {
+				old->retired = fn_retired;
+				fn_retired = old;
+				atomic_store(&fns[i].probes, 0);
 			}
-			atomic_store_explicit(&e->f, (void *)f, memory_order_release);
+			atomic_store_explicit(&fns[i].lay, L, memory_order_release);
+			if (!k)
+				atomic_store_explicit(&fns[i].f, (void *)f, memory_order_release);
+			e = &fns[i];
+			*lay = L;
 			break;
 		}
 	}
@@ -392,7 +443,7 @@ static int want_probe(struct fn_ent *e, CUstream s)
 }
 
 /* Collects the pointers of a launch's parameters into ptrs; returns their count. */
-static int scan_ptrs(struct fn_ent *e, const struct launch *l, struct r_arg *args,
+static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r_arg *args,
                      struct r_ptr *ptrs)
 {
 	uint64_t lo, hi;
@@ -435,13 +486,14 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 {
 	if (cb->callbackSite == CUPTI_API_ENTER && shim_cfg.writes != WRITES_PROBE)
 		return;
-	struct fn_ent *e = fn_lookup(l->f);
+	const struct fn_layout *L = NULL;
+	struct fn_ent *e = fn_lookup(l->f, &L);
 	if (!e)
 		return;
-	int nargs = shim_cfg.args ? e->nparams : 0;
+	int nargs = shim_cfg.args ? L->nparams : 0;
 	struct r_arg args[MAX_ARGS];
 	struct r_ptr ptrs[MAX_PTRS];
-	int np = nargs ? scan_ptrs(e, l, args, ptrs) : 0;
+	int np = nargs ? scan_ptrs(L, l, args, ptrs) : 0;
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		/* calibration only: fingerprints before the launch */
 		probe_n = 0;
@@ -496,7 +548,7 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	r->stream = (uint64_t)(uintptr_t)l->stream;
 	r->tid = shim_tid();
 	r->corr = cb->correlationId;
-	r->fn = e->name;
+	r->fn = L->name;
 	r->site = site;
 	memcpy(r->grid, l->grid, sizeof(r->grid));
 	memcpy(r->block, l->block, sizeof(r->block));
@@ -505,7 +557,7 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	r->api = (uint16_t)api;
 	r->inherited = (uint8_t)inh;
 	r->has_site = (uint8_t)has_site;
-	r->argerr = shim_cfg.args ? e->err : 0;
+	r->argerr = shim_cfg.args ? L->err : 0;
 	r->nargs = (uint16_t)nargs;
 	r->nptrs = (uint16_t)np;
 	r->ncoll = (uint16_t)ncoll;
@@ -1005,7 +1057,11 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 	} else if (dom == CUPTI_CB_DOMAIN_NVTX) {
 		on_nvtx(id, data);
 	} else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
+	           id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+		cupti_functions_unloaded();
+	} else if (dom == CUPTI_CB_DOMAIN_RESOURCE &&
 	           id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+		cupti_functions_unloaded();
 		if (p_cuptiActivityFlushAll && !ctx_dead)
 			p_cuptiActivityFlushAll(1);
 	}
@@ -1233,6 +1289,8 @@ int cupti_start(void)
 		p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
 	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
 	    (shim_cfg.activity &&
 	     (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)) {

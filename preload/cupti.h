@@ -19,6 +19,8 @@ int cupti_start(void);
 void cupti_flush(void);
 /* Whether a CUDA call returned an error that kills the context (then CUPTI is not called). */
 int cupti_context_dead(void);
+/* Forgets every cached function layout (a module was unloaded: its handles may be reused). */
+void cupti_functions_unloaded(void);
 
 /* Appends the header's CUDA fields (versions, devices) to b. Writer thread. */
 void cupti_header_fields(struct jbuf *b);
