@@ -66,7 +66,7 @@ while [ "$(left)" -gt 25 ] && [ $((n + nb)) -lt ${STRESS_N:-80} ]; do
 		continue
 	fi
 	case $((i % 6)) in 0|1) e=;; 2) e=AICPROF_ATTRIB=0;; 3) e=AICPROF_ARGS=0;; 4) e=AICPROF_MUX=0;; esac
-	env $e AICPROF_OUTPUT=$W/stress.jsonl LD_PRELOAD=$SHIM $PY samples/jax_train.py --steps 4 >/dev/null 2>"$W/stress.err"; rc=$?
+	env $e PYTHONFAULTHANDLER=1 AICPROF_OUTPUT=$W/stress.jsonl LD_PRELOAD=$SHIM $PY samples/jax_train.py --steps 4 >/dev/null 2>"$W/stress.err"; rc=$?
 	n=$((n+1))
 	if [ $rc != 0 ]; then crash=$((crash+1)); echo "# stress run $n ($e): exit $rc"; tail -n 5 "$W/stress.err"; [ $crash -gt 3 ] || { cp "$W/stress.err" "$W/stress-$n.err"; cp "$W/stress.jsonl" "$W/stress-$n.aicp.jsonl"; }; fi
 done
