@@ -1,7 +1,8 @@
 # aicprof: make (everything), make test, make demo, make deps, make gpu-test, make install PREFIX=
 #
-# Sources are found by directory: preload/*.c (except cmd-*.c) make the shim build/libaicprof.so;
-# aicprof.c, analyzer/, report/, fusion/ and preload/cmd-*.c make the command build/aicprof.
+# Sources are found by directory: preload/*.c make the shim build/libaicprof.so; aicprof.c (the
+# table of subcommands), cli/ (one file per subcommand), lib/ (the shared base), analyzer/,
+# report/ and fusion/ make the command build/aicprof.
 # Tests: tests/unit/test-*.c (cmocka, built with ASan+UBSan) and tests/func/*.sh, run by
 # tests/run.sh, which ends with the line "N passed, N failed".
 
@@ -20,8 +21,8 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc)
 LDLIBS   := -lm -lpthread -lstdc++ $(EXTRA_LDFLAGS)
 
-SHIM_SRC := $(filter-out preload/cmd-%.c,$(wildcard preload/*.c))
-CORE_SRC := $(wildcard preload/cmd-*.c analyzer/*.c report/*.c fusion/*.c)
+SHIM_SRC := $(wildcard preload/*.c)
+CORE_SRC := $(wildcard lib/*.c cli/*.c analyzer/*.c report/*.c fusion/*.c)
 SHIM_OBJ := $(SHIM_SRC:%.c=$(B)/pic/%.o)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
 SAN_OBJ  := $(CORE_SRC:%.c=$(B)/san/%.o) $(SHIM_SRC:%.c=$(B)/san/%.o)

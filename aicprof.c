@@ -5,7 +5,7 @@
  * drives (see aicprof.h); this file knows only their names and one line of help each.
  */
 #include "aicprof.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <string.h>

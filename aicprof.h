@@ -6,11 +6,11 @@
 #ifndef AICPROF_H
 #define AICPROF_H
 
-int cmd_record(int argc, char **argv);  /* preload/cmd-record.c */
-int cmd_analyze(int argc, char **argv); /* analyzer/cmd-analyze.c */
-int cmd_report(int argc, char **argv);  /* report/cmd-report.c */
-int cmd_fuse(int argc, char **argv);    /* fusion/cmd-fuse.c */
-int cmd_bench(int argc, char **argv);   /* fusion/cmd-bench.c */
-int cmd_compare(int argc, char **argv); /* analyzer/cmd-compare.c */
+int cmd_record(int argc, char **argv);  /* cli/cmd-record.c */
+int cmd_analyze(int argc, char **argv); /* cli/cmd-analyze.c */
+int cmd_report(int argc, char **argv);  /* cli/cmd-report.c */
+int cmd_fuse(int argc, char **argv);    /* cli/cmd-fuse.c */
+int cmd_bench(int argc, char **argv);   /* cli/cmd-bench.c */
+int cmd_compare(int argc, char **argv); /* cli/cmd-compare.c */
 
 #endif

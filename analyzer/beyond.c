@@ -7,7 +7,7 @@
  * per node.
  */
 #include "analyzer/beyond.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

@@ -31,7 +31,7 @@
  * time (a fused kernel still pays one launch and its tail). Saved = before - after, >= 0.
  */
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

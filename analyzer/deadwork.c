@@ -25,7 +25,7 @@
  * actionable from the user's source: beyond_actionable() marks it and it saves 0 us.
  */
 #include "analyzer/beyond.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdio.h>

@@ -18,7 +18,7 @@
  *   4. if the result is longer than SHORT_MAX, trailing template arguments become "…".
  */
 #include "analyzer/semantics.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdlib.h>

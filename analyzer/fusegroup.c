@@ -20,7 +20,7 @@
  * the reason is one sentence that `aicprof fuse` reports as advice.
  */
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdarg.h>

@@ -22,8 +22,8 @@
  *     Then its ops, values and edges are released: memory follows the step, not the file.
  */
 #include "analyzer/trace.h"
-#include "analyzer/hmap.h"
-#include "analyzer/util.h"
+#include "lib/hmap.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <ctype.h>

@@ -39,7 +39,7 @@
  * source (beyond_actionable()).
  */
 #include "analyzer/beyond.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

@@ -31,10 +31,10 @@
  * stream (a bucket's reduction waits for the previous one).
  */
 #include "analyzer/job.h"
-#include "analyzer/hmap.h"
+#include "lib/hmap.h"
 #include "analyzer/model.h"
 #include "analyzer/semantics.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <ctype.h>

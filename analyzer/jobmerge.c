@@ -31,7 +31,7 @@
  */
 #include "analyzer/job.h"
 #include "analyzer/semantics.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/model.h"
 
 #include <cJSON.h>

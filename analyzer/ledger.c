@@ -13,7 +13,7 @@
  * whichever roofline term is larger.
  */
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <string.h>
 

@@ -29,8 +29,8 @@
  * held peak minus ideal peak.
  */
 #include "analyzer/beyond.h"
-#include "analyzer/hmap.h"
-#include "analyzer/util.h"
+#include "lib/hmap.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdio.h>

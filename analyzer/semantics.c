@@ -25,7 +25,7 @@
  * kernel's parameter list in PyTorch's source, written above the layout's code.
  */
 #include "analyzer/semantics.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -6,7 +6,7 @@
  */
 #include "analyzer/model.h"
 #include "analyzer/trace.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <math.h>

@@ -15,7 +15,7 @@
  * that does not parse (cJSON would cut a string at it silently).
  */
 #include "analyzer/trace.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <errno.h>

@@ -14,7 +14,7 @@
 #ifndef AICPROF_FUSION_H
 #define AICPROF_FUSION_H
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 /* Storage type of a tensor. FD_BOOL is one byte (a mask); compute is always fp32. */
 enum fdtype { FD_F32 = 0, FD_F16, FD_BF16, FD_BOOL };

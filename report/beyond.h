@@ -5,7 +5,7 @@
 #ifndef AICPROF_REPORT_BEYOND_H
 #define AICPROF_REPORT_BEYOND_H
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/model.h"
 
 /*

@@ -5,7 +5,7 @@
 #ifndef AICPROF_REPORT_JOB_H
 #define AICPROF_REPORT_JOB_H
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/model.h"
 
 /* 1 when the summary holds a job view ("job" object), else 0. */

@@ -8,7 +8,7 @@
 #ifndef AICPROF_REPORT_MODEL_H
 #define AICPROF_REPORT_MODEL_H
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 

@@ -15,7 +15,7 @@
  * block), checked with fstat on the open descriptor, and read no further than SRC_MAX.
  */
 #include "report/source.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
  */
 #include "tests/fuzz/fuzz.h"
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * report write anywhere else.
  */
 #include "tests/fuzz/fuzz.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/report.h"
 
 #include <dirent.h>

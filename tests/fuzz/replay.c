@@ -6,7 +6,7 @@
  * exit. Exits 0 when every input ran, 1 when an input could not be read.
  */
 #include "tests/fuzz/fuzz.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
  * one level deep: the targets write only plain files into it.
  */
 #include "tests/fuzz/fuzz.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <dirent.h>
 #include <errno.h>

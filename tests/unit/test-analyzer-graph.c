@@ -15,9 +15,9 @@
 
 #include <cmocka.h>
 
-#include "analyzer/hmap.h"
+#include "lib/hmap.h"
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/html.h"
 #include "report/report.h"
 #include "report/sha256.h"

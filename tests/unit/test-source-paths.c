@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/source.h"
 
 static char root[256];

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "preload/ring.h"
 #include "preload/shim.h"
 #include "preload/writer.h"

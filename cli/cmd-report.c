@@ -4,7 +4,7 @@
  * report.html. `aicprof analyze` does the same after writing summary.json.
  */
 #include "aicprof.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/report.h"
 
 #include <stdlib.h>

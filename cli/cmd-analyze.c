@@ -12,7 +12,7 @@
 #include "aicprof.h"
 #include "analyzer/job.h"
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 #include "report/report.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * util.c - errors, allocation, strbuf and atomic file output for the aicprof command.
  * See util.h for the contracts. Nothing here knows about traces or CUDA.
  */
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <cJSON.h>
 #include <stdio.h>

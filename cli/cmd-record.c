@@ -6,7 +6,7 @@
  * variables the README lists, which pass through unchanged.
  */
 #include "aicprof.h"
-#include "analyzer/util.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <libgen.h>

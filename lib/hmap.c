@@ -2,8 +2,8 @@
  * hmap.c - open addressing with linear probing over a power-of-two table; see hmap.h. The
  * table doubles when used slots and tombstones pass 70% and is rebuilt without tombstones.
  */
-#include "analyzer/hmap.h"
-#include "analyzer/util.h"
+#include "lib/hmap.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>
