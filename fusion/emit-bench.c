@@ -873,7 +873,7 @@ int fusion_write_group(const char *dir, const struct fgroup *g)
 	} bfiles[] = {
 	    {"_math.h", emit_math}, {"_kernel.cu", emit_kernel}, {"_cpucheck.cu", emit_cpucheck}};
 	char *gdir = path_join(dir, g->name);
-	int rc = mkdir_p(gdir);
+	int rc = mkdir_nofollow(gdir);
 	struct fgroup b;
 	struct strbuf err = STRBUF_INIT;
 	int grad_of[64];

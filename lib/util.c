@@ -233,11 +233,22 @@ void strbuf_add_json(struct strbuf *sb, const char *s)
 
 int write_file_atomic(const char *path, const void *data, size_t len)
 {
+	/* mkostemp: a fresh name no one could have planted (O_EXCL; a link there is never
+	 * followed), and rename() replaces a link at path itself instead of writing through it */
 	struct strbuf tmp = STRBUF_INIT;
-	strbuf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp.buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	strbuf_addf(&tmp, "%s.tmp.XXXXXX", path);
+	int fd = mkostemp(tmp.buf, O_CLOEXEC);
 	if (fd < 0) {
 		error("cannot create '%s': %s", tmp.buf, strerror(errno));
+		strbuf_release(&tmp);
+		return -1;
+	}
+	mode_t um = umask(0);
+	umask(um);
+	if (fchmod(fd, 0666 & ~um) < 0) {
+		error("cannot set the mode of '%s': %s", tmp.buf, strerror(errno));
+		close(fd);
+		unlink(tmp.buf);
 		strbuf_release(&tmp);
 		return -1;
 	}
@@ -273,6 +284,22 @@ int write_file_atomic(const char *path, const void *data, size_t len)
 		return -1;
 	}
 	strbuf_release(&tmp);
+	return 0;
+}
+
+int mkdir_nofollow(const char *path)
+{
+	if (mkdir(path, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return error("cannot create directory '%s': %s", path, strerror(errno));
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return error("cannot stat '%s': %s", path, strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return error("'%s' is a symbolic link: not writing through it", path);
+	if (!S_ISDIR(st.st_mode))
+		return error("'%s' exists and is not a directory", path);
 	return 0;
 }
 

@@ -67,11 +67,20 @@ void strbuf_add_html(struct strbuf *sb, const char *s);
 void strbuf_add_json(struct strbuf *sb, const char *s);
 
 /*
- * Writes len bytes to path whole or not at all: to a temporary file beside it, fsync, then
- * rename over path. Returns 0, or error() (-1) naming the path; on failure path is untouched
- * and the temporary file removed.
+ * Writes len bytes to path whole or not at all: to a temporary file beside it under a fresh
+ * name created exclusively (mkostemp: nothing planted there is followed), fsync, then rename
+ * over path (a symbolic link at path is replaced, never written through). The file gets
+ * 0666 & ~umask. Returns 0, or error() (-1) naming the path; on failure path is untouched and
+ * the temporary file removed.
  */
 int write_file_atomic(const char *path, const void *data, size_t len);
+
+/*
+ * Creates the directory path (its parent must exist) or accepts it when it is already a
+ * directory; refuses, with error() (-1), when path is a symbolic link or another file, so a
+ * link planted inside an output directory never redirects what is written under it.
+ */
+int mkdir_nofollow(const char *path);
 
 /* mkdir -p. Returns 0 or error(). */
 int mkdir_p(const char *path);
