@@ -25,6 +25,7 @@
  * actionable from the user's source: beyond_actionable() marks it and it saves 0 us.
  */
 #include "analyzer/beyond.h"
+#include "analyzer/vindex.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -41,7 +42,7 @@ static const char *verdict_name(enum verdict v)
 }
 
 /* Every reader of v overwrites v's whole buffer, and its read is only inferred. */
-static int readers_overwrite(const struct model *m, const struct value *v)
+static int readers_overwrite(const struct model *m, const struct vindex *x, const struct value *v)
 {
 	if (!v->nreaders)
 		return 0;
@@ -50,9 +51,9 @@ static int readers_overwrite(const struct model *m, const struct value *v)
 		if (n->kind != NK_KERNEL || n->sem.family != FAM_OTHER)
 			return 0;
 		int covers = 0;
-		for (int i = 0; i < m->nvalues; i++) {
-			const struct value *w = &m->values[i];
-			if (w->writer == n->id && w->buffer == v->buffer && w->size >= v->size)
+		for (int k = x->wr_off[n->id]; k < x->wr_off[n->id + 1]; k++) {
+			const struct value *w = &m->values[x->wr[k]];
+			if (w->buffer == v->buffer && w->size >= v->size)
 				covers = 1;
 		}
 		if (!covers)
@@ -61,24 +62,23 @@ static int readers_overwrite(const struct model *m, const struct value *v)
 	return 1;
 }
 
-static enum verdict value_verdict(const struct model *m, const struct value *v)
+static enum verdict value_verdict(const struct model *m, const struct vindex *x, int vi)
 {
+	const struct value *v = &m->values[vi];
 	if (v->writer < 0 || v->live_after_step)
 		return V_LIVE;
 	if (v->nreaders) {
-		if (v->dead_in_step && readers_overwrite(m, v))
+		if (v->dead_in_step && readers_overwrite(m, x, v))
 			return V_DEAD_UNLESS;
 		return V_LIVE;
 	}
 	/* the writer's own read of the buffer (an earlier version) makes it a workspace */
-	for (int i = 0; i < m->nvalues; i++) {
-		const struct value *u = &m->values[i];
-		if (u == v || u->buffer != v->buffer)
-			continue;
-		for (int r = 0; r < u->nreaders; r++)
-			if (u->readers[r] == v->writer)
+	if (v->writer < m->nnodes)
+		for (int k = x->rd_off[v->writer]; k < x->rd_off[v->writer + 1]; k++) {
+			const struct value *u = &m->values[x->rd[k]];
+			if (u != v && u->buffer == v->buffer)
 				return V_WORKSPACE;
-	}
+		}
 	return v->dead_in_step ? V_DEAD : V_KEPT;
 }
 
@@ -86,16 +86,17 @@ void deadwork_find(struct model *m)
 {
 	if (!m->nnodes)
 		return;
+	struct vindex x;
+	vindex_build(m, &x);
 	enum verdict *vv = xcalloc(m->nvalues ? m->nvalues : 1, sizeof(*vv));
 	for (int i = 0; i < m->nvalues; i++)
-		vv[i] = value_verdict(m, &m->values[i]);
+		vv[i] = value_verdict(m, &x, i);
 	for (int n = 0; n < m->nnodes; n++) {
 		const struct node *nd = &m->nodes[n];
 		int outs = 0, live = 0, real = 0;
 		enum verdict worst = V_DEAD;
-		for (int i = 0; i < m->nvalues; i++) {
-			if (m->values[i].writer != n)
-				continue;
+		for (int k = x.wr_off[n]; k < x.wr_off[n + 1]; k++) {
+			int i = x.wr[k];
 			outs++;
 			if (vv[i] == V_LIVE)
 				live++;
@@ -117,10 +118,9 @@ void deadwork_find(struct model *m)
 		cJSON *vals = cJSON_AddArrayToObject(ev, "values");
 		int rm[64], nrm = 0;
 		uint64_t wbytes = 0;
-		for (int i = 0; i < m->nvalues; i++) {
+		for (int k = x.wr_off[n]; k < x.wr_off[n + 1]; k++) {
+			int i = x.wr[k];
 			const struct value *v = &m->values[i];
-			if (v->writer != n)
-				continue;
 			cJSON *o = cJSON_CreateObject();
 			cJSON_AddNumberToObject(o, "value", v->id);
 			cJSON_AddNumberToObject(o, "buffer", (double)v->buffer);
@@ -168,4 +168,5 @@ void deadwork_find(struct model *m)
 		beyond_actionable(m, c);
 	}
 	free(vv);
+	vindex_free(&x);
 }

@@ -39,6 +39,7 @@
  * source (beyond_actionable()).
  */
 #include "analyzer/beyond.h"
+#include "analyzer/vindex.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -57,28 +58,32 @@ static int is_random(const struct node *n)
 }
 
 /* Copies: only device-to-device ones (a value read and one written) can be invariant. */
-static int eligible(const struct model *m, const struct node *n)
+static int eligible(const struct model *m, const struct vindex *x, int n)
 {
-	if (is_random(n))
+	if (is_random(&m->nodes[n]))
 		return 0;
-	if (n->kind != NK_COPY)
+	if (m->nodes[n].kind != NK_COPY)
 		return 1;
-	int reads = 0;
-	for (int i = 0; i < m->nvalues; i++)
-		for (int r = 0; r < m->values[i].nreaders; r++)
-			if (m->values[i].readers[r] == n->id)
-				reads = 1;
-	return reads;
+	return x->rd_off[n + 1] > x->rd_off[n];
 }
 
-static int input_unchanging(const struct model *m, const struct value *v)
+static int input_unchanging(const struct model *m, const struct vindex *x, int i)
 {
+	const struct value *v = &m->values[i];
 	if (v->writer >= 0 || v->how == HOW_FRESH)
 		return 0;
-	for (int i = 0; i < m->nvalues; i++)
-		if (m->values[i].writer >= 0 && m->values[i].buffer == v->buffer)
-			return 0;
+	if (x->has_writer[x->grp_of[i]])
+		return 0;
 	return v->written_ago < 0 || v->written_ago >= m->period;
+}
+
+/* The latest writer of group g that is not invariant, or -1; moves the cursor past
+ * invariant writers (each passed once). */
+static int latest_live_writer(struct vindex *x, const char *inv, int g)
+{
+	while (x->gw_cur[g] < x->gw_off[g + 1] && inv[x->gw[x->gw_cur[g]]])
+		x->gw_cur[g]++;
+	return x->gw_cur[g] < x->gw_off[g + 1] ? x->gw[x->gw_cur[g]] : -1;
 }
 
 static const char *weaker(const char *a, enum edge_how h)
@@ -120,12 +125,12 @@ static int value_fp(const struct model *m, const struct value *v, int *steps)
 
 /* Sets evidence.confirmed, .confirmation, .fingerprints; returns 1 when refuted. */
 static int confirm(const struct model *m, const struct candidate *c, const int *grp, int root,
-                   cJSON *ev)
+                   const int *rv, int nrv, cJSON *ev)
 {
 	int nconf = 0, nref = 0, nvals = 0, refuted_value = -1;
 	cJSON *fps = cJSON_CreateArray();
-	for (int i = 0; i < m->nvalues; i++) {
-		const struct value *v = &m->values[i];
+	for (int q = 0; q < nrv; q++) {
+		const struct value *v = &m->values[rv[q]];
 		int kept = 0;
 		for (int k = 0; k < c->nkept; k++)
 			kept |= c->kept[k] == v->id;
@@ -172,50 +177,83 @@ static int confirm(const struct model *m, const struct candidate *c, const int *
 	return nref > 0;
 }
 
+/*
+ * The rule of the header as a worklist: a node is checked again only when something its
+ * condition reads changes (a value it reads became unchanging, or the latest live writer of a
+ * buffer it writes became invariant). The condition is monotone in the invariant set, so the
+ * result is the same least fixpoint the pass-until-no-change loop found, in linear time.
+ */
+static int node_passes(const struct model *m, struct vindex *x, const char *inv, const char *vun,
+                       int n)
+{
+	if (x->wr_off[n + 1] == x->wr_off[n])
+		return 0;
+	for (int k = x->rd_off[n]; k < x->rd_off[n + 1]; k++)
+		if (!vun[x->rd[k]])
+			return 0;
+	for (int k = x->wr_off[n]; k < x->wr_off[n + 1]; k++) {
+		int w = latest_live_writer(x, inv, x->grp_of[x->wr[k]]);
+		if (w > n)
+			return 0; /* another node writes this buffer later in the step */
+	}
+	return 1;
+}
+
 void invariant_find(struct model *m)
 {
 	if (!m->nnodes)
 		return;
+	int N = m->nnodes;
+	struct vindex x;
+	vindex_build(m, &x);
 	char *inv = xcalloc(m->nnodes, 1), *vun = xcalloc(m->nvalues ? m->nvalues : 1, 1);
+	char *queued = xcalloc(m->nnodes, 1), *elig = xcalloc(m->nnodes, 1);
 	for (int i = 0; i < m->nvalues; i++)
-		vun[i] = (char)input_unchanging(m, &m->values[i]);
-	for (int changed = 1; changed;) {
-		changed = 0;
-		for (int n = 0; n < m->nnodes; n++) {
-			if (inv[n] || !eligible(m, &m->nodes[n]))
-				continue;
-			int ok = 1, writes = 0;
-			for (int i = 0; i < m->nvalues && ok; i++) {
-				const struct value *v = &m->values[i];
-				if (v->writer == n)
-					writes = 1;
-				for (int r = 0; r < v->nreaders; r++)
-					if (v->readers[r] == n && !vun[i])
-						ok = 0;
-			}
-			if (!ok || !writes)
-				continue;
-			/* no other node writes a buffer this one writes, later in the step */
-			for (int i = 0; i < m->nvalues && ok; i++) {
-				const struct value *v = &m->values[i];
-				if (v->writer != n)
-					continue;
-				for (int j = 0; j < m->nvalues; j++) {
-					const struct value *w = &m->values[j];
-					if (w->buffer == v->buffer && w->writer > n &&
-					    !inv[w->writer])
-						ok = 0;
+		vun[i] = (char)input_unchanging(m, &x, i);
+	int *q = xmalloc(sizeof(int) * (size_t)N), qh = 0, qn = 0; /* a ring of at most N */
+	for (int n = 0; n < N; n++) {
+		elig[n] = (char)eligible(m, &x, n);
+		if (elig[n])
+			q[qn++ % N] = n, queued[n] = 1;
+	}
+	while (qn > qh) {
+		int n = q[qh++ % N];
+		queued[n] = 0;
+		if (inv[n] || !node_passes(m, &x, inv, vun, n))
+			continue;
+		/* the groups n writes: their latest live writer may move below nodes waiting */
+		int old_latest[64], ng = 0;
+		for (int k = x.wr_off[n]; k < x.wr_off[n + 1] && ng < 64; k++)
+			old_latest[ng++] = latest_live_writer(&x, inv, x.grp_of[x.wr[k]]);
+		inv[n] = 1;
+		for (int k = x.wr_off[n], j = 0; k < x.wr_off[n + 1]; k++, j++) {
+			int i = x.wr[k], g = x.grp_of[i];
+			if (!vun[i]) {
+				vun[i] = 1;
+				for (int r = 0; r < m->values[i].nreaders; r++) {
+					int rd = m->values[i].readers[r];
+					if (rd >= 0 && rd < N && elig[rd] && !inv[rd] &&
+					    !queued[rd])
+						q[qn++ % N] = rd, queued[rd] = 1;
 				}
 			}
-			if (!ok)
-				continue;
-			inv[n] = 1;
-			changed = 1;
-			for (int i = 0; i < m->nvalues; i++)
-				if (m->values[i].writer == n)
-					vun[i] = 1;
+			int before = j < 64 ? old_latest[j] : N;
+			int now = latest_live_writer(&x, inv, g);
+			/* writers w with now <= w < before may pass now: wake them */
+			for (int t = x.gw_off[g]; t < x.gw_off[g + 1]; t++) {
+				int w = x.gw[t];
+				if (w >= before)
+					continue;
+				if (w < now)
+					break;
+				if (elig[w] && !inv[w] && !queued[w])
+					q[qn++ % N] = w, queued[w] = 1;
+			}
 		}
 	}
+	free(q);
+	free(queued);
+	free(elig);
 	/* groups: invariant nodes joined by values (union-find over node ids) */
 	int *par = xmalloc(sizeof(int) * m->nnodes);
 	for (int n = 0; n < m->nnodes; n++)
@@ -243,23 +281,69 @@ void invariant_find(struct model *m)
 			a = par[a];
 		grp[n] = inv[n] ? a : -1;
 	}
-	int *nodes = xmalloc(sizeof(int) * m->nnodes);
+	/* each root's nodes and the values it touches (written or read by a member), ascending,
+	 * as bucket lists: one pass over nodes and one over values, not one per root */
+	int *noff = xcalloc((size_t)N + 1, sizeof(int));
+	for (int n = 0; n < N; n++)
+		if (grp[n] >= 0)
+			noff[grp[n] + 1]++;
+	for (int n = 0; n < N; n++)
+		noff[n + 1] += noff[n];
+	int *nlist = xmalloc(sizeof(int) * (size_t)(noff[N] ? noff[N] : 1));
+	int *np_ = xmalloc(sizeof(int) * ((size_t)N + 1));
+	memcpy(np_, noff, sizeof(int) * ((size_t)N + 1));
+	for (int n = 0; n < N; n++)
+		if (grp[n] >= 0)
+			nlist[np_[grp[n]]++] = n;
+	int *voff = xcalloc((size_t)N + 1, sizeof(int)), *seen = xmalloc(sizeof(int) * (size_t)N);
+	for (int n = 0; n < N; n++)
+		seen[n] = -1;
+	for (int i = 0; i < m->nvalues; i++) { /* count: each value once per root it touches */
+		const struct value *v = &m->values[i];
+		for (int r = -1; r < v->nreaders; r++) {
+			int who = r < 0 ? v->writer : v->readers[r];
+			int g = who >= 0 && who < N ? grp[who] : -1;
+			if (g < 0 || seen[g] == i)
+				continue;
+			seen[g] = i;
+			voff[g + 1]++;
+		}
+	}
+	for (int n = 0; n < N; n++)
+		voff[n + 1] += voff[n];
+	int *vlist = xmalloc(sizeof(int) * (size_t)(voff[N] ? voff[N] : 1));
+	memcpy(np_, voff, sizeof(int) * ((size_t)N + 1));
+	for (int n = 0; n < N; n++)
+		seen[n] = -1;
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *v = &m->values[i];
+		for (int r = -1; r < v->nreaders; r++) {
+			int who = r < 0 ? v->writer : v->readers[r];
+			int g = who >= 0 && who < N ? grp[who] : -1;
+			if (g < 0 || seen[g] == i)
+				continue;
+			seen[g] = i;
+			vlist[np_[g]++] = i;
+		}
+	}
+	free(np_);
+	free(seen);
 	int *vals = xmalloc(sizeof(int) * (m->nvalues ? m->nvalues : 1));
 	for (int root = 0; root < m->nnodes; root++) {
 		if (!inv[root] || grp[root] != root)
 			continue;
-		int nn = 0;
-		for (int n = 0; n < m->nnodes; n++)
-			if (grp[n] == root)
-				nodes[nn++] = n;
+		int nn = noff[root + 1] - noff[root];
+		int *nodes = nlist + noff[root];
+		const int *rv = vlist + voff[root];
+		int nrv = voff[root + 1] - voff[root];
 		struct candidate *c = beyond_add(m, "invariant", nodes, nn);
 		cJSON *ev = c->evidence;
 		int nk = 0;
 		uint64_t kept_bytes = 0;
 		const char *roles = NULL;
 		cJSON *inputs = cJSON_AddArrayToObject(ev, "inputs");
-		for (int i = 0; i < m->nvalues; i++) {
-			const struct value *v = &m->values[i];
+		for (int qv = 0; qv < nrv; qv++) {
+			const struct value *v = &m->values[rv[qv]];
 			int in = v->writer >= 0 && grp[v->writer] == root;
 			int read_in = 0, read_out = 0;
 			for (int r = 0; r < v->nreaders; r++) {
@@ -298,11 +382,7 @@ void invariant_find(struct model *m)
 			const struct node *nd = &m->nodes[nodes[k]];
 			us += nd->median_us;
 			bytes += nd->bytes_read + nd->bytes_written;
-			int reads = 0;
-			for (int i = 0; i < m->nvalues && !reads; i++)
-				for (int r = 0; r < m->values[i].nreaders; r++)
-					if (m->values[i].readers[r] == nd->id)
-						reads = 1;
+			int reads = x.rd_off[nd->id + 1] > x.rd_off[nd->id];
 			if (!reads && ns < 64)
 				starts[ns++] = nd->id;
 		}
@@ -315,7 +395,7 @@ void invariant_find(struct model *m)
 		cJSON_AddNumberToObject(ev, "period", m->period);
 		cJSON_AddNumberToObject(ev, "steps_seen", (double)m->nodes[nodes[0]].count);
 		cJSON_AddStringToObject(ev, "roles", roles ? roles : "semantics");
-		int refuted = confirm(m, c, grp, root, ev);
+		int refuted = confirm(m, c, grp, root, rv, nrv, ev);
 		struct strbuf sb = STRBUF_INIT;
 		const struct node *first = &m->nodes[nodes[0]], *last = &m->nodes[nodes[nn - 1]];
 		char b1[32];
@@ -341,7 +421,11 @@ void invariant_find(struct model *m)
 			c->why = rb.buf;
 		}
 	}
-	free(nodes);
+	free(nlist);
+	free(noff);
+	free(vlist);
+	free(voff);
+	vindex_free(&x);
 	free(vals);
 	free(par);
 	free(grp);
