@@ -21,6 +21,7 @@
 #ifndef AICPROF_BUILDER_H
 #define AICPROF_BUILDER_H
 
+#include "analyzer/steps.h"
 #include "analyzer/trace.h"
 #include "lib/hmap.h"
 #include "lib/util.h"
@@ -217,11 +218,8 @@ struct builder {
 	long unjoined; /* ops with an API record and no activity yet */
 
 	/* NVTX */
-	char **keys;
-	int nkeys;
-	long *key_count;
-	int *key_depth;
-	struct hmap stacks; /* tid -> depth */
+	struct nvtx_rule nvtx; /* the keys of range texts and their tally (steps.h) */
+	struct hmap stacks;    /* tid -> depth */
 	struct {
 		long tid;
 		int key;
@@ -317,16 +315,12 @@ void drain(struct builder *b, long keep);
 
 /* ---------- steps.c: the step finder ---------- */
 
-/* The key of an NVTX range text (digit runs made '#'), interned in b->keys; -1 for a blank
- * text or when 4096 keys are held. */
-int key_intern(struct builder *b, const char *text);
-/* Appends the step [s, e) unless it is empty or starts before the last step's end. */
+/* Appends the step [s, e) when nvtx_step_accept() takes it (not empty, not overlapping). */
 void add_step(struct builder *b, long s, long e);
 /* Makes key the step key: its kept ranges become steps, the others are dropped. */
 void lock_key(struct builder *b, int key);
-/* The outermost repeated key (lowest depth among keys seen twice, then most seen), or -1. */
-int best_key(struct builder *b);
-/* A range of key at nesting depth, over the ops [s, e), has closed: a step, or counted. */
+/* A range of key at nesting depth, over the ops [s, e), has closed: a step, or tallied by the
+ * NVTX-step rule (steps.h) and kept until the rule decides. */
 void range_closed(struct builder *b, int key, int depth, long s, long e);
 /* Sets b->period, b->phase and b->how from the ops held ("periodic"), or period -1 ("whole"). */
 void find_period(struct builder *b);

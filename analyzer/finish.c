@@ -91,7 +91,7 @@ int builder_finish(struct builder *b, struct model *m)
 	}
 	drain(b, 0);
 	if (b->locked_key < 0 && b->period == 0) {
-		int key = best_key(b);
+		int key = nvtx_rule_best(&b->nvtx);
 		if (key >= 0)
 			lock_key(b, key);
 		else
@@ -114,7 +114,7 @@ int builder_finish(struct builder *b, struct model *m)
 			dom = i;
 	m->nsteps = (int)b->nsteps;
 	m->steps_how = b->how;
-	m->step_key = b->locked_key >= 0 ? xstrdup(b->keys[b->locked_key]) : NULL;
+	m->step_key = b->locked_key >= 0 ? xstrdup(nvtx_rule_text(&b->nvtx, b->locked_key)) : NULL;
 	m->step_us = xcalloc(b->nsteps ? b->nsteps : 1, sizeof(double));
 	for (long i = 0; i < b->nsteps; i++)
 		m->step_us[i] = b->steps[i].us;
@@ -247,11 +247,7 @@ void builder_free(struct builder *b)
 	free(b->ops.a);
 	free(b->vals.a);
 	free(b->edges.a);
-	for (int i = 0; i < b->nkeys; i++)
-		free(b->keys[i]);
-	free(b->keys);
-	free(b->key_count);
-	free(b->key_depth);
+	nvtx_rule_release(&b->nvtx);
 	free(b->open);
 	free(b->ranges);
 	free(b->steps);

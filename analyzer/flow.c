@@ -440,7 +440,7 @@ static void process(struct builder *b, struct rec *r)
 		dataflow(b, r);
 		periodic_extend(b);
 		if (b->locked_key < 0 && b->period == 0 && b->ops.n >= UNLOCKED_CAP) {
-			int k = best_key(b);
+			int k = nvtx_rule_best(&b->nvtx);
 			if (k >= 0)
 				lock_key(b, k);
 			else

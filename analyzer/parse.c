@@ -600,10 +600,7 @@ static int parse_misc(struct builder *b, const cJSON *rec, int type, const char 
 		break;
 	case R_PUSH:
 	case R_RSTART: {
-		const char *t = get_str(rec, "text");
-		char *clean = text_dup(t ? t : "");
-		r->key = key_intern(b, clean);
-		free(clean);
+		r->key = nvtx_rule_key(&b->nvtx, get_str(rec, "text"));
 		if (type == R_RSTART && !get_i64(rec, "id", &r->id)) {
 			rec_free(b, r);
 			return bad(b, what, "id");
@@ -719,6 +716,7 @@ struct builder *builder_new(const char *file, struct trace_info *ti, struct devi
 	b->ti = ti;
 	b->dev = dev;
 	b->locked_key = -1;
+	nvtx_rule_init(&b->nvtx);
 	b->how = "whole";
 	b->rng = 0x853c49e6748fea9bULL;
 	hmap_init(&b->pending);

@@ -2,14 +2,16 @@
  * steps.c - the graph builder's step finder: cuts the op stream (global indices gi) into steps
  * (builder.h has the stages and the shared struct builder).
  *
- * How it works: NVTX range texts are interned as keys with their digit runs made '#'
- * (key_intern(): "step 3" and "step 14" are one key). Each closed range (range_closed()) is
- * counted per key with its lowest nesting depth and kept; once a key repeats (the outermost
- * repeated key: lowest depth, then most seen; at depth 0 at its second range, deeper at its
- * third), lock_key() makes the kept ranges of that key steps and every later one too. Without
- * such ranges, after UNLOCKED_CAP ops or at the end, find_period() looks for the period of the
- * kernel-name sequence and periodic_extend() cuts steps at each period; without one the whole
- * run is one step (builder_finish()). add_step() keeps steps ordered and disjoint.
+ * How it works: the NVTX-step rule (steps.h, shared with the job view) interns range texts as
+ * keys with their digit runs made '#' (nvtx_rule_key(): "step 3" and "step 14" are one key) and
+ * tallies each closed range (nvtx_rule_closed(): count and lowest nesting depth). The builder
+ * keeps the closed ranges (range_closed()) until the rule's step key is final (the outermost
+ * repeated key: lowest depth, then most seen; final at depth 0 at its second range, deeper at
+ * its third); then lock_key() makes the kept ranges of that key steps and every later one too.
+ * Without such ranges, after UNLOCKED_CAP ops or at the end, the best key so far is taken, else
+ * find_period() looks for the period of the kernel-name sequence and periodic_extend() cuts
+ * steps at each period; without one the whole run is one step (builder_finish()). add_step()
+ * keeps steps non-empty, ordered and disjoint (nvtx_step_accept()).
  */
 #include "analyzer/builder.h"
 
@@ -17,55 +19,127 @@
 #include <stdlib.h>
 #include <string.h>
 
-int key_intern(struct builder *b, const char *text)
+/* ---------- the NVTX-step rule (steps.h) ---------- */
+
+#define KEY_TEXT_MAX 65536 /* as parse.c's text_dup(): longer texts are cut, "..." appended */
+
+void nvtx_rule_init(struct nvtx_rule *r)
 {
+	memset(r, 0, sizeof(*r));
+	r->key = -1;
+}
+
+void nvtx_rule_release(struct nvtx_rule *r)
+{
+	for (int i = 0; i < r->nkeys; i++)
+		free(r->text[i]);
+	free(r->text);
+	free(r->count);
+	free(r->depth);
+	nvtx_rule_init(r);
+}
+
+int nvtx_rule_key(struct nvtx_rule *r, const char *text)
+{
+	if (!text)
+		return -1;
+	size_t n = strlen(text);
+	int cut = n > KEY_TEXT_MAX;
+	if (cut) {
+		n = KEY_TEXT_MAX;
+		while (n && ((unsigned char)text[n] & 0xC0) == 0x80)
+			n--;
+	}
+	/* digits runs become '#': "step 3" and "step 14" are one key; control characters '?' */
+	struct strbuf sb = STRBUF_INIT;
+	int blank = 1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)text[i];
+		if (isdigit(c)) {
+			strbuf_adds(&sb, "#");
+			while (i + 1 < n && isdigit((unsigned char)text[i + 1]))
+				i++;
+		} else {
+			char x = c < 0x20 || c == 0x7f ? '?' : (char)c;
+			strbuf_add(&sb, &x, 1);
+		}
+		blank &= c == ' ';
+	}
+	if (cut)
+		strbuf_adds(&sb, "...");
 	/* a range without text names nothing (NCCL pushes such ranges around its calls, on the
 	 * backward thread of a DDP job): never a step */
-	const char *t = text;
-	while (t && isspace((unsigned char)*t))
-		t++;
-	if (!t || !*t)
-		return -1;
-	/* digits runs become '#': "step 3" and "step 14" are one key */
-	struct strbuf sb = STRBUF_INIT;
-	for (const char *p = text; *p; p++) {
-		if (isdigit((unsigned char)*p)) {
-			strbuf_adds(&sb, "#");
-			while (isdigit((unsigned char)p[1]))
-				p++;
-		} else {
-			strbuf_add(&sb, p, 1);
-		}
-	}
-	if (!sb.buf)
-		strbuf_adds(&sb, "");
-	for (int i = 0; i < b->nkeys; i++)
-		if (!strcmp(b->keys[i], sb.buf)) {
-			strbuf_release(&sb);
-			return i;
-		}
-	if (b->nkeys >= 4096) {
+	if (blank && !cut) {
 		strbuf_release(&sb);
 		return -1;
 	}
-	b->keys = xrealloc(b->keys, sizeof(char *) * (b->nkeys + 1));
-	b->key_count = xrealloc(b->key_count, sizeof(long) * (b->nkeys + 1));
-	b->key_depth = xrealloc(b->key_depth, sizeof(int) * (b->nkeys + 1));
-	b->keys[b->nkeys] = sb.buf;
-	b->key_count[b->nkeys] = 0;
-	b->key_depth[b->nkeys] = 1 << 20;
-	return b->nkeys++;
+	for (int i = 0; i < r->nkeys; i++)
+		if (!strcmp(r->text[i], sb.buf)) {
+			strbuf_release(&sb);
+			return i;
+		}
+	if (r->nkeys >= NVTX_MAX_KEYS) {
+		strbuf_release(&sb);
+		return -1;
+	}
+	r->text = xrealloc(r->text, sizeof(char *) * (r->nkeys + 1));
+	r->count = xrealloc(r->count, sizeof(long) * (r->nkeys + 1));
+	r->depth = xrealloc(r->depth, sizeof(int) * (r->nkeys + 1));
+	r->text[r->nkeys] = sb.buf;
+	r->count[r->nkeys] = 0;
+	r->depth[r->nkeys] = 1 << 20;
+	return r->nkeys++;
+}
+
+int nvtx_rule_best(const struct nvtx_rule *r)
+{
+	if (r->key >= 0)
+		return r->key;
+	int best = -1;
+	for (int k = 0; k < r->nkeys; k++) {
+		if (r->count[k] < 2)
+			continue;
+		if (best < 0 || r->depth[k] < r->depth[best] ||
+		    (r->depth[k] == r->depth[best] && r->count[k] > r->count[best]))
+			best = k;
+	}
+	return best;
+}
+
+int nvtx_rule_closed(struct nvtx_rule *r, int key, int depth)
+{
+	if (r->key >= 0 || key < 0 || key >= r->nkeys)
+		return r->key;
+	r->count[key]++;
+	if (depth < r->depth[key])
+		r->depth[key] = depth;
+	int best = nvtx_rule_best(r);
+	if (best >= 0 && (r->depth[best] == 0 || r->count[best] >= 3))
+		r->key = best;
+	return r->key;
+}
+
+const char *nvtx_rule_text(const struct nvtx_rule *r, int key)
+{
+	return key >= 0 && key < r->nkeys ? r->text[key] : NULL;
+}
+
+int nvtx_step_accept(long *last_end, long s, long e)
+{
+	if (e <= s || s < *last_end)
+		return 0;
+	*last_end = e;
+	return 1;
 }
 
 /* ---------- steps ---------- */
 
 void add_step(struct builder *b, long s, long e)
 {
-	if (e <= s || s < b->last_step_end)
+	if (!nvtx_step_accept(&b->last_step_end, s, e))
 		return;
 	ALLOC_GROW(b->steps, b->nsteps, b->asteps);
 	b->steps[b->nsteps++] = (struct step){s, e, -1, 0};
-	b->last_step_end = e;
 }
 
 void lock_key(struct builder *b, int key)
@@ -80,20 +154,6 @@ void lock_key(struct builder *b, int key)
 	b->nranges = b->aranges = 0;
 }
 
-/* The outermost repeated range: lowest depth among keys seen at least twice, then most seen. */
-int best_key(struct builder *b)
-{
-	int best = -1;
-	for (int k = 0; k < b->nkeys; k++) {
-		if (b->key_count[k] < 2)
-			continue;
-		if (best < 0 || b->key_depth[k] < b->key_depth[best] ||
-		    (b->key_depth[k] == b->key_depth[best] && b->key_count[k] > b->key_count[best]))
-			best = k;
-	}
-	return best;
-}
-
 void range_closed(struct builder *b, int key, int depth, long s, long e)
 {
 	if (key < 0)
@@ -105,13 +165,10 @@ void range_closed(struct builder *b, int key, int depth, long s, long e)
 	}
 	if (b->period > 0)
 		return;
-	b->key_count[key]++;
-	if (depth < b->key_depth[key])
-		b->key_depth[key] = depth;
+	int best = nvtx_rule_closed(&b->nvtx, key, depth);
 	ALLOC_GROW(b->ranges, b->nranges, b->aranges);
 	b->ranges[b->nranges++] = (struct range){key, depth, s, e};
-	int best = best_key(b);
-	if (best >= 0 && (b->key_depth[best] == 0 || b->key_count[best] >= 3))
+	if (best >= 0)
 		lock_key(b, best);
 }
 
