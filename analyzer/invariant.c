@@ -21,7 +21,7 @@
  * which nodes start the chain so that a reader can check them.
  *
  * Confirmation with the shim's calibration fingerprints (probe records: a hash of each
- * pointer's allocation after the launch, graph.c keeps them per node position over the steps
+ * pointer's allocation after the launch, fold.c keeps them per node position over the steps
  * of its class). For each value the candidate keeps (or, when it keeps none, each it writes),
  * the fingerprints of its writer's pointer entry into the value's buffer are looked at:
  *  - equal in at least two steps: the value is the same bytes every step (confirmed);

@@ -16,15 +16,15 @@
  * Its overlap is the part of its GPU interval covered by the union of the non-NCCL kernels of
  * the same device (other streams: one stream's kernels never overlap); the rest is exposed.
  *
- * Steps: where the trace has NVTX step ranges (the text repeated most once digits are folded,
- * matched push/pop per thread), a kernel belongs to the step whose range holds its launch's
- * seq; the steady steps are those whose collectives (op and bytes, in order) form the most
- * common sequence (DDP's first steps broadcast and build buckets), the last JOB_MAX_ROUNDS of
- * them kept, each instance with its position in the step; the rank's step time is the median
- * NVTX duration and its compute the median of the steps' non-NCCL kernel time. Without NVTX
- * steps, rounds: with K the NCCL nodes of the step graph, the instances are cut into rounds of
- * K counted back from the last. Timestamps are read from the line's text as integers (a double
- * holds an epoch nanosecond to 256 ns only).
+ * Steps: where the trace has NVTX step ranges (by the single-trace view's rule, steps.h: the
+ * outermost repeated text once digits are folded, push/pop per thread), a kernel belongs to the
+ * step whose range holds its launch's seq; the steady steps are those whose collectives (op and
+ * bytes, in order) form the most common sequence (DDP's first steps broadcast and build buckets),
+ * the last JOB_MAX_ROUNDS of them kept, each instance with its position in the step; the rank's
+ * step time is the median NVTX duration and its compute the median of the steps' non-NCCL kernel
+ * time. Without NVTX steps, rounds: with K the NCCL nodes of the step graph, the instances are cut
+ * into rounds of K counted back from the last. Timestamps are read from the line's text as integers
+ * (a double holds an epoch nanosecond to 256 ns only).
  *
  * Early start: for each NCCL node of the captured step, the latest end of the graph's writers of
  * the buffers it reads against its own start, and the end of the NCCL node before it on its
@@ -34,6 +34,7 @@
 #include "lib/hmap.h"
 #include "analyzer/model.h"
 #include "analyzer/semantics.h"
+#include "analyzer/steps.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -619,31 +620,39 @@ static void inst_info(const struct scan *sc, long idx, const struct kev *k, stru
 	}
 }
 
-/* s with every run of digits as '#', into out */
-static void fold_digits(const char *s, char *out, size_t n)
-{
-	size_t o = 0;
-	for (; *s && o + 1 < n; s++) {
-		if (isdigit((unsigned char)*s)) {
-			if (!o || out[o - 1] != '#')
-				out[o++] = '#';
-			continue;
-		}
-		out[o++] = *s;
-	}
-	out[o] = 0;
-}
-
 static int step_by_seq(const void *a, const void *b)
 {
 	const struct nvstep *x = a, *y = b;
 	return (x->start_seq > y->start_seq) - (x->start_seq < y->start_seq);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* the number of launches (sorted seqs ls[0..n)) before sequence number seq */
+static long launches_before(const uint64_t *ls, long n, uint64_t seq)
+{
+	long lo = 0, hi = n;
+	while (lo < hi) {
+		long mid = (lo + hi) / 2;
+		if (ls[mid] < seq)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
- * The NVTX step ranges into sc->steps (sorted by start): pushes with a text matched with their
- * pops on the same thread; the text that repeats most once digits are folded (at least twice)
- * is the step, its outermost ranges only. *key gets that text. Returns the number of steps.
+ * The NVTX step ranges into sc->steps (sorted by start), by the NVTX-step rule of steps.h, the
+ * single-trace view's: pushes matched with their pops on the same thread, tallied in the order
+ * they close; the step key's ranges are the steps, less those that hold no launch or start
+ * before the previous step's end (ops counted by launches: a range holds the launches between
+ * its push's and its pop's seq). *key gets the key's text (cut to keysz). Returns the number of
+ * steps.
  */
 static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 {
@@ -678,35 +687,33 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 	for (long t = 0; t < nts; t++)
 		free(ts[t].st);
 	free(ts);
-	/* the most repeated folded text, then the shallowest */
-	long best = -1, bestn = 0, bestd = 0;
-	char fa[128], fb[128];
+	struct nvtx_rule rule;
+	nvtx_rule_init(&rule);
+	int *pk = xmalloc(sizeof(int) * (size_t)(npairs / 3 + 1));
+	int sk = -1;
 	for (long i = 0; i < npairs; i += 3) {
-		fold_digits(sc->texts[sc->nv[pairs[i]].text], fa, sizeof(fa));
-		long cnt = 0, depth = pairs[i + 2];
-		for (long j = 0; j < npairs; j += 3) {
-			fold_digits(sc->texts[sc->nv[pairs[j]].text], fb, sizeof(fb));
-			if (!strcmp(fa, fb)) {
-				cnt++;
-				if (pairs[j + 2] < depth)
-					depth = pairs[j + 2];
-			}
-		}
-		if (cnt > bestn || (cnt == bestn && depth < bestd)) {
-			best = i;
-			bestn = cnt;
-			bestd = depth;
-		}
+		pk[i / 3] = nvtx_rule_key(&rule, sc->texts[sc->nv[pairs[i]].text]);
+		sk = nvtx_rule_closed(&rule, pk[i / 3], (int)pairs[i + 2]);
 	}
+	if (sk < 0)
+		sk = nvtx_rule_best(&rule);
 	key[0] = 0;
-	if (best >= 0 && bestn >= 2) {
-		fold_digits(sc->texts[sc->nv[pairs[best]].text], fa, sizeof(fa));
-		snprintf(key, keysz, "%s", fa);
+	if (sk >= 0) {
+		snprintf(key, keysz, "%s", nvtx_rule_text(&rule, sk));
+		uint64_t *ls = xmalloc(sizeof(uint64_t) * (sc->lseq.used + 1));
+		long nls = 0;
+		size_t it = 0;
+		uint64_t c, seq;
+		while (hmap_next(&sc->lseq, &it, &c, &seq))
+			ls[nls++] = seq;
+		qsort(ls, (size_t)nls, sizeof(*ls), u64_cmp);
+		long last_end = 0;
 		for (long i = 0; i < npairs; i += 3) {
-			fold_digits(sc->texts[sc->nv[pairs[i]].text], fb, sizeof(fb));
-			if (strcmp(fa, fb) || pairs[i + 2] != bestd)
-				continue;
 			const struct nvev *p = &sc->nv[pairs[i]], *q = &sc->nv[pairs[i + 1]];
+			if (pk[i / 3] != sk ||
+			    !nvtx_step_accept(&last_end, launches_before(ls, nls, p->seq),
+			                      launches_before(ls, nls, q->seq)))
+				continue;
 			ALLOC_GROW(sc->steps, sc->nsteps, sc->asteps);
 			struct nvstep *st = &sc->steps[sc->nsteps++];
 			memset(st, 0, sizeof(*st));
@@ -715,8 +722,11 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 			st->start_ts = p->ts;
 			st->end_ts = q->ts;
 		}
+		free(ls);
 		qsort(sc->steps, (size_t)sc->nsteps, sizeof(*sc->steps), step_by_seq);
 	}
+	free(pk);
+	nvtx_rule_release(&rule);
 	free(pairs);
 	return sc->nsteps;
 }
@@ -735,12 +745,6 @@ static long step_of(const struct scan *sc, uint64_t seq)
 	if (lo == 0)
 		return -1;
 	return seq < sc->steps[lo - 1].end_seq ? lo - 1 : -1;
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
 }
 
 /*

@@ -6,7 +6,7 @@
  * docs/summary-format.md, which is the contract); report/ and fusion/ may also link against it.
  *
  * Building: analysis_run() reads each trace with trace_read() (trace.c), which streams records
- * into a graph builder (graph.c: joins, data flow, steps, folding); ledger_compute() (ledger.c)
+ * into a graph builder (builder.h: parse, flow, steps, fold); ledger_compute() (ledger.c)
  * and candidates_find() (candidates.c) fill in the rest. Everything a model holds is owned by
  * it and released by model_free().
  */

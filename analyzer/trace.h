@@ -1,6 +1,6 @@
 /*
  * trace.h - the analyzer's internal interfaces between the trace reader (trace.c), the graph
- * builder (graph.c) and the model (model.h). Not for other stages: they use model.h.
+ * builder (builder.h) and the model (model.h). Not for other stages: they use model.h.
  */
 #ifndef AICPROF_TRACE_H
 #define AICPROF_TRACE_H

@@ -1,0 +1,527 @@
+/*
+ * flow.c - the graph builder's data flow: sequencing of the ordered records, pointer roles,
+ * buffer versions (values) and edges (builder.h has the stages and the shared struct builder).
+ *
+ * How it works: drain() takes records out of the reorder buffer in seq order and process()
+ * applies each: an op gets its global index gi and joins b->ops; an alloc or free makes or ends
+ * a buffer; NVTX push/pop and range start/end close ranges for the step finder (steps.c);
+ * event_record/stream_wait make cross-stream edges. For each op, dataflow() gives its pointer
+ * arguments roles (calibration flags, then op semantics, then allocation lifetime, then the
+ * conservative rule; see roles()); reads make edges from the buffer's current version (value)
+ * to the op, writes make a new value. Copies and sets read their source and write their
+ * destination. After each drain, try_fold() (fold.c) folds the steps that are complete.
+ */
+#include "analyzer/builder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- strings, sites, kernel names ---------- */
+
+struct fninfo *fn_get(struct builder *b, int id)
+{
+	if (id < 0 || id >= b->nfns || !b->fns[id].name)
+		return NULL;
+	struct fninfo *f = &b->fns[id];
+	if (!f->classified) {
+		f->classified = 1;
+		sem_classify(f->name, &f->sem);
+		f->full = demangle(f->name);
+		f->shortn = short_name(f->full);
+	}
+	return f;
+}
+
+/* ---------- data flow ---------- */
+
+struct val *val_get(struct builder *b, long vid)
+{
+	if (vid < b->vals.base || vid >= b->vals.base + b->vals.n)
+		return NULL;
+	return &DEQ_AT(b->vals, vid);
+}
+
+static uint64_t touch_bytes(const struct rec *o, const struct buf *bf, uint64_t off, size_t esize)
+{
+	uint64_t n = bf->size > off ? bf->size - off : 0;
+	if (o->numel > 0 && esize && (uint64_t)o->numel * esize < n)
+		n = (uint64_t)o->numel * esize;
+	return n;
+}
+
+static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t size,
+                      enum edge_how how, long now)
+{
+	struct val v = {0};
+	v.vid = b->next_vid++;
+	v.writer = writer;
+	v.created = now;
+	v.buffer = bf->id;
+	v.size = size;
+	v.bw = writer >= 0 ? size : 0;
+	v.how = how;
+	v.dead = -1;
+	DEQ_PUSH(b->vals, v);
+	return v.vid;
+}
+
+static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t bytes,
+                    enum edge_how rhow)
+{
+	if (bf->vid < 0) /* read before any write seen: a value from before the trace */
+		bf->vid = new_value(b, bf, -1, bf->size, rhow, o->gi);
+	struct val *v = val_get(b, bf->vid);
+	if (v) {
+		if (v->nr == v->ar) {
+			v->ar = v->ar ? v->ar * 2 : 4;
+			v->readers = xrealloc(v->readers, sizeof(long) * v->ar);
+			v->rbytes = xrealloc(v->rbytes, sizeof(uint64_t) * v->ar);
+		}
+		v->readers[v->nr] = o->gi;
+		v->rbytes[v->nr++] = bytes;
+	}
+	struct iedge e = {bf->writer,
+	                  o->gi,
+	                  bf->vid,
+	                  bytes,
+	                  bf->size,
+	                  bf->id,
+	                  rhow == HOW_CONSERVATIVE ? HOW_CONSERVATIVE : bf->how};
+	DEQ_PUSH(b->edges, e);
+	o->br += bytes;
+}
+
+static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t bytes,
+                     enum edge_how how)
+{
+	struct val *old = bf->vid >= 0 ? val_get(b, bf->vid) : NULL;
+	if (old && old->dead < 0)
+		old->dead = o->gi;
+	bf->vid = new_value(b, bf, o->gi, bytes, how, o->gi);
+	bf->writer = o->gi;
+	bf->how = how;
+	bf->written = 1;
+	o->bw += bytes;
+}
+
+/* Kernels whose first scalar is their element count N and whose data array ends the functor. */
+static int is_tensor_iterator(const struct op_sem *s)
+{
+	return s->family == FAM_ELEMENTWISE || s->family == FAM_COPY || s->family == FAM_MEMSET;
+}
+
+/*
+ * The kernel's C signature from its demangled name: for each parameter, whether it is a
+ * pointer to const ("float const*", "const float*": read only) or to non-const ("float*").
+ * Names that are not mangled (extern "C") have no parameter list and give nothing.
+ */
+void parse_signature(struct fninfo *f)
+{
+	f->sig_done = 1;
+	const char *s = f->full;
+	size_t n = s ? strlen(s) : 0;
+	if (!n || s[n - 1] != ')')
+		return;
+	long depth = 0, open = -1;
+	for (long i = (long)n - 1; i >= 0; i--) {
+		if (s[i] == ')' || s[i] == '>')
+			depth++;
+		else if (s[i] == '(' || s[i] == '<')
+			depth--;
+		if (depth == 0) {
+			open = i;
+			break;
+		}
+	}
+	if (open < 0 || s[open] != '(')
+		return;
+	const char *p = s + open + 1, *end = s + n - 1;
+	while (p < end) {
+		const char *q = p;
+		int d = 0;
+		while (q < end && (d > 0 || *q != ',')) {
+			if (*q == '<' || *q == '(' || *q == '[')
+				d++;
+			else if (*q == '>' || *q == ')' || *q == ']')
+				d--;
+			q++;
+		}
+		const char *e = q;
+		while (e > p && e[-1] == ' ')
+			e--;
+		signed char kind = 0;
+		if (e > p && e[-1] == '*') {
+			kind = 1;
+			if (f->sig_dtype == DT_UNKNOWN) {
+				static const struct {
+					const char *t;
+					enum dtype d;
+				} ty[] = {{"__nv_bfloat16", DT_BF16}, {"__half", DT_F16},
+				          {"double", DT_F64},         {"float", DT_F32},
+				          {"long", DT_I64},           {"int", DT_I32}};
+				for (size_t t = 0; t < ARRAY_SIZE(ty) && f->sig_dtype == DT_UNKNOWN;
+				     t++) {
+					const char *hit = strstr(p, ty[t].t);
+					if (hit && hit < e)
+						f->sig_dtype = ty[t].d;
+				}
+			}
+			for (const char *c = p; c + 5 <= e - 1; c++)
+				if (!strncmp(c, "const", 5))
+					kind = 2;
+		}
+		f->sig = xrealloc(f->sig, f->nsig + 1);
+		f->sig[f->nsig++] = kind;
+		p = q < end ? q + 1 : end;
+		while (p < end && *p == ' ')
+			p++;
+	}
+}
+
+/*
+ * Roles of a kernel's pointer arguments, strongest rule first:
+ *  - calibrated: the shim saw the allocation's bytes change across a probed launch of this
+ *    kernel name (cal 1: writes; cal 0: reads), for any launch of that name with as many
+ *    pointers;
+ *  - semantics: sem_roles_at() knows the family's parameter layout (and which words only look
+ *    like addresses: those are no arguments at all); else, for a pointer that is a
+ *    whole parameter, the kernel's C signature: 'const T*' is read; 'T*' is written (read
+ *    and written unless the allocation is fresh);
+ *  - fresh-alloc: an allocation never written before is written by its first toucher;
+ *  - conservative: otherwise read; and when the rules above give the kernel no write at all,
+ *    one pointer is taken as read and written, so that every kernel produces something: for
+ *    ATen's elementwise, copy and fill loops the first pointer of the trailing data array
+ *    (output first), else the last pointer (plain CUDA C with no signature: outputs last).
+ */
+#define HOW_SKIP 255 /* roles(): not an argument */
+
+/*
+ * Accuracy measurement (AICPROF_ACCURACY=1, for docs/accuracy.md): the calibration flags are
+ * set aside, the roles inferred from the other rules, and each probed pointer tallied against
+ * what the shim saw; the table goes to stderr at exit.
+ */
+static int accuracy = -1;
+static long acc[5][2];        /* [W, RW, R, skipped, how=fresh...] x [changed, unchanged] */
+static long acc_how[8][2][2]; /* [how][inferred write][changed] */
+
+static void accuracy_report(void)
+{
+	long agree = 0, total = 0;
+	for (int h = 0; h < 8; h++)
+		for (int w = 0; w < 2; w++)
+			for (int c = 0; c < 2; c++) {
+				total += acc_how[h][w][c];
+				if (w == c)
+					agree += acc_how[h][w][c];
+			}
+	fprintf(stderr,
+	        "accuracy: %ld probed pointers; inferred write = changed for %ld (%.1f%%)\n", total,
+	        agree, total ? 100.0 * agree / total : 0);
+	static const char *rn[] = {"W", "RW", "R", "not an argument"};
+	for (int r = 0; r < 4; r++)
+		fprintf(stderr, "accuracy: role %-16s changed %5ld unchanged %5ld\n", rn[r],
+		        acc[r][0], acc[r][1]);
+	static const char *hn[] = {"fresh-alloc", "semantics", "calibrated", "conservative"};
+	for (int h = 0; h < 4; h++)
+		fprintf(
+		    stderr,
+		    "accuracy: by %-12s write&changed %5ld write&unchanged %5ld read&changed %5ld "
+		    "read&unchanged %5ld\n",
+		    hn[h], acc_how[h][1][1], acc_how[h][1][0], acc_how[h][0][1], acc_how[h][0][0]);
+}
+
+static void accuracy_tally(struct builder *b, struct rec *o, struct fninfo *f,
+                           const unsigned char *role, const unsigned char *how)
+{
+	for (int i = 0; i < o->nptr; i++) {
+		int c = o->p[i].cal;
+		if (c < 0)
+			continue;
+		if (how[i] == HOW_SKIP) {
+			acc[3][c ? 0 : 1]++;
+			continue;
+		}
+		int r = role[i] == ROLE_WRITE ? 0 : role[i] == ROLE_READWRITE ? 1 : 2;
+		acc[r][c ? 0 : 1]++;
+		int h = how[i] < 8 ? how[i] : 7;
+		acc_how[h][(role[i] & ROLE_WRITE) ? 1 : 0][c ? 1 : 0]++;
+		if (getenv("AICPROF_ACCURACY_VERBOSE") && !!(role[i] & ROLE_WRITE) != !!c && f) {
+			char *sn = short_name(f->name);
+			fprintf(stderr, "accuracy: disagree %s arg %d +%u role %d changed %d\n", sn,
+			        o->p[i].arg, (unsigned)o->p[i].word, role[i], c);
+			free(sn);
+		}
+	}
+}
+
+static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned char *role,
+                  unsigned char *how)
+{
+	int n = o->nptr;
+	int have_cal = 0;
+	if (accuracy < 0) {
+		const char *e = getenv("AICPROF_ACCURACY");
+		accuracy = e && !strcmp(e, "1");
+		if (accuracy)
+			atexit(accuracy_report);
+	}
+	for (int i = 0; i < n && !accuracy; i++)
+		if (o->p[i].cal >= 0)
+			have_cal = 1;
+	if (f && have_cal) {
+		if (f->ncal != n) {
+			free(f->cal);
+			f->cal = xmalloc(n ? n : 1);
+			memset(f->cal, -1, n ? n : 1);
+			f->ncal = n;
+		}
+		for (int i = 0; i < n; i++)
+			if (o->p[i].cal == 1 || (o->p[i].cal == 0 && f->cal[i] < 0))
+				f->cal[i] = o->p[i].cal;
+	}
+	if (f && !f->sig_done)
+		parse_signature(f);
+	unsigned char sr[n ? n : 1];
+	struct sem_ptr sp[n ? n : 1];
+	for (int i = 0; i < n; i++)
+		sp[i] = (struct sem_ptr){o->p[i].arg, (unsigned)o->p[i].word, o->p[i].argsize};
+	int known = f ? sem_roles_at(f->name, &f->sem, n, sp, sr) : 0;
+	int anyw = 0;
+	for (int i = 0; i < n; i++) {
+		role[i] = ROLE_UNKNOWN;
+		how[i] = HOW_CONSERVATIVE;
+		if (known && sr[i] == ROLE_UNKNOWN && f->sem.family != FAM_OTHER) {
+			how[i] = HOW_SKIP; /* a value that only looks like an address */
+		} else if (known && sr[i] != ROLE_UNKNOWN) {
+			role[i] = sr[i];
+			how[i] = HOW_SEMANTICS;
+		} else if (f && o->p[i].param >= 0 && o->p[i].param < f->nsig &&
+		           f->sig[o->p[i].param]) {
+			struct buf *bf = NULL;
+			uint64_t v;
+			if (o->p[i].alloc >= 0 && hmap_get(&b->bufs, (uint64_t)o->p[i].alloc, &v))
+				bf = (struct buf *)(uintptr_t)v;
+			role[i] = f->sig[o->p[i].param] == 2 ? ROLE_READ
+			          : bf && !bf->written       ? ROLE_WRITE
+			                                     : ROLE_READWRITE;
+			how[i] = HOW_SEMANTICS;
+		} else if (o->p[i].alloc >= 0) {
+			uint64_t v;
+			if (hmap_get(&b->bufs, (uint64_t)o->p[i].alloc, &v) &&
+			    !((struct buf *)(uintptr_t)v)->written) {
+				role[i] = ROLE_WRITE;
+				how[i] = HOW_FRESH;
+			}
+		}
+		if (f && f->ncal == n && f->cal[i] >= 0) {
+			/* calibration sees whether the bytes changed, not whether they were read
+			 * first: a changed allocation is written, and read as well where the
+			 * optimizer's semantics say it is read (an in-place tensor list: the
+			 * foreach div_/add_ on sqrt's output), else its last writer would look
+			 * dead; other families' read-and-write roles are conservative guesses */
+			role[i] = f->cal[i] == 0 ? ROLE_READ
+			          : f->sem.family == FAM_OPTIMIZER && (role[i] & ROLE_READ)
+			              ? ROLE_READWRITE
+			              : ROLE_WRITE;
+			how[i] = HOW_CALIBRATED;
+		}
+		if (role[i] & ROLE_WRITE)
+			anyw = 1;
+	}
+	int last = -1;
+	for (int i = 0; i < n; i++)
+		if (role[i] == ROLE_UNKNOWN && how[i] != HOW_SKIP) {
+			role[i] = ROLE_READ;
+			if (o->p[i].alloc >= 0)
+				last = i;
+		}
+	if (!anyw && last >= 0 && f && is_tensor_iterator(&f->sem)) {
+		/* ATen's loops end their functor with the data array, output first: the first
+		 * pointer of the last run of adjacent pointer words */
+		int i = n - 1;
+		while (i > 0 && o->p[i - 1].arg == o->p[i].arg &&
+		       o->p[i - 1].word + 8 == o->p[i].word)
+			i--;
+		if (o->p[i].alloc >= 0 && role[i] == ROLE_READ && how[i] == HOW_CONSERVATIVE)
+			last = i;
+	}
+	if (!anyw && last >= 0)
+		role[last] = ROLE_READWRITE;
+	if (accuracy)
+		accuracy_tally(b, o, f, role, how);
+}
+
+static struct buf *buf_of(struct builder *b, int64_t alloc)
+{
+	uint64_t v;
+	if (alloc < 0 || !hmap_get(&b->bufs, (uint64_t)alloc, &v))
+		return NULL;
+	return (struct buf *)(uintptr_t)v;
+}
+
+static void dataflow(struct builder *b, struct rec *o)
+{
+	if (o->kind == NK_COPY || o->kind == NK_SET) {
+		struct buf *src = buf_of(b, o->src_alloc), *dst = buf_of(b, o->dst_alloc);
+		if (src)
+			do_read(b, o, src, o->bytes, HOW_SEMANTICS);
+		if (dst)
+			do_write(b, o, dst, o->bytes, HOW_SEMANTICS);
+		return;
+	}
+	if (!o->nptr)
+		return;
+	struct fninfo *f = fn_get(b, o->fn);
+	int n = o->nptr;
+	/* numel: the first scalar no larger than the largest allocation pointed into (so a
+	 * float's bits, 0.5f = 0x3f000000, are not taken for N) */
+	uint64_t largest = 0;
+	for (int i = 0; i < n; i++) {
+		struct buf *bf = buf_of(b, o->p[i].alloc);
+		if (bf && bf->size > o->p[i].off && bf->size - o->p[i].off > largest)
+			largest = bf->size - o->p[i].off;
+	}
+	int counted = !f || is_tensor_iterator(&f->sem) || f->sem.family == FAM_OTHER;
+	for (int i = 0; counted && i < o->nscalars && o->numel < 0; i++)
+		if ((uint64_t)o->scalars[i] <= largest)
+			o->numel = o->scalars[i];
+	unsigned char role[n], how[n];
+	roles(b, o, f, role, how);
+	/* bytes capped at numel x element size only where N is known to count elements */
+	size_t esize = f && is_tensor_iterator(&f->sem) ? dtype_size(f->sem.dtype) : 0;
+	/* each allocation once: reads first (an in-place op reads the old version), then writes */
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			int want = pass ? ROLE_WRITE : ROLE_READ;
+			if (!(role[i] & want))
+				continue;
+			struct buf *bf = buf_of(b, o->p[i].alloc);
+			if (!bf)
+				continue;
+			int dup = 0;
+			for (int j = 0; j < i; j++)
+				if (o->p[j].alloc == o->p[i].alloc && (role[j] & want))
+					dup = 1;
+			if (dup)
+				continue;
+			uint64_t nb = touch_bytes(o, bf, o->p[i].off, esize);
+			if (pass)
+				do_write(b, o, bf, nb, (enum edge_how)how[i]);
+			else
+				do_read(b, o, bf, nb, (enum edge_how)how[i]);
+		}
+	}
+}
+
+/* ---------- sequencing ---------- */
+
+static void process(struct builder *b, struct rec *r)
+{
+	if (r->seq < b->last_seq && !b->warned_order) {
+		b->warned_order = 1;
+		warning("'%s': records out of order beyond the reorder window (seq %llu after "
+		        "%llu); data flow may be wrong there",
+		        b->file, (unsigned long long)r->seq, (unsigned long long)b->last_seq);
+	}
+	if (r->seq > b->last_seq)
+		b->last_seq = r->seq;
+	uint64_t v;
+	switch (r->type) {
+	case R_OP: {
+		r->gi = b->next_gi++;
+		DEQ_PUSH(b->ops, r);
+		uint64_t w;
+		if (r->stream_h && hmap_del(&b->waits, r->stream_h, &w)) {
+			struct iedge e = {(long)w - 1, r->gi, -1, 0, 0, -1, HOW_EVENT};
+			DEQ_PUSH(b->edges, e);
+		}
+		if (r->stream_h)
+			hmap_put(&b->laststr, r->stream_h, (uint64_t)r->gi + 1);
+		dataflow(b, r);
+		periodic_extend(b);
+		if (b->locked_key < 0 && b->period == 0 && b->ops.n >= UNLOCKED_CAP) {
+			int k = nvtx_rule_best(&b->nvtx);
+			if (k >= 0)
+				lock_key(b, k);
+			else
+				find_period(b);
+			periodic_extend(b);
+		}
+		return; /* ops are freed on release */
+	}
+	case R_ALLOC: {
+		struct buf *bf = xcalloc(1, sizeof(*bf));
+		bf->id = r->id;
+		bf->size = r->size;
+		bf->vid = bf->writer = -1;
+		if (hmap_get(&b->bufs, (uint64_t)r->id, &v))
+			free((void *)(uintptr_t)v);
+		hmap_put(&b->bufs, (uint64_t)r->id, (uint64_t)(uintptr_t)bf);
+		break;
+	}
+	case R_FREE:
+		if (hmap_del(&b->bufs, (uint64_t)r->id, &v)) {
+			struct buf *bf = (struct buf *)(uintptr_t)v;
+			struct val *x = bf->vid >= 0 ? val_get(b, bf->vid) : NULL;
+			if (x && x->dead < 0)
+				x->dead = b->next_gi;
+			free(bf);
+		}
+		break;
+	case R_PUSH: {
+		uint64_t d = 0;
+		hmap_get(&b->stacks, (uint64_t)r->tid, &d);
+		ALLOC_GROW(b->open, b->nopen, b->aopen);
+		b->open[b->nopen].tid = r->tid;
+		b->open[b->nopen].key = r->key;
+		b->open[b->nopen].b = b->next_gi;
+		b->nopen++;
+		hmap_put(&b->stacks, (uint64_t)r->tid, d + 1);
+		break;
+	}
+	case R_POP: {
+		for (int i = b->nopen - 1; i >= 0; i--) {
+			if (b->open[i].tid != r->tid)
+				continue;
+			uint64_t d = 1;
+			hmap_get(&b->stacks, (uint64_t)r->tid, &d);
+			hmap_put(&b->stacks, (uint64_t)r->tid, d ? d - 1 : 0);
+			int key = b->open[i].key;
+			long s = b->open[i].b;
+			memmove(&b->open[i], &b->open[i + 1],
+			        sizeof(*b->open) * (b->nopen - i - 1));
+			b->nopen--;
+			range_closed(b, key, d ? (int)d - 1 : 0, s, b->next_gi);
+			break;
+		}
+		break;
+	}
+	case R_RSTART:
+		hmap_put(&b->rstarts, (uint64_t)r->id,
+		         ((uint64_t)(r->key + 1) << 40) | (uint64_t)b->next_gi);
+		break;
+	case R_REND:
+		if (hmap_del(&b->rstarts, (uint64_t)r->id, &v))
+			range_closed(b, (int)(v >> 40) - 1, 0, (long)(v & ((1ULL << 40) - 1)),
+			             b->next_gi);
+		break;
+	case R_EVREC:
+		if (hmap_get(&b->laststr, r->stream_h, &v))
+			hmap_put(&b->events, r->handle, v);
+		else
+			hmap_del(&b->events, r->handle, NULL);
+		break;
+	case R_SWAIT:
+		if (hmap_get(&b->events, r->handle, &v))
+			hmap_put(&b->waits, r->stream_h, v);
+		break;
+	}
+	rec_free(b, r);
+}
+
+void drain(struct builder *b, long keep)
+{
+	while (b->nheap > keep)
+		process(b, heap_pop(b));
+	try_fold(b, 0);
+}
