@@ -12,6 +12,7 @@
 #include "aicprof.h"
 #include "analyzer/job.h"
 #include "analyzer/model.h"
+#include "lib/parseopt.h"
 #include "lib/util.h"
 #include "report/report.h"
 
@@ -19,69 +20,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char usage_text[] =
-    "usage: aicprof analyze [-o DIR] [-q] [-j N] TRACE...\n"
-    "       aicprof analyze --rank-summary [-o DIR] TRACE...\n"
-    "       aicprof analyze --merge [-o DIR] RANKFILE...\n"
-    "\n"
-    "  -o DIR   write DIR/summary.json (default: aicprof-out)\n"
-    "  -q       no warnings\n"
-    "  -j N     analyse at most N ranks at once (default: one per CPU)\n"
-    "  --no-report  summary.json only\n"
-    "  --rank-summary  the map of a job: DIR/rank-R.json and rank-R.summary.json per trace\n"
-    "  --merge  the reduce of a job: rank-R.json files (rank-R.summary.json beside the lowest)\n";
+static const char *const analyze_usage[] = {
+    "aicprof analyze [-o DIR] [-q] [-j N] TRACE...",
+    "aicprof analyze --rank-summary [-o DIR] TRACE...",
+    "aicprof analyze --merge [-o DIR] RANKFILE...",
+    NULL,
+};
 
 int cmd_analyze(int argc, char **argv)
 {
 	const char *out = "aicprof-out";
-	char **paths = xcalloc(argc, sizeof(char *));
-	int npaths = 0, opts = 1, report = 1, map = 0, merge = 0, jobs = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (opts && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-			fputs(usage_text, stdout);
-			free(paths);
-			return 0;
-		} else if (opts && !strcmp(a, "-o")) {
-			if (i + 1 >= argc) {
-				error("option '-o' needs a directory");
-				free(paths);
-				return 129;
-			}
-			out = argv[++i];
-		} else if (opts && !strncmp(a, "-o", 2)) {
-			out = a + 2;
-		} else if (opts && !strcmp(a, "-j")) {
-			if (i + 1 >= argc || atoi(argv[i + 1]) <= 0) {
-				error("option '-j' needs a positive number");
-				free(paths);
-				return 129;
-			}
-			jobs = atoi(argv[++i]);
-		} else if (opts && !strcmp(a, "--rank-summary")) {
-			map = 1;
-		} else if (opts && !strcmp(a, "--merge")) {
-			merge = 1;
-		} else if (opts && !strcmp(a, "--no-report")) {
-			report = 0;
-		} else if (opts && !strcmp(a, "-q")) {
-			util_quiet = 1;
-		} else if (opts && !strcmp(a, "--")) {
-			opts = 0;
-		} else if (opts && a[0] == '-' && a[1]) {
-			error("unknown option '%s'", a);
-			fputs(usage_text, stderr);
-			free(paths);
-			return 129;
-		} else {
-			paths[npaths++] = argv[i];
-		}
-	}
+	int report = 1, map = 0, merge = 0, jobs = 0;
+	const struct parseopt options[] = {
+	    OPT_PATH('o', "output", &out, "DIR", "write DIR/summary.json (default: aicprof-out)"),
+	    OPT_FLAG('q', "quiet", &util_quiet, "no warnings"),
+	    OPT_INT('j', "jobs", &jobs, "N", 1, 1024,
+	            "analyse at most N ranks at once (default: one per CPU)"),
+	    OPT_SET_INT(0, "no-report", &report, 0, "summary.json only"),
+	    OPT_FLAG(0, "rank-summary", &map,
+	             "the map of a job: DIR/rank-R.json and rank-R.summary.json per trace"),
+	    OPT_FLAG(0, "merge", &merge,
+	             "the reduce of a job: rank-R.json files (rank-R.summary.json beside\n"
+	             "the lowest)"),
+	    OPT_END(),
+	};
+	int npaths = parse_options(argc, argv, options, analyze_usage, 0);
 	if (!npaths) {
-		fputs(usage_text, stderr);
-		free(paths);
-		return 129;
+		error("no trace to analyse");
+		usage_with_options(analyze_usage, options);
 	}
+	/* a copy: the code below owns it */
+	char **paths = xcalloc(npaths, sizeof(char *));
+	memcpy(paths, argv, npaths * sizeof(char *));
 	if (map && merge) {
 		free(paths);
 		error("'--rank-summary' and '--merge' are the two halves of a job; give one");

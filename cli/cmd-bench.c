@@ -14,6 +14,7 @@
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
+#include "lib/parseopt.h"
 
 #include <cJSON.h>
 #include <dlfcn.h>
@@ -367,30 +368,29 @@ static void print_table(const cJSON *results)
 	       "more).\n");
 }
 
-static int usage_bench(FILE *f)
-{
-	fprintf(f, "usage: aicprof bench FUSEDDIR [--retune] [--samples N]\n");
-	return f == stdout ? 0 : 129;
-}
+static const char *const bench_usage[] = {
+    "aicprof bench FUSEDDIR [--retune] [--samples N]",
+    NULL,
+};
 
 int cmd_bench(int argc, char **argv)
 {
 	struct bench_opts o = {NULL, 0, 30};
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-			return usage_bench(stdout);
-		else if (!strcmp(argv[i], "--retune"))
-			o.retune = 1;
-		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
-			o.samples = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 30;
-		else if (argv[i][0] == '-' || o.dir) {
-			error("bench: unexpected argument '%s'", argv[i]);
-			return usage_bench(stderr);
-		} else
-			o.dir = argv[i];
+	const struct parseopt options[] = {
+	    OPT_FLAG(0, "retune", &o.retune, "measure every configuration again (no cache)"),
+	    OPT_INT(0, "samples", &o.samples, "N", 1, 100000,
+	            "time each kernel N times, take the median (default: 30)"),
+	    OPT_END(),
+	};
+	argc = parse_options(argc, argv, options, bench_usage, 0);
+	if (argc != 1) {
+		if (argc)
+			error("bench: unexpected argument '%s'", argv[1]);
+		else
+			error("bench: no directory of fused kernels (FUSEDDIR)");
+		usage_with_options(bench_usage, options);
 	}
-	if (!o.dir)
-		return usage_bench(stderr);
+	o.dir = argv[0];
 	char *ipath = path_join(o.dir, "groups.json");
 	char *text = slurp(ipath);
 	cJSON *idx = text ? cJSON_Parse(text) : NULL;

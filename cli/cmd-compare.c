@@ -11,6 +11,7 @@
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
+#include "lib/parseopt.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -201,27 +202,25 @@ static void print_compare(const char *pa, const cJSON *a, const char *pb, const 
 		printf("candidates new after: none\n");
 }
 
+static const char *const compare_usage[] = {
+    "aicprof compare BEFORE AFTER",
+    "",
+    "BEFORE and AFTER are traces or directories that 'aicprof analyze' wrote.",
+    NULL,
+};
+
 int cmd_compare(int argc, char **argv)
 {
-	const char *side[2] = {NULL, NULL};
-	int n = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: aicprof compare BEFORE AFTER   (traces or analyzed dirs)\n");
-			return 0;
-		}
-		if (argv[i][0] == '-' || n == 2) {
-			error("compare: unexpected argument '%s'", argv[i]);
-			fprintf(stderr, "usage: aicprof compare BEFORE AFTER\n");
-			return 129;
-		}
-		side[n++] = argv[i];
+	const struct parseopt options[] = {OPT_END()};
+	argc = parse_options(argc, argv, options, compare_usage, 0);
+	if (argc != 2) {
+		if (argc > 2)
+			error("compare: unexpected argument '%s'", argv[2]);
+		else
+			error("compare: needs two runs, BEFORE and AFTER");
+		usage_with_options(compare_usage, options);
 	}
-	if (n != 2) {
-		fprintf(stderr,
-		        "usage: aicprof compare BEFORE AFTER   (traces or analyzed dirs)\n");
-		return 129;
-	}
+	const char *side[2] = {argv[0], argv[1]};
 	cJSON *a = load_side(side[0]);
 	cJSON *b = a ? load_side(side[1]) : NULL;
 	if (!a || !b) {

@@ -13,6 +13,7 @@
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
+#include "lib/parseopt.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
@@ -419,42 +420,39 @@ static void release_run(struct fuse_run *run)
 	patch_lib_release(run->libs, run->nlibs);
 }
 
-static int usage_fuse(void)
-{
-	fprintf(stderr, "usage: aicprof fuse OUTDIR -o FUSEDDIR [--src DIR]\n"
-	                "   or: aicprof fuse --group G.json [--group G2.json...] -o FUSEDDIR\n");
-	return 129;
-}
+static const char *const fuse_usage[] = {
+    "aicprof fuse OUTDIR -o FUSEDDIR [--src DIR]",
+    "aicprof fuse --group G.json [--group G2.json...] -o FUSEDDIR",
+    NULL,
+};
 
 int cmd_fuse(int argc, char **argv)
 {
 	const char *outdir = NULL, *fused = NULL, *srcdir = NULL;
-	const char **groups = xcalloc(argc, sizeof(*groups));
-	int ngroups = 0;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			free(groups);
-			fprintf(stdout,
-			        "usage: aicprof fuse OUTDIR -o FUSEDDIR [--src DIR]\n"
-			        "   or: aicprof fuse --group G.json [--group G2.json...] -o "
-			        "FUSEDDIR\n");
-			return 0;
-		} else if (!strcmp(argv[i], "-o") && i + 1 < argc)
-			fused = argv[++i];
-		else if (!strcmp(argv[i], "--src") && i + 1 < argc)
-			srcdir = argv[++i];
-		else if (!strcmp(argv[i], "--group") && i + 1 < argc)
-			groups[ngroups++] = argv[++i];
-		else if (argv[i][0] == '-' || outdir) {
-			free(groups);
-			error("fuse: unexpected argument '%s'", argv[i]);
-			return usage_fuse();
-		} else
-			outdir = argv[i];
+	struct parseopt_list glist = {0};
+	const struct parseopt options[] = {
+	    OPT_PATH('o', "output", &fused, "FUSEDDIR", "write the fused kernels into FUSEDDIR"),
+	    OPT_PATH(0, "src", &srcdir, "DIR",
+	             "read the program's sources under DIR for the patch (default: .)"),
+	    OPT_PATH_LIST(0, "group", &glist, "G.json",
+	                  "a group description instead of OUTDIR (repeatable)"),
+	    OPT_END(),
+	};
+	argc = parse_options(argc, argv, options, fuse_usage, 0);
+	if (argc > 1) {
+		free(glist.v);
+		error("fuse: unexpected argument '%s'", argv[1]);
+		usage_with_options(fuse_usage, options);
 	}
+	outdir = argc ? argv[0] : NULL;
+	const char **groups = glist.v; /* owned here: freed below */
+	int ngroups = glist.nr;
 	if (!fused || (!outdir && !ngroups) || (outdir && ngroups)) {
-		free(groups);
-		return usage_fuse();
+		error(!fused    ? "fuse: no output directory (-o FUSEDDIR)"
+		      : ngroups ? "fuse: OUTDIR and --group exclude each other"
+		                : "fuse: nothing to fuse (OUTDIR or --group)");
+		free(glist.v);
+		usage_with_options(fuse_usage, options);
 	}
 	struct fuse_run run = {0};
 	int rc = 0;

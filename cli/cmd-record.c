@@ -6,6 +6,7 @@
  * variables the README lists, which pass through unchanged.
  */
 #include "aicprof.h"
+#include "lib/parseopt.h"
 #include "lib/util.h"
 
 #include <errno.h>
@@ -40,37 +41,26 @@ static char *find_shim(void)
 	return NULL;
 }
 
+static const char *const record_usage[] = {
+    "aicprof record [-o FILE] [--] PROGRAM [ARGS...]",
+    "",
+    "Other settings come from AICPROF_* variables (see the README).",
+    NULL,
+};
+
 int cmd_record(int argc, char **argv)
 {
 	const char *out = NULL;
-	int i = 1;
-	for (; i < argc; i++) {
-		if (!strcmp(argv[i], "--")) {
-			i++;
-			break;
-		} else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
-			if (++i >= argc)
-				die("option '-o' needs a file name");
-			out = argv[i];
-		} else if (!strncmp(argv[i], "--output=", 9)) {
-			out = argv[i] + 9;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			printf("usage: aicprof record [-o FILE] [--] PROGRAM [ARGS...]\n\n"
-			       "  -o FILE   write the trace to FILE (%%p: pid, %%r: rank; default\n"
-			       "            aicprof.%%p.aicp.jsonl in the working directory)\n\n"
-			       "Other settings come from AICPROF_* variables (see the README).\n");
-			return 0;
-		} else if (argv[i][0] == '-') {
-			error("unknown option '%s'", argv[i]);
-			return 129;
-		} else {
-			break;
-		}
-	}
-	if (i >= argc) {
-		error(
-		    "no program to record; usage: aicprof record [-o FILE] [--] PROGRAM [ARGS...]");
-		return 129;
+	const struct parseopt options[] = {
+	    OPT_PATH('o', "output", &out, "FILE",
+	             "write the trace to FILE (%p: pid, %r: rank; default\n"
+	             "aicprof.%p.aicp.jsonl in the working directory)"),
+	    OPT_END(),
+	};
+	argc = parse_options(argc, argv, options, record_usage, PARSEOPT_STOP_AT_NON_OPTION);
+	if (!argc) {
+		error("no program to record");
+		usage_with_options(record_usage, options);
 	}
 	char *shim = find_shim();
 	if (!shim)
@@ -85,8 +75,8 @@ int cmd_record(int argc, char **argv)
 	setenv("LD_PRELOAD", pre.buf, 1);
 	if (out)
 		setenv("AICPROF_OUTPUT", out, 1);
-	execvp(argv[i], argv + i);
+	execvp(argv[0], argv);
 	int e = errno;
-	error("cannot run '%s': %s", argv[i], strerror(e));
+	error("cannot run '%s': %s", argv[0], strerror(e));
 	return e == ENOENT ? 127 : 126;
 }
