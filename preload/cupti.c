@@ -15,12 +15,12 @@
  * launch points into before and after it, for the first few launches of each kernel name.
  */
 #include "preload/cupti.h"
+#include "preload/base.h"
 #include "preload/cuptimux.h"
 #include "preload/nccl.h"
 #include "preload/ptrmap.h"
 #include "preload/record.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
 

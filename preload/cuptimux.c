@@ -70,8 +70,8 @@
  * cuptiActivityGetNextRecord on a buffer); kind_lock guards the kind intervals for a moment.
  */
 #include "preload/cuptimux.h"
+#include "preload/base.h"
 #include "preload/cupti.h"
-#include "preload/shim.h"
 
 #include <dlfcn.h>
 #include <limits.h>

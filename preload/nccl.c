@@ -19,9 +19,9 @@
  * kernels are then recognised by name only.
  */
 #include "preload/nccl.h"
+#include "preload/base.h"
 #include "preload/record.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 #include "preload/sites.h"
 
 #include <dlfcn.h>

@@ -5,7 +5,6 @@
  * when its thread exits.
  */
 #include "preload/ring.h"
-#include "preload/record.h"
 
 #include <pthread.h>
 #include <stdlib.h>

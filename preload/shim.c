@@ -14,9 +14,10 @@
  * action), the activity buffers are flushed, the rings drained, and the end line written.
  * Fork: the child forgets the parent's records and opens its own trace if it records.
  * Nothing here changes what the program computes, prints (beyond "aicprof:" lines on
- * stderr) or returns.
+ * stderr) or returns. This is the entry point only: the services every part shares (messages,
+ * the recursion guard, clocks, shim_cfg) are base.c's.
  */
-#include "preload/shim.h"
+#include "preload/base.h"
 #include "preload/cupti.h"
 #include "preload/ptrmap.h"
 #include "preload/ring.h"
@@ -28,105 +29,19 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-struct config shim_cfg;
 static struct config_msgs cfg_msgs;
 static int init_done, start_done, start_ok;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread int inside;
-static __thread uint32_t tid_cache;
-static _Atomic uint64_t seq;
-static uint64_t t_start, rec_from;
+static uint64_t t_start;
 static char alloc_note[256] = "default";
 static char self_path[PATH_MAX];
-static _Atomic int range_depth; /* AICPROF_RANGE: open matching ranges */
-static pid_t trace_pid;         /* the process whose trace this is */
-
-void shim_say(const char *fmt, ...)
-{
-	if (shim_cfg.quiet)
-		return;
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n > sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	char line[560];
-	int m = snprintf(line, sizeof(line), "aicprof: %.*s\n", n, buf);
-	if (m > 0 && write(2, line, (size_t)m) < 0) {
-		/* nothing to do: stderr is the program's */
-	}
-}
-
-void shim_debug(const char *fmt, ...)
-{
-	if (!shim_cfg.debug || shim_cfg.quiet)
-		return;
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	shim_say("%s", buf);
-}
-
-int shim_enter(void)
-{
-	if (inside)
-		return 0;
-	inside = 1;
-	return 1;
-}
-
-void shim_leave(void)
-{
-	inside = 0;
-}
-
-void shim_enter_thread(void)
-{
-	inside = 1;
-}
-
-uint64_t shim_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint32_t shim_tid(void)
-{
-	if (!tid_cache)
-		tid_cache = (uint32_t)syscall(SYS_gettid);
-	return tid_cache;
-}
-
-uint64_t shim_seq(void)
-{
-	return atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
-}
-
-int shim_recording(void)
-{
-	if (rec_from && shim_now_ns() < rec_from)
-		return 0;
-	if (shim_cfg.range[0] && atomic_load(&range_depth) <= 0)
-		return 1; /* ranges are recorded; the analyzer windows on them (see README) */
-	return 1;
-}
+static pid_t trace_pid; /* the process whose trace this is */
 
 static const char *env_lookup(const char *name)
 {
@@ -213,7 +128,7 @@ static void finish(const char *reason)
 {
 	if (!start_ok)
 		return;
-	inside = 1;
+	shim_enter_thread();
 	cupti_flush();
 	writer_flush(1, cupti_context_dead() && !strcmp(reason, "exit") ? "cuda-error" : reason);
 }
@@ -229,8 +144,8 @@ static void on_signal(int sig)
 {
 	/* The writer thread does the flushing (writer_request_final): this thread may hold any
 	 * lock when the signal lands. At most 2 s, then the default action regardless. */
-	if (start_ok && !inside) {
-		inside = 1;
+	if (start_ok && !shim_inside()) {
+		shim_enter_thread();
 		writer_request_final("signal", 2000);
 	}
 	sigaction(sig, sig == SIGTERM ? &old_term : &old_int, NULL);
@@ -257,8 +172,7 @@ static void install_signals(void)
 
 static void after_fork_child(void)
 {
-	inside = 0;
-	tid_cache = 0;
+	shim_base_after_fork();
 	ring_reset_after_fork();
 	writer_reset_after_fork();
 	if (start_ok) {
@@ -282,7 +196,7 @@ static int start(void)
 		return start_ok ? 0 : -1;
 	}
 	start_done = 1;
-	inside = 1;
+	shim_enter_thread();
 	trace_pid = getpid();
 	char path[1024];
 	char host[256] = "";
@@ -310,7 +224,7 @@ static int start(void)
 	if ((!nv || !*nv) && cp)
 		setenv("NVTX_INJECTION64_PATH", cp, 0);
 out:
-	inside = 0;
+	shim_leave();
 	pthread_mutex_unlock(&start_lock);
 	return start_ok ? 0 : -1;
 }
@@ -322,7 +236,7 @@ out:
  */
 __attribute__((visibility("default"), noreturn)) void _exit(int status)
 {
-	if (start_ok && !inside && getpid() == trace_pid)
+	if (start_ok && !shim_inside() && getpid() == trace_pid)
 		finish("exit");
 	syscall(SYS_exit_group, status);
 	__builtin_unreachable();
@@ -337,7 +251,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status)
  */
 static void before_exec(const char *path)
 {
-	if (start_ok && !inside && getpid() == trace_pid)
+	if (start_ok && !shim_inside() && getpid() == trace_pid)
 		finish("exec");
 }
 
@@ -414,13 +328,13 @@ __attribute__((constructor)) static void aicprof_init(void)
 	if (init_done)
 		return;
 	init_done = 1;
-	inside = 1;
+	shim_enter_thread();
 	t_start = shim_now_ns();
 	config_load(&shim_cfg, env_lookup, &cfg_msgs);
 	for (int i = 0; i < cfg_msgs.n; i++)
 		shim_say("%s", cfg_msgs.msg[i]);
 	if (shim_cfg.delay_s > 0)
-		rec_from = t_start + (uint64_t)(shim_cfg.delay_s * 1e9);
+		shim_record_from(t_start + (uint64_t)(shim_cfg.delay_s * 1e9));
 
 	const char *ac = getenv("PYTORCH_CUDA_ALLOC_CONF");
 	if (ac && *ac) {
@@ -438,7 +352,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 	}
 	const char *inj = getenv("CUDA_INJECTION64_PATH");
 	if (shim_cfg.eager) {
-		inside = 0;
+		shim_leave();
 		start();
 		return;
 	}
@@ -450,7 +364,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 			shim_say("another tool injects into CUDA (CUDA_INJECTION64_PATH=%s): "
 			         "aicprof steps aside",
 			         inj);
-			inside = 0;
+			shim_leave();
 			return;
 		}
 	} else if (self_path[0]) {
@@ -465,10 +379,10 @@ __attribute__((constructor)) static void aicprof_init(void)
 		void *ctx = NULL;
 		int v = 0;
 		if (drv_ver && !drv_ver(&v) && ctx_cur && !ctx_cur(&ctx) && ctx) {
-			inside = 0;
+			shim_leave();
 			start();
 			return;
 		}
 	}
-	inside = 0;
+	shim_leave();
 }

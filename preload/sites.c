@@ -23,8 +23,8 @@
  * libraries, libc and the shim are skipped, the rest symbolised with dladdr on first sight.
  */
 #include "preload/sites.h"
+#include "preload/base.h"
 #include "preload/jbuf.h"
-#include "preload/shim.h"
 #include "preload/writer.h"
 
 #include <dlfcn.h>

@@ -11,10 +11,10 @@
  * drain) is the same failure, said once. The program is never affected.
  */
 #include "preload/writer.h"
+#include "preload/base.h"
 #include "preload/nccl.h"
 #include "preload/record.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 
 #include <errno.h>
 #include <fcntl.h>

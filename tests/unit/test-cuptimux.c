@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "preload/base.h"
 #include "preload/cuptimux.h"
-#include "preload/shim.h"
 
 static void *mock;
 static int (*mock_fire)(CUpti_CallbackDomain, CUpti_CallbackId);

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preload/base.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
 

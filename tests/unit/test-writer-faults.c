@@ -29,8 +29,8 @@
 
 #include "analyzer/model.h"
 #include "lib/util.h"
+#include "preload/base.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 #include "preload/writer.h"
 
 static char dir[256], path[300], errpath[300];

@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "preload/base.h"
 #include "preload/ptrmap.h"
 #include "preload/record.h"
 #include "preload/ring.h"
-#include "preload/shim.h"
 #include "preload/writer.h"
 
 static char path[256];

@@ -1,14 +1,17 @@
 /*
- * shim.h - what the shim's parts share: the one-line messages, the per-thread "inside aicprof"
- * flag, the configuration, clocks and thread ids.
+ * base.h - the base services every part of the shim calls: the one-line messages, the
+ * per-thread "inside aicprof" flag, the configuration, clocks, thread ids and the record
+ * counter. base.c includes nothing else of preload/ but config.h, so any part may include this
+ * without making a cycle; shim.c (the entry point) fills shim_cfg at load time.
  */
-#ifndef AICPROF_SHIM_H
-#define AICPROF_SHIM_H
+#ifndef AICPROF_BASE_H
+#define AICPROF_BASE_H
 
 #include "preload/config.h"
 
 #include <stdint.h>
 
+/* The configuration, read once by shim.c's constructor (zeroes before it). */
 extern struct config shim_cfg;
 
 /* One "aicprof: ..." line on stderr, unless AICPROF_QUIET. */
@@ -18,10 +21,12 @@ __attribute__((format(printf, 1, 2))) void shim_debug(const char *fmt, ...);
 
 /* Per-thread recursion guard: shim_enter() returns 0 when this thread is already inside
  * aicprof (then do nothing), else sets the flag and returns 1; shim_leave() clears it.
- * shim_enter_thread() marks a thread of ours for good. */
+ * shim_enter_thread() sets it unconditionally (a thread of ours, for good, or the entry point
+ * for the length of a step); shim_inside() says whether it is set. */
 int shim_enter(void);
 void shim_leave(void);
 void shim_enter_thread(void);
+int shim_inside(void);
 
 uint64_t shim_now_ns(void); /* CLOCK_REALTIME in ns */
 uint32_t shim_tid(void);    /* cached gettid() */
@@ -29,5 +34,10 @@ uint64_t shim_seq(void);    /* next value of the process-wide record counter */
 
 /* Whether recording is on now (after AICPROF_DELAY, inside AICPROF_RANGE, not stopped). */
 int shim_recording(void);
+/* Recording starts at ns (CLOCK_REALTIME; 0: at once). Set by the constructor. */
+void shim_record_from(uint64_t ns);
+
+/* In a forked child: the calling thread is outside aicprof and its cached tid forgotten. */
+void shim_base_after_fork(void);
 
 #endif

@@ -1,0 +1,112 @@
+/*
+ * test-ptrmap.c - the shim's allocation map (preload/ptrmap.c): single-thread contract (add,
+ * find at base and inside, remove, overlap replace, bounds), then threads that add and free
+ * their own ranges while other threads look up addresses in them, under ASan: a lookup must
+ * return either nothing or an allocation that holds the address, never garbage.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "preload/ptrmap.h"
+
+static void test_basic(void **st)
+{
+	ptrmap_clear();
+	int64_t a = ptrmap_add(0x10000, 0x1000), b = ptrmap_add(0x20000, 0x100);
+	assert_true(a >= 0 && b > a);
+	uint64_t off = 99, base = 0, size = 0;
+	assert_int_equal(ptrmap_find(0x10000, &off), a);
+	assert_int_equal(off, 0);
+	assert_int_equal(ptrmap_find(0x10fff, &off), a);
+	assert_int_equal(off, 0xfff);
+	assert_int_equal(ptrmap_find(0x11000, &off), -1);
+	assert_int_equal(ptrmap_find_range(0x20080, &base, &size), b);
+	assert_int_equal(base, 0x20000);
+	assert_int_equal(size, 0x100);
+	uint64_t lo, hi;
+	ptrmap_bounds(&lo, &hi);
+	assert_int_equal(lo, 0x10000);
+	assert_int_equal(hi, 0x20100);
+	assert_int_equal(ptrmap_count(), 2);
+	assert_int_equal(ptrmap_remove(0x10000, &size), a);
+	assert_int_equal(size, 0x1000);
+	assert_int_equal(ptrmap_remove(0x10000, NULL), -1);
+	assert_int_equal(ptrmap_find(0x10010, &off), -1);
+	/* handed out again before its free was seen: the newer entry wins */
+	int64_t c = ptrmap_add(0x20000, 0x200);
+	assert_int_equal(ptrmap_find(0x20180, &off), c);
+	assert_int_equal(ptrmap_count(), 1);
+	ptrmap_clear();
+	assert_int_equal(ptrmap_count(), 0);
+}
+
+#define NW    4
+#define NR    4
+#define LIVE  64
+#define ROUND 2000
+static _Atomic int stop, bad;
+
+/* Writer w owns [(w+1)<<32, (w+2)<<32): sizes are 256 << (i % 8), slot i at a fixed place. */
+static uint64_t slot_base(int w, int i)
+{
+	return ((uint64_t)(w + 1) << 32) + (uint64_t)i * (1u << 20);
+}
+
+static void *writer(void *p)
+{
+	int w = (int)(intptr_t)p;
+	for (int r = 0; r < ROUND; r++) {
+		int i = r % LIVE;
+		ptrmap_remove(slot_base(w, i), NULL);
+		ptrmap_add(slot_base(w, i), 256u << (r % 8));
+	}
+	for (int i = 0; i < LIVE; i++)
+		ptrmap_remove(slot_base(w, i), NULL);
+	return NULL;
+}
+
+static void *reader(void *p)
+{
+	uint64_t s = 1 + (uint64_t)(intptr_t)p;
+	while (!atomic_load(&stop)) {
+		s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+		int w = (int)(s % NW), i = (int)((s >> 8) % LIVE);
+		uint64_t addr = slot_base(w, i) + ((s >> 16) % 40000), base, size;
+		if (ptrmap_find_range(addr, &base, &size) >= 0 &&
+		    (addr < base || addr >= base + size || base != slot_base(w, i) || size < 256 ||
+		     size > (256u << 7)))
+			atomic_fetch_add(&bad, 1);
+	}
+	return NULL;
+}
+
+static void test_concurrent(void **st)
+{
+	ptrmap_clear();
+	pthread_t wt[NW], rt[NR];
+	for (int i = 0; i < NR; i++)
+		pthread_create(&rt[i], NULL, reader, (void *)(intptr_t)i);
+	for (int i = 0; i < NW; i++)
+		pthread_create(&wt[i], NULL, writer, (void *)(intptr_t)i);
+	for (int i = 0; i < NW; i++)
+		pthread_join(wt[i], NULL);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < NR; i++)
+		pthread_join(rt[i], NULL);
+	assert_int_equal(atomic_load(&bad), 0);
+	assert_int_equal(ptrmap_count(), 0);
+	uint64_t off;
+	assert_int_equal(ptrmap_find(slot_base(0, 0), &off), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_basic),
+	                                   cmocka_unit_test(test_concurrent)};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
