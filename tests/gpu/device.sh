@@ -5,7 +5,7 @@
 # $OUT gets: gpu.log (everything), traces.tar.gz (the recorded traces), bench.jsonl.
 # GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
 # capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files (after the
-# suite); GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
+# suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -41,6 +41,11 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	fi
 	[ -n "$par" ] && wait "$par" && echo "== on the second GPU: $GPU_PAR" && cat "$OUT/par.log"
 	for t in ${GPU_T:-tests/gpu/t-*.sh}; do [ -f "$t" ] && GPU_OUT=$OUT/gpu sh "$t"; done
+	# GPU_REAL=1: the real programs (tests/gpu/real.sh: recordings, JAX stress; REAL_* settings)
+	if [ "${GPU_REAL:-0}" = 1 ]; then
+		OUT=$OUT sh tests/gpu/real.sh
+		cat "$OUT/real.log"
+	fi
 	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
 cp "$OUT/gpu/bench.jsonl" "$OUT/" 2>/dev/null

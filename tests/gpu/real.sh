@@ -2,7 +2,8 @@
 # Real programs on the device machine (no NVTX, models from libraries): records each sample of
 # samples/ under the shim beside a bare run (exit code and output compared), then the overhead
 # benchmark (bench_step.py: an out-of-place loop and the GPT-2 step, every mode interleaved), then
-# a JAX stress loop for whatever time is left of REAL_BUDGET seconds.
+# a JAX stress loop for whatever time is left of REAL_BUDGET seconds. REAL_SAMPLES names the
+# samples to record (default all), REAL_BENCH=0 skips the benchmark, STRESS_N caps the stress runs.
 #   device run: sh tests/gpu/real.sh     ($OUT gets real.log, real-traces.tar.gz, bench-real.jsonl)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -40,7 +41,7 @@ for s in ${REAL_SAMPLES:-gpt2_train resnet_train llama_train vit_train jax_train
 	tail -3 "$W/$s.bare.err"
 done
 echo "== bench (interleaved rounds; $(left) s left)"
-for r in 1 2; do
+for r in $( [ "${REAL_BENCH:-1}" = 1 ] && echo 1 2); do
 	for m in bare shim alloc0 attrib0 args0 profiler; do
 		for w in oop gpt2; do
 			[ "$(left)" -gt 150 ] || continue
