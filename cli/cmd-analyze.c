@@ -8,6 +8,10 @@
  * its own (-j at once) into DIR/ranks/, then merged into DIR/summary.json with the job view.
  * --rank-summary runs only the map (DIR gets rank-R.json and rank-R.summary.json per trace);
  * --merge runs only the reduce over such rank files. One trace takes the single-trace path.
+ *
+ * A trace of "-" is standard input (a pipe, `zcat run.aicp.jsonl.gz | aicprof analyze -`): the
+ * single-trace path reads it once; the job view reads each trace twice and in a process of its
+ * own, so there "-" is refused.
  */
 #include "aicprof.h"
 #include "analyzer/job.h"
@@ -24,6 +28,7 @@ static const char usage_text[] =
     "       aicprof analyze --rank-summary [-o DIR] TRACE...\n"
     "       aicprof analyze --merge [-o DIR] RANKFILE...\n"
     "\n"
+    "  TRACE    a trace file, gzip-compressed or not; - for standard input (one trace only)\n"
     "  -o DIR   write DIR/summary.json (default: aicprof-out)\n"
     "  -q       no warnings\n"
     "  -j N     analyse at most N ranks at once (default: one per CPU)\n"
@@ -82,6 +87,13 @@ int cmd_analyze(int argc, char **argv)
 		free(paths);
 		return 129;
 	}
+	for (int i = 0; i < npaths; i++)
+		if (!strcmp(paths[i], "-") && (npaths > 1 || map || merge)) {
+			error("'-' (standard input) can only be the one trace of a single-trace "
+			      "analysis");
+			free(paths);
+			return 129;
+		}
 	if (map && merge) {
 		free(paths);
 		error("'--rank-summary' and '--merge' are the two halves of a job; give one");
