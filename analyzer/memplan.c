@@ -211,9 +211,16 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 
 /* ---------------------------------------------------------------- the log */
 
+/*
+ * Allocator records are many (one per tensor with cudaMallocAsync) and only those before the
+ * captured step's end count, which is known at the end: the log keeps them in file order as
+ * varints of the differences to the previous record (seq, id) and of size + 1, about 6 bytes
+ * a record where a struct afrec takes 24, so the log stays small beside the graph builder.
+ */
 struct memlog {
-	struct afrec *af; /* alloc (size) and free (size -1) records, in file order */
-	long naf, aaf;
+	unsigned char *af; /* alloc (size) and free (size -1) records, encoded */
+	size_t naf, aaf;
+	uint64_t last_seq, last_id;
 	struct hostop *hop; /* sync and memcpy records */
 	int nhop, ahop;
 	struct hostop *cps; /* HtoD and DtoH copy activity: c, end, kind */
@@ -235,6 +242,42 @@ void memlog_free(struct memlog *ml)
 	free(ml);
 }
 
+static void put_varint(struct memlog *ml, uint64_t x)
+{
+	if (ml->naf + 10 > ml->aaf) {
+		ml->aaf = ml->aaf ? ml->aaf * 2 : 4096;
+		ml->af = xrealloc(ml->af, ml->aaf);
+	}
+	while (x >= 0x80) {
+		ml->af[ml->naf++] = (unsigned char)(x | 0x80);
+		x >>= 7;
+	}
+	ml->af[ml->naf++] = (unsigned char)x;
+}
+
+static uint64_t get_varint(const unsigned char *p, size_t *pos)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		unsigned char c = p[(*pos)++];
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+	}
+	return x;
+}
+
+/* zigzag: a signed difference as an unsigned varint, small either way */
+static uint64_t zz(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t) - (int64_t)(d >> 63);
+}
+
+static uint64_t unzz(uint64_t z)
+{
+	return (z >> 1) ^ (uint64_t) - (int64_t)(z & 1);
+}
+
 static int memlog_record(void *ctx, const struct trace_record *r)
 {
 	struct memlog *ml = ctx;
@@ -247,11 +290,12 @@ static int memlog_record(void *ctx, const struct trace_record *r)
 		/* replayed in seq order: threads' records interleave in the file */
 		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
 		int vmm = cJSON_IsString(api) && strstr(api->valuestring, "Reserve");
-		ALLOC_GROW(ml->af, ml->naf, ml->aaf);
-		struct afrec *f = &ml->af[ml->naf++];
-		f->seq = (uint64_t)seq;
-		f->id = id;
-		f->size = r->type == TRACE_ALLOC ? (vmm ? 0 : num(o, "size", 0)) : -1;
+		int64_t size = r->type == TRACE_ALLOC ? (vmm ? 0 : num(o, "size", 0)) : -1;
+		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
+		put_varint(ml, zz((uint64_t)id - ml->last_id));
+		put_varint(ml, zz((uint64_t)size + 1));
+		ml->last_seq = (uint64_t)seq;
+		ml->last_id = (uint64_t)id;
 	} else if (r->type == TRACE_SYNC || r->type == TRACE_MEMCPY) {
 		if (seq < 0)
 			return 0;
@@ -310,11 +354,17 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 	/* the window: allocator records before the step's end, host operations inside it */
 	struct afrec *af = NULL;
 	long naf = 0, aaf = 0;
-	for (long i = 0; i < ml->naf; i++)
-		if (ml->af[i].seq < s1) {
+	uint64_t pseq = 0, pid = 0;
+	for (size_t p = 0; p < ml->naf;) {
+		struct afrec f;
+		f.seq = pseq += unzz(get_varint(ml->af, &p));
+		f.id = (int64_t)(pid += unzz(get_varint(ml->af, &p)));
+		f.size = (int64_t)(unzz(get_varint(ml->af, &p)) - 1);
+		if (f.seq < s1) {
 			ALLOC_GROW(af, naf, aaf);
-			af[naf++] = ml->af[i];
+			af[naf++] = f;
 		}
+	}
 	struct hostop *hop = NULL;
 	int nhop = 0, ahop = 0;
 	for (int i = 0; i < ml->nhop; i++)
