@@ -391,7 +391,8 @@ static int feed_builder(void *ctx, const struct trace_record *r)
  */
 static int analyse_one(const char *path, struct trace_info *ti, struct model *m, struct memlog **ml)
 {
-	struct builder *b = builder_new(ti->path, ti, &m->dev);
+	/* messages name standard input as the reader's do */
+	struct builder *b = builder_new(strcmp(path, "-") ? ti->path : "<stdin>", ti, &m->dev);
 	*ml = memlog_new();
 	struct trace_consumer cons[2] = {{feed_builder, b, TRACE_ALL}, memlog_consumer(*ml)};
 	struct trace_stats st = {0};

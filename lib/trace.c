@@ -185,7 +185,8 @@ static int prefix_type(const char *s, size_t n, enum trace_type *type)
 
 struct src {
 	const char *path; /* for messages */
-	int fd, gz, zinit, raw_eof;
+	int fd, own_fd, gz, raw_eof;
+	int zinit; /* 0: no inflate state; 1: between gzip members; 2: inside one */
 	z_stream z;
 	unsigned char *in; /* raw bytes: the peeked start, then gzip input */
 	size_t inpos, inlen;
@@ -211,6 +212,7 @@ static int src_open(struct src *s, const char *path, const char *name, int quiet
 		s->fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (s->fd < 0)
 			return quiet ? -1 : error("cannot open '%s': %s", path, strerror(errno));
+		s->own_fd = 1;
 	}
 	s->in = xmalloc(IN_BLOCK);
 	/* peek at the first two bytes (a pipe may give one at a time) for gzip's magic */
@@ -235,7 +237,7 @@ static void src_close(struct src *s)
 {
 	if (s->zinit)
 		inflateEnd(&s->z);
-	if (s->fd > 0)
+	if (s->own_fd)
 		close(s->fd);
 	free(s->in);
 }
