@@ -363,11 +363,11 @@ static int scan_one(void *ctx, const struct trace_record *rec)
 /* the second read, through the one reader: other types are skipped unparsed, no warnings */
 static int scan_trace(struct scan *sc, const char *path)
 {
-	struct trace_consumer c = {
-	    scan_one, sc,
-	    TRACE_BIT(TRACE_HEADER) | TRACE_BIT(TRACE_STR) | TRACE_BIT(TRACE_KERNEL) |
-	        TRACE_BIT(TRACE_LAUNCH) | TRACE_BIT(TRACE_COLL) | TRACE_BIT(TRACE_COMM) |
-	        TRACE_BIT(TRACE_PUSH) | TRACE_BIT(TRACE_POP)};
+	struct trace_consumer c = {scan_one, sc,
+	                           TRACE_BIT(TRACE_HEADER) | TRACE_BIT(TRACE_STR) |
+	                               TRACE_BIT(TRACE_KERNEL) | TRACE_BIT(TRACE_LAUNCH) |
+	                               TRACE_BIT(TRACE_COLL) | TRACE_BIT(TRACE_COMM) |
+	                               TRACE_BIT(TRACE_PUSH) | TRACE_BIT(TRACE_POP)};
 	return trace_read(path, &c, 1, NULL, TRACE_QUIET_WARNINGS);
 }
 
