@@ -354,6 +354,8 @@ static int refill(struct reader *rd, long line)
 		return fail(rd, line, "cannot read the trace", why);
 	if (r == 0) {
 		rd->eof = 1;
+		if (cut && rd->st)
+			rd->st->truncated = 1;
 		if (cut)
 			add_warning(rd, "the compressed trace ends inside a gzip member (line %ld)",
 			            line);
