@@ -35,6 +35,7 @@
 #include "analyzer/model.h"
 #include "analyzer/semantics.h"
 #include "analyzer/steps.h"
+#include "lib/trace.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -265,15 +266,6 @@ static void jstrcpy(char *dst, size_t n, const cJSON *o, const char *k)
 	snprintf(dst, n, "%s", cJSON_IsString(v) ? v->valuestring : "");
 }
 
-/* the record's type from the line's first bytes without parsing, or NULL when not there */
-static int type_is(const char *line, size_t len, const char *t)
-{
-	size_t n = len < 32 ? len : 32;
-	char pat[32];
-	snprintf(pat, sizeof(pat), "\"t\":\"%s\"", t);
-	return memmem(line, n, pat, strlen(pat)) != NULL;
-}
-
 static void scan_record(struct scan *sc, const cJSON *r, const char *t, const char *line)
 {
 	if (!strcmp(t, "header")) {
@@ -362,33 +354,22 @@ static void scan_record(struct scan *sc, const cJSON *r, const char *t, const ch
 	}
 }
 
-static const char *const wanted[] = {"header", "str",  "kernel", "launch",
-                                     "coll",   "comm", "push",   "pop"};
+static int scan_one(void *ctx, const struct trace_record *rec)
+{
+	if (rec->t)
+		scan_record(ctx, rec->obj, rec->t, rec->raw);
+	return 0;
+}
 
+/* the second read, through the one reader: other types are skipped unparsed, no warnings */
 static int scan_trace(struct scan *sc, const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return error("cannot open '%s': %s", path, strerror(errno));
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		const char *t = NULL;
-		for (size_t i = 0; i < ARRAY_SIZE(wanted) && !t; i++)
-			if (type_is(line, (size_t)len, wanted[i]))
-				t = wanted[i];
-		if (!t && memmem(line, (size_t)(len < 32 ? len : 32), "\"t\":\"", 5))
-			continue; /* another type, written the shim's way */
-		cJSON *r = cJSON_ParseWithLength(line, (size_t)len);
-		const cJSON *tv = cJSON_GetObjectItemCaseSensitive(r, "t");
-		if (cJSON_IsString(tv))
-			scan_record(sc, r, tv->valuestring, line);
-		cJSON_Delete(r); /* a line that does not parse was judged by the first pass */
-	}
-	free(line);
-	fclose(f);
-	return 0;
+	struct trace_consumer c = {scan_one, sc,
+	                           TRACE_BIT(TRACE_HEADER) | TRACE_BIT(TRACE_STR) |
+	                               TRACE_BIT(TRACE_KERNEL) | TRACE_BIT(TRACE_LAUNCH) |
+	                               TRACE_BIT(TRACE_COLL) | TRACE_BIT(TRACE_COMM) |
+	                               TRACE_BIT(TRACE_PUSH) | TRACE_BIT(TRACE_POP)};
+	return trace_read(path, &c, 1, NULL, TRACE_QUIET_WARNINGS);
 }
 
 static void scan_release(struct scan *sc)

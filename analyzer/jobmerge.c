@@ -31,6 +31,7 @@
  */
 #include "analyzer/job.h"
 #include "analyzer/semantics.h"
+#include "lib/trace.h"
 #include "lib/util.h"
 #include "report/model.h"
 
@@ -855,24 +856,21 @@ out:
 
 /* ---------------------------------------------------------------- the fan-out */
 
+static int peek_header(void *ctx, const struct trace_record *rec)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec->obj, "rank");
+	if (rec->type == TRACE_HEADER && cJSON_IsNumber(v) && v->valuedouble >= 0 &&
+	    v->valuedouble < 1e9)
+		*(long *)ctx = (long)v->valuedouble;
+	return 1; /* the first record is all it needs */
+}
+
 /* the header's rank of the trace at path, -1 without one or when it cannot be read */
 static long peek_rank(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return -1;
-	char *line = NULL;
-	size_t cap = 0;
 	long r = -1;
-	if (getline(&line, &cap, f) > 0) {
-		cJSON *h = cJSON_Parse(line);
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(h, "rank");
-		if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 1e9)
-			r = (long)v->valuedouble;
-		cJSON_Delete(h);
-	}
-	free(line);
-	fclose(f);
+	struct trace_consumer c = {peek_header, &r, TRACE_ALL};
+	trace_read(path, &c, 1, NULL, TRACE_QUIET);
 	return r;
 }
 

@@ -9,7 +9,10 @@
  * whole step, at its largest version. The ideal curve is the sum at each node position; its
  * peak is what a perfect planner (exact frees, no fragmentation) needs.
  *
- * Held: the trace is read a second time (the graph builder does not keep allocator records):
+ * Held: from the memory log (struct memlog), a consumer that the trace reader feeds in the same
+ * pass as the graph builder (which does not keep allocator records); the step's window is known
+ * only after the graph is built, so the log keeps every alloc, free, sync, memcpy and HtoD/DtoH
+ * copy record compactly and the window is applied here, in the records' file order:
  * alloc and free records before the captured step give the bytes live when it starts, those
  * inside it (seq from its first op to the next step's first op) move the curve, each placed
  * after the last node launched before it. With cudaMallocAsync every tensor is one record, so
@@ -29,6 +32,7 @@
  * held peak minus ideal peak.
  */
 #include "analyzer/beyond.h"
+#include "analyzer/trace.h"
 #include "lib/hmap.h"
 #include "lib/util.h"
 
@@ -105,6 +109,7 @@ static int cmp_af(const void *a, const void *b)
 }
 
 struct hostop {
+	uint64_t seq;
 	int64_t c, ts, end;
 	uint64_t bytes;
 	int pos, sync;
@@ -204,13 +209,136 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 	free(freed);
 }
 
-int memplan_compute(struct model *m, const char *path)
+/* ---------------------------------------------------------------- the log */
+
+/*
+ * Allocator records are many (one per tensor with cudaMallocAsync) and only those before the
+ * captured step's end count, which is known at the end: the log keeps them in file order as
+ * varints of the differences to the previous record (seq, id) and of size + 1, about 6 bytes
+ * a record where a struct afrec takes 24, so the log stays small beside the graph builder.
+ */
+struct memlog {
+	unsigned char *af; /* alloc (size) and free (size -1) records, encoded */
+	size_t naf, aaf;
+	uint64_t last_seq, last_id;
+	struct hostop *hop; /* sync and memcpy records */
+	int nhop, ahop;
+	struct hostop *cps; /* HtoD and DtoH copy activity: c, end, kind */
+	int ncps, acps;
+};
+
+struct memlog *memlog_new(void)
 {
-	if (!m->nnodes)
+	return xcalloc(1, sizeof(struct memlog));
+}
+
+void memlog_free(struct memlog *ml)
+{
+	if (!ml)
+		return;
+	free(ml->af);
+	free(ml->hop);
+	free(ml->cps);
+	free(ml);
+}
+
+static void put_varint(struct memlog *ml, uint64_t x)
+{
+	if (ml->naf + 10 > ml->aaf) {
+		ml->aaf = ml->aaf ? ml->aaf * 2 : 4096;
+		ml->af = xrealloc(ml->af, ml->aaf);
+	}
+	while (x >= 0x80) {
+		ml->af[ml->naf++] = (unsigned char)(x | 0x80);
+		x >>= 7;
+	}
+	ml->af[ml->naf++] = (unsigned char)x;
+}
+
+static uint64_t get_varint(const unsigned char *p, size_t *pos)
+{
+	uint64_t x = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		unsigned char c = p[(*pos)++];
+		x |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+	}
+	return x;
+}
+
+/* zigzag: a signed difference as an unsigned varint, small either way */
+static uint64_t zz(uint64_t d)
+{
+	return (d << 1) ^ (uint64_t) - (int64_t)(d >> 63);
+}
+
+static uint64_t unzz(uint64_t z)
+{
+	return (z >> 1) ^ (uint64_t) - (int64_t)(z & 1);
+}
+
+static int memlog_record(void *ctx, const struct trace_record *r)
+{
+	struct memlog *ml = ctx;
+	const cJSON *o = r->obj;
+	int64_t seq = num(o, "seq", -1);
+	if (r->type == TRACE_ALLOC || r->type == TRACE_FREE) {
+		int64_t id = num(o, "id", -1);
+		if (id < 0 || seq < 0)
+			return 0;
+		/* replayed in seq order: threads' records interleave in the file */
+		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
+		int vmm = cJSON_IsString(api) && strstr(api->valuestring, "Reserve");
+		int64_t size = r->type == TRACE_ALLOC ? (vmm ? 0 : num(o, "size", 0)) : -1;
+		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
+		put_varint(ml, zz((uint64_t)id - ml->last_id));
+		put_varint(ml, zz((uint64_t)size + 1));
+		ml->last_seq = (uint64_t)seq;
+		ml->last_id = (uint64_t)id;
+	} else if (r->type == TRACE_SYNC || r->type == TRACE_MEMCPY) {
+		if (seq < 0)
+			return 0;
+		ALLOC_GROW(ml->hop, ml->nhop, ml->ahop);
+		struct hostop *h = &ml->hop[ml->nhop++];
+		memset(h, 0, sizeof(*h));
+		h->seq = (uint64_t)seq;
+		h->sync = r->type == TRACE_SYNC;
+		h->c = num(o, "c", -1);
+		h->ts = num(o, "ts", 0);
+		h->bytes = (uint64_t)num(o, "bytes", 0);
+		h->dur_us = (double)num(o, "dur", 0) / 1e3;
+		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
+		h->api =
+		    cJSON_IsString(api) && strstr(api->valuestring, "Async") ? "async" : "sync";
+	} else if (r->type == TRACE_COPY) {
+		/* activity may come before or after its API record: joined after the read */
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
+		const char *ks = cJSON_IsString(k) ? k->valuestring : "";
+		if (strcmp(ks, "DtoH") && strcmp(ks, "HtoD"))
+			return 0;
+		ALLOC_GROW(ml->cps, ml->ncps, ml->acps);
+		struct hostop *c = &ml->cps[ml->ncps++];
+		memset(c, 0, sizeof(*c));
+		c->c = num(o, "c", -2);
+		c->end = num(o, "end", 0);
+		snprintf(c->kind, sizeof(c->kind), "%s", ks);
+	}
+	return 0;
+}
+
+struct trace_consumer memlog_consumer(struct memlog *ml)
+{
+	return (struct trace_consumer){memlog_record, ml,
+	                               TRACE_BIT(TRACE_ALLOC) | TRACE_BIT(TRACE_FREE) |
+	                                   TRACE_BIT(TRACE_SYNC) | TRACE_BIT(TRACE_MEMCPY) |
+	                                   TRACE_BIT(TRACE_COPY)};
+}
+
+int memplan_compute(struct model *m, const struct memlog *ml)
+{
+	if (!m->nnodes || !ml)
 		return 0;
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return error("cannot read '%s' again for the memory plan", path);
 	struct memplan *mp = xcalloc(1, sizeof(*mp));
 	int n = m->nnodes;
 	mp->n = n;
@@ -220,82 +348,44 @@ int memplan_compute(struct model *m, const char *path)
 	uint64_t s0 = m->nodes[0].seq, s1 = m->cap_seq_end;
 	struct hmap live;
 	hmap_init(&live);
-	struct hostop *hop = NULL, *cps = NULL;
-	int ncps = 0, acps = 0;
 	struct memev *evs = NULL;
+	long nevs = 0, aevs = 0;
+	uint64_t v;
+	/* the window: allocator records before the step's end, host operations inside it */
 	struct afrec *af = NULL;
 	long naf = 0, aaf = 0;
-	long nevs = 0, aevs = 0;
+	uint64_t pseq = 0, pid = 0;
+	for (size_t p = 0; p < ml->naf;) {
+		struct afrec f;
+		f.seq = pseq += unzz(get_varint(ml->af, &p));
+		f.id = (int64_t)(pid += unzz(get_varint(ml->af, &p)));
+		f.size = (int64_t)(unzz(get_varint(ml->af, &p)) - 1);
+		if (f.seq < s1) {
+			ALLOC_GROW(af, naf, aaf);
+			af[naf++] = f;
+		}
+	}
+	struct hostop *hop = NULL;
+	int nhop = 0, ahop = 0;
+	for (int i = 0; i < ml->nhop; i++)
+		if (ml->hop[i].seq >= s0 && ml->hop[i].seq < s1) {
+			ALLOC_GROW(hop, nhop, ahop);
+			hop[nhop] = ml->hop[i];
+			hop[nhop++].pos = pos_of(m, ml->hop[i].seq);
+		}
+	const struct hostop *cps = ml->cps;
 	struct hmap copies;
 	hmap_init(&copies);
-	uint64_t v;
-	int nhop = 0, ahop = 0;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	for (int i = 0; i < ml->ncps; i++)
+		hmap_put(&copies, (uint64_t)cps[i].c, (uint64_t)i);
 	/* allocator: bytes live at the step's start, then per-position deltas in it */
 	int64_t held = 0;
-	while ((len = getline(&line, &cap, f)) > 0) {
-		if (!strstr(line, "\"alloc\"") && !strstr(line, "\"free\"") &&
-		    !strstr(line, "\"sync\"") && !strstr(line, "\"memcpy\"") &&
-		    !strstr(line, "\"copy\""))
-			continue;
-		cJSON *o = cJSON_ParseWithLength(line, (size_t)len);
-		if (!o)
-			continue; /* the first pass reported a cut line */
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "t");
-		const char *ts = cJSON_IsString(t) ? t->valuestring : "";
-		int64_t seq = num(o, "seq", -1);
-		int in = seq >= 0 && (uint64_t)seq >= s0 && (uint64_t)seq < s1;
-		int64_t id = num(o, "id", -1);
-		if ((!strcmp(ts, "alloc") || !strcmp(ts, "free")) && id >= 0 && seq >= 0 &&
-		    (uint64_t)seq < s1) {
-			/* replayed in seq order below: threads' records interleave in the file */
-			const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
-			int vmm = cJSON_IsString(api) && strstr(api->valuestring, "Reserve");
-			ALLOC_GROW(af, naf, aaf);
-			af[naf].seq = (uint64_t)seq;
-			af[naf].id = id;
-			af[naf].size = ts[0] == 'a' ? (vmm ? 0 : num(o, "size", 0)) : -1;
-			naf++;
-		} else if ((!strcmp(ts, "sync") || !strcmp(ts, "memcpy")) && in) {
-			ALLOC_GROW(hop, nhop, ahop);
-			struct hostop *h = &hop[nhop++];
-			memset(h, 0, sizeof(*h));
-			h->sync = !strcmp(ts, "sync");
-			h->c = num(o, "c", -1);
-			h->ts = num(o, "ts", 0);
-			h->bytes = (uint64_t)num(o, "bytes", 0);
-			h->pos = pos_of(m, (uint64_t)seq);
-			h->dur_us = (double)num(o, "dur", 0) / 1e3;
-			const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
-			h->api = cJSON_IsString(api) && strstr(api->valuestring, "Async") ? "async"
-			                                                                  : "sync";
-		} else if (!strcmp(ts, "copy")) {
-			/* activity may come before or after its API record: joined after the read
-			 */
-			const cJSON *k = cJSON_GetObjectItemCaseSensitive(o, "kind");
-			const char *ks = cJSON_IsString(k) ? k->valuestring : "";
-			if (!strcmp(ks, "DtoH") || !strcmp(ks, "HtoD")) {
-				ALLOC_GROW(cps, ncps, acps);
-				cps[ncps].c = num(o, "c", -2);
-				cps[ncps].end = num(o, "end", 0);
-				snprintf(cps[ncps].kind, sizeof(cps[ncps].kind), "%s", ks);
-				hmap_put(&copies, (uint64_t)cps[ncps].c, (uint64_t)ncps);
-				ncps++;
-			}
-		}
-		cJSON_Delete(o);
-	}
-	free(line);
-	fclose(f);
 	for (int i = 0; i < nhop; i++)
 		if (!hop[i].sync && hmap_get(&copies, (uint64_t)hop[i].c, &v)) {
 			memcpy(hop[i].kind, cps[v].kind, sizeof(hop[i].kind));
 			hop[i].end = cps[v].end;
 		}
 	hmap_release(&copies);
-	free(cps);
 	if (naf)
 		qsort(af, naf, sizeof(*af), cmp_af);
 	for (long i = 0; i < naf; i++) {

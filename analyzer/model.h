@@ -5,8 +5,9 @@
  * groups, and one representative step's timeline. summary.c writes it as summary.json (see
  * docs/summary-format.md, which is the contract); report/ and fusion/ may also link against it.
  *
- * Building: analysis_run() reads each trace with trace_read() (trace.c), which streams records
- * into a graph builder (builder.h: parse, flow, steps, fold); ledger_compute() (ledger.c)
+ * Building: analysis_run() reads each trace once with trace_read() (lib/trace.c), which streams
+ * records into a graph builder (builder.h: parse, flow, steps, fold) and the memory plan's
+ * log (memplan.c); ledger_compute() (ledger.c)
  * and candidates_find() (candidates.c) fill in the rest. Everything a model holds is owned by
  * it and released by model_free().
  */
@@ -56,7 +57,7 @@ struct node {
 	int nparams;
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
-	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c re-reads by it) */
+	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c's window) */
 	/* launched inside autograd: an inherited site ("inh": an autograd thread's launch) or a
 	 * site whose frames pass through torch/autograd/ (backward()'s seed gradient) */
 	int autograd;
@@ -214,14 +215,16 @@ void model_free(struct model *m);
  * evidence (value ids, node ids, steps, bytes) in candidate.evidence; none claims nodes.
  * deadwork_find(): kind "dead", values written and never read, kernels and copies whose every
  * output is such. invariant_find(): kind "invariant", nodes whose inputs do not change across
- * steps, and host-device traffic repeated every step. memplan_compute(): re-reads the trace at
- * path for the captured step's alloc/free/sync/memcpy records, fills m->mem and appends kind
- * "memory"; returns 0, or -1 after error_at() when the trace cannot be read again. Call them
- * after candidates_find(), in this order.
+ * steps, and host-device traffic repeated every step. memplan_compute(): takes the captured
+ * step's alloc/free/sync/memcpy records from ml, the memory log filled while the trace was read
+ * (analyzer/trace.h; the trace is never read again), fills m->mem and appends kind "memory";
+ * returns 0 (nothing when the graph is empty or ml is NULL). Call them after candidates_find(),
+ * in this order.
  */
 void deadwork_find(struct model *m);
 void invariant_find(struct model *m);
-int memplan_compute(struct model *m, const char *path);
+struct memlog;
+int memplan_compute(struct model *m, const struct memlog *ml);
 /* The memory plan as JSON (summary.json "memory"), a new object; cJSON null when none. */
 struct cJSON *memplan_json(const struct model *m);
 void memplan_free(struct memplan *mp);

@@ -170,7 +170,8 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddBoolToObject(o, "dead_in_step", v->dead_in_step);
 		cJSON_AddStringToObject(o, "how", edge_how_name(v->how));
 		if (v->writer < 0 && v->written_ago >= 0)
-			cJSON_AddNumberToObject(o, "written_ops_before_step", (double)v->written_ago);
+			cJSON_AddNumberToObject(o, "written_ops_before_step",
+			                        (double)v->written_ago);
 		const char *src = v->writer >= 0 ? m->nodes[v->writer].source : NULL;
 		if (src)
 			cJSON_AddStringToObject(o, "source", src);
@@ -378,11 +379,31 @@ void model_free(struct model *m)
 	free(m);
 }
 
-/* One trace into m (first) or into a scratch model whose graph is dropped (the others). */
-static int analyse_one(const char *path, struct trace_info *ti, struct model *m)
+static int feed_builder(void *ctx, const struct trace_record *r)
 {
-	struct builder *b = builder_new(ti->path, ti, &m->dev);
-	int r = trace_read(path, b, ti);
+	return builder_record(ctx, r->obj, r->raw, r->rawlen, r->line);
+}
+
+/*
+ * One trace into m (first) or into a scratch model whose graph is dropped (the others), in one
+ * pass of the reader that feeds the graph builder and *ml, the memory plan's log (new, owned
+ * by the caller even on failure).
+ */
+static int analyse_one(const char *path, struct trace_info *ti, struct model *m, struct memlog **ml)
+{
+	/* messages name standard input as the reader's do */
+	struct builder *b = builder_new(strcmp(path, "-") ? ti->path : "<stdin>", ti, &m->dev);
+	*ml = memlog_new();
+	struct trace_consumer cons[2] = {{feed_builder, b, TRACE_ALL}, memlog_consumer(*ml)};
+	struct trace_stats st = {0};
+	int r = trace_read(path, cons, 2, &st, 0);
+	ti->records += st.records;
+	ti->truncated |= st.truncated;
+	for (int i = 0; i < st.nwarnings; i++) {
+		ti->warnings = xrealloc(ti->warnings, sizeof(char *) * (ti->nwarnings + 1));
+		ti->warnings[ti->nwarnings++] = st.warnings[i];
+	}
+	free(st.warnings);
 	if (r == 0)
 		r = builder_finish(b, m);
 	builder_free(b);
@@ -392,6 +413,7 @@ static int analyse_one(const char *path, struct trace_info *ti, struct model *m)
 struct model *analysis_run(char **paths, int npaths)
 {
 	struct model *m = xcalloc(1, sizeof(*m));
+	struct memlog *ml = NULL; /* m's */
 	m->traces = xcalloc(npaths ? npaths : 1, sizeof(struct trace_info));
 	m->ntraces = npaths;
 	for (int i = 0; i < npaths; i++) {
@@ -401,13 +423,14 @@ struct model *analysis_run(char **paths, int npaths)
 	int first = 1;
 	for (int i = 0; i < npaths; i++) {
 		if (first) {
-			if (analyse_one(paths[i], &m->traces[i], m) < 0)
+			if (analyse_one(paths[i], &m->traces[i], m, &ml) < 0)
 				goto fail;
 			first = 0;
 			continue;
 		}
 		struct model *s = xcalloc(1, sizeof(*s));
-		int r = analyse_one(paths[i], &m->traces[i], s);
+		struct memlog *sml;
+		int r = analyse_one(paths[i], &m->traces[i], s, &sml);
 		/* the model is that of the lowest rank */
 		if (r == 0 && m->traces[i].rank >= 0 &&
 		    (m->traces[0].rank < 0 || m->traces[i].rank < m->traces[0].rank)) {
@@ -421,8 +444,12 @@ struct model *analysis_run(char **paths, int npaths)
 			struct model *tmp = m;
 			m = s;
 			s = tmp;
+			struct memlog *tml = ml;
+			ml = sml;
+			sml = tml;
 		}
 		model_free(s);
+		memlog_free(sml);
 		if (r < 0)
 			goto fail;
 	}
@@ -430,10 +457,12 @@ struct model *analysis_run(char **paths, int npaths)
 	candidates_find(m);
 	deadwork_find(m);
 	invariant_find(m);
-	if (memplan_compute(m, m->traces[0].path) < 0)
+	if (memplan_compute(m, ml) < 0)
 		goto fail;
+	memlog_free(ml);
 	return m;
 fail:
+	memlog_free(ml);
 	model_free(m);
 	return NULL;
 }

@@ -1,23 +1,17 @@
 /*
- * trace.h - the analyzer's internal interfaces between the trace reader (trace.c), the graph
- * builder (builder.h) and the model (model.h). Not for other stages: they use model.h.
+ * trace.h - the analyzer's consumers of the trace reader (lib/trace.h): the graph builder
+ * (builder.h) and the memory plan's log (memplan.c), both fed in the one pass that
+ * analysis_run() (summary.c) makes over each trace. Not for other stages: they use model.h.
  */
 #ifndef AICPROF_TRACE_H
 #define AICPROF_TRACE_H
 
 #include "analyzer/model.h"
+#include "lib/trace.h"
 
 struct cJSON;
 struct builder;
-
-/*
- * Reads the trace at path line by line, parsing each line with cJSON (on a per-line arena, so
- * nothing is allocated per record) and handing each record to builder_record(). A last line
- * that is cut short (no '\n', or not JSON) is a warning, recorded in *ti, and ends the read.
- * Returns 0, or -1 after error_at() for a bad line or record (the builder's errors included).
- * Memory: one line at a time plus what the builder keeps.
- */
-int trace_read(const char *path, struct builder *b, struct trace_info *ti);
+struct memlog;
 
 /* A builder for one trace; file names the trace in messages. Free with builder_free(). */
 struct builder *builder_new(const char *file, struct trace_info *ti, struct device_info *dev);
@@ -33,5 +27,16 @@ int builder_record(struct builder *b, const struct cJSON *rec, const char *raw, 
  */
 int builder_finish(struct builder *b, struct model *m);
 void builder_free(struct builder *b);
+
+/*
+ * The memory plan's log of one trace: the alloc, free, sync, memcpy and host-device copy
+ * records memplan_compute() needs, kept compactly (about 40 bytes a record) while the trace is
+ * read, since the captured step's window is known only once the graph is built. memlog_new()
+ * returns an empty log (free with memlog_free()); memlog_consumer() is the reader's consumer
+ * that fills it (it never fails).
+ */
+struct memlog *memlog_new(void);
+struct trace_consumer memlog_consumer(struct memlog *ml);
+void memlog_free(struct memlog *ml);
 
 #endif

@@ -8,6 +8,10 @@
  * its own (-j at once) into DIR/ranks/, then merged into DIR/summary.json with the job view.
  * --rank-summary runs only the map (DIR gets rank-R.json and rank-R.summary.json per trace);
  * --merge runs only the reduce over such rank files. One trace takes the single-trace path.
+ *
+ * A trace of "-" is standard input (a pipe, `zcat run.aicp.jsonl.gz | aicprof analyze -`): the
+ * single-trace path reads it once; the job view reads each trace twice and in a process of its
+ * own, so there "-" is refused.
  */
 #include "aicprof.h"
 #include "analyzer/job.h"
@@ -52,6 +56,13 @@ int cmd_analyze(int argc, char **argv)
 	/* a copy: the code below owns it */
 	char **paths = xcalloc(npaths, sizeof(char *));
 	memcpy(paths, argv, npaths * sizeof(char *));
+	for (int i = 0; i < npaths; i++)
+		if (!strcmp(paths[i], "-") && (npaths > 1 || map || merge)) {
+			error("'-' (standard input) can only be the one trace of a single-trace "
+			      "analysis");
+			free(paths);
+			return 129;
+		}
 	if (map && merge) {
 		free(paths);
 		error("'--rank-summary' and '--merge' are the two halves of a job; give one");
