@@ -3,7 +3,11 @@
  *
  * The schema is the table below, one row a field: a path ("steps.median_us", "nodes[].id":
  * "[]" is every element of an array), the type, whether it is required, and for numbers the
- * range [lo, hi]. A row is checked wherever its parent exists and has the parent's type; an
+ * range [lo, hi]. Of a run summary only "format" is required at the top: a summary of a
+ * program that ran no kernel, or one written by hand for a test, may lack the rest, and each
+ * consumer says what it misses; what is there must have its type, and an element of a list
+ * must have the keys that identify it (a node's id, an edge's ends, a candidate's id and
+ * kind). A row is checked wherever its parent exists and has the parent's type; an
  * absent or mistyped parent is its own row's business, so one row a fact. Integer rows refuse
  * a fraction, NaN, +-inf and anything outside [lo, hi], which is what lets every consumer
  * convert them to int without further care.
@@ -42,27 +46,27 @@ static const struct field run_schema[] = {
     {"traces[]", T_OBJ, 0, 0, 0},
     {"device", T_OBJ, 0, 0, 0},
     {"device.sm_count", T_INT, 0, 0, IMAX},
-    {"steps", T_OBJ, 1, 0, 0},
+    {"steps", T_OBJ, 0, 0, 0},
     {"steps.count", T_INT, 0, 0, CMAX},
     {"steps.warmup", T_INT, 0, 0, CMAX},
     {"steps.period", T_INT, 0, 0, CMAX},
     {"steps.median_us", T_NUM, 0, 0, UMAX},
-    {"nodes", T_ARR, 1, 0, 0},
+    {"nodes", T_ARR, 0, 0, 0},
     {"nodes[]", T_OBJ, 0, 0, 0},
     {"nodes[].id", T_INT, 1, 0, IMAX},
     {"nodes[].count", T_INT, 0, 0, CMAX},
     {"nodes[].stream", T_INT, 0, -1, IMAX},
     {"nodes[].median_us", T_NUM, 0, 0, UMAX},
-    {"edges", T_ARR, 1, 0, 0},
+    {"edges", T_ARR, 0, 0, 0},
     {"edges[]", T_OBJ, 0, 0, 0},
     {"edges[].from", T_INT, 1, 0, IMAX},
     {"edges[].to", T_INT, 1, 0, IMAX},
     {"ledger", T_OBJ, 0, 0, 0},
-    {"candidates", T_ARR, 1, 0, 0},
+    {"candidates", T_ARR, 0, 0, 0},
     {"candidates[]", T_OBJ, 0, 0, 0},
     {"candidates[].id", T_INT, 1, 0, IMAX},
     {"candidates[].kind", T_STR, 1, 0, 0},
-    {"candidates[].nodes", T_ARR, 1, 0, 0},
+    {"candidates[].nodes", T_ARR, 0, 0, 0},
     {"candidates[].nodes[]", T_INT, 0, 0, IMAX},
     {"rejected", T_ARR, 0, 0, 0},
     {"memory", T_OBJ, 0, 0, 0},
