@@ -3,7 +3,8 @@
  *
  * Parsing: the text is read with file_read() and parsed with cJSON_ParseWithLengthOpts; on a
  * syntax error cJSON gives the byte where it stopped, turned into a line number by counting
- * the newlines before it.
+ * the newlines before it. cJSON stops after the first value; anything but white space after
+ * it (a second record of a JSON-lines trace) is an error at its line too.
  */
 #include "lib/json.h"
 #include "lib/file.h"
@@ -176,9 +177,16 @@ cJSON *json_parse_text(const char *path, const char *text, size_t len, struct st
 	}
 	const char *end = NULL;
 	cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
-	if (root)
-		return root;
-	const char *at = end ? end : cJSON_GetErrorPtr();
+	const char *at = end;
+	if (root) {
+		/* one value and white space: cJSON stops after the first value */
+		while (at && at < text + len && strchr(" \t\r\n", *at) && *at)
+			at++;
+		if (at && (at == text + len || !*at))
+			return root;
+		cJSON_Delete(root);
+	} else if (!at)
+		at = cJSON_GetErrorPtr();
 	long line = 1;
 	if (at && at >= text && at <= text + len)
 		for (const char *p = text; p < at; p++)

@@ -157,7 +157,7 @@ static int check_value(struct ck *c, const struct field *f, const cJSON *v)
 	}
 	if (!ok)
 		return fail(c, "%s must be %s, not %s", c->where.buf, type_names[f->type],
-		            json_type_name(v));
+		            cJSON_IsNumber(v) ? "NaN" : json_type_name(v));
 	return 0;
 }
 
