@@ -22,6 +22,7 @@
 #include "lib/json.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,7 +158,7 @@ static int check_value(struct ck *c, const struct field *f, const cJSON *v)
 	}
 	if (!ok)
 		return fail(c, "%s must be %s, not %s", c->where.buf, type_names[f->type],
-		            cJSON_IsNumber(v) ? "NaN" : json_type_name(v));
+		            cJSON_IsNumber(v) && isnan(v->valuedouble) ? "NaN" : json_type_name(v));
 	return 0;
 }
 

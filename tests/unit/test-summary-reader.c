@@ -204,6 +204,7 @@ static void test_summary_refused(void **state)
 	refused("{\"format\": 99}", "summary format 99 is newer than this aicprof (1)");
 	refused("{\"format\": 2, \"nodes\": 5}", "summary format 2 is newer than this aicprof (1)");
 	refused("{\"format\": 1, \"nodes\": {}}", "nodes must be an array, not an object");
+	refused("{\"format\": 1, \"nodes\": [7]}", "nodes[0] must be an object, not a number");
 	refused("{\"format\": 1, \"nodes\": [{\"id\": 1e300}]}",
 	        "nodes[0].id must be an integer in [0, 2147483647], not 1e+300");
 	refused("{\"format\": 1, \"nodes\": [{\"id\": 0}, {\"id\": 1, \"count\": -3}]}",
