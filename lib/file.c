@@ -1,16 +1,18 @@
 /*
- * file.c - whole-file reads (file.h). The file is opened, checked to be a regular file (a
- * directory or a FIFO is refused before any read), and read in 64 KiB pieces into a strbuf;
- * the limit is checked against fstat's size first and again while reading, so a file that
- * grows under the read is still bounded.
+ * file.c - whole-file reads (file.h). The file is opened without blocking, checked to be a
+ * regular file (a directory, a FIFO or a device is refused before any read), and read in 64 KiB
+ * pieces into a strbuf; the limit is checked against fstat's size first and again while reading, so
+ * a file that grows under the read is still bounded.
  */
 #include "lib/file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 __attribute__((format(printf, 2, 3))) static void fail(struct strbuf *err, const char *fmt, ...)
 {
@@ -27,16 +29,18 @@ __attribute__((format(printf, 2, 3))) static void fail(struct strbuf *err, const
 
 char *file_read(const char *path, size_t max, size_t *len, struct strbuf *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f) {
+	/* O_NONBLOCK: a FIFO or a device named where a file was meant must not block the open */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
 		int e = errno;
 		fail(err, "cannot open '%s': %s", path, strerror(e));
 		errno = e;
 		return NULL;
 	}
 	struct stat st;
-	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
-		fclose(f);
+	FILE *f = NULL;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "rb"))) {
+		close(fd);
 		fail(err, "cannot read '%s': not a regular file", path);
 		errno = EINVAL;
 		return NULL;
