@@ -31,9 +31,11 @@
  */
 #include "analyzer/job.h"
 #include "analyzer/semantics.h"
+#include "lib/json.h"
+#include "lib/stats.h"
+#include "lib/summary.h"
 #include "lib/trace.h"
 #include "lib/util.h"
-#include "report/model.h"
 
 #include <cJSON.h>
 #include <errno.h>
@@ -88,28 +90,6 @@ struct merge {
 	int nops, aops, ndt, adt;
 };
 
-static double num(const cJSON *o, const char *k, double dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
-/* a number of o clamped to [lo, hi] (dflt when absent or not finite): every cast stays defined
- * whatever a rank summary holds */
-static double numc(const cJSON *o, const char *k, double dflt, double lo, double hi)
-{
-	double v = num(o, k, dflt);
-	if (!(v == v))
-		return dflt;
-	return v < lo ? lo : v > hi ? hi : v;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static double r3(double x)
 {
 	return (double)(long long)(x * 1000 + (x < 0 ? -0.5 : 0.5)) / 1000;
@@ -133,43 +113,24 @@ static int intern(char ***tab, int *n, int *a, const char *s)
 	return (*n)++;
 }
 
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* median of a[0..n), which it sorts; 0 for none */
-static double median(double *a, long n)
-{
-	if (n <= 0)
-		return 0;
-	qsort(a, (size_t)n, sizeof(double), dbl_cmp);
-	return n % 2 ? a[n / 2] : (a[n / 2 - 1] + a[n / 2]) / 2;
-}
-
 /* ---------------------------------------------------------------- reading rank summaries */
 
 static int read_rank(struct merge *mg, int i)
 {
 	struct rankinfo *ri = &mg->r[i];
-	cJSON *o = summary_load(ri->file);
+	cJSON *o = summary_read_kind(ri->file, SUMMARY_RANK, NULL);
 	if (!o)
 		return -1;
-	if (num(o, "format", 0) != 1) {
-		cJSON_Delete(o);
-		return error_at(ri->file, 1, "not an aicprof rank summary (no \"format\": 1)");
-	}
 	const cJSON *rk = cJSON_GetObjectItemCaseSensitive(o, "rank");
-	ri->rank = cJSON_IsNumber(rk) ? (long)numc(o, "rank", -1, -1, 1e9) : -1;
-	ri->world_size = (long)numc(o, "world_size", -1, -1, 1e9);
-	ri->host = xstrdup(str(o, "host"));
-	ri->clock = xstrdup(str(o, "clock"));
-	ri->step_us = num(cJSON_GetObjectItemCaseSensitive(o, "steps"), "median_us", 0);
-	ri->compute_us = num(o, "compute_us", 0);
-	ri->coll_us = num(o, "coll_kernel_us", 0);
-	ri->rounds = (int)numc(o, "rounds", 0, 0, JOB_MAX_ROUNDS);
-	ri->per_round = (int)numc(o, "per_round", 0, 0, 4096);
+	ri->rank = cJSON_IsNumber(rk) ? (long)json_clamp(o, "rank", -1, -1, 1e9) : -1;
+	ri->world_size = (long)json_clamp(o, "world_size", -1, -1, 1e9);
+	ri->host = xstrdup(jstrd(o, "host", ""));
+	ri->clock = xstrdup(jstrd(o, "clock", ""));
+	ri->step_us = jnumd(cJSON_GetObjectItemCaseSensitive(o, "steps"), "median_us", 0);
+	ri->compute_us = jnumd(o, "compute_us", 0);
+	ri->coll_us = jnumd(o, "coll_kernel_us", 0);
+	ri->rounds = (int)json_clamp(o, "rounds", 0, 0, JOB_MAX_ROUNDS);
+	ri->per_round = (int)json_clamp(o, "per_round", 0, 0, 4096);
 	ri->trace = cJSON_DetachItemFromObjectCaseSensitive(o, "trace");
 	if (!ri->trace)
 		ri->trace = cJSON_CreateObject();
@@ -178,21 +139,24 @@ static int read_rank(struct merge *mg, int i)
 	{
 		ALLOC_GROW(mg->in, mg->nin, mg->ain);
 		struct inst *x = &mg->in[mg->nin++];
-		x->hash = fnv(str(c, "key"));
+		x->hash = fnv(jstrd(c, "key", ""));
 		x->rank = i;
-		x->round = (short)numc(c, "round", -1, -1, JOB_MAX_ROUNDS);
-		x->pos = (short)numc(c, "pos", 0, -1, 4096);
-		x->op = (short)intern(&mg->ops, &mg->nops, &mg->aops, str(c, "op"));
-		x->dtype = intern(&mg->dtypes, &mg->ndt, &mg->adt, str(c, "dtype"));
-		x->nranks = (short)numc(c, "nranks", 0, 0, 32767);
+		x->round = (short)json_clamp(c, "round", -1, -1, JOB_MAX_ROUNDS);
+		x->pos = (short)json_clamp(c, "pos", 0, -1, 4096);
+		x->op = (short)intern(&mg->ops, &mg->nops, &mg->aops, jstrd(c, "op", ""));
+		x->dtype = intern(&mg->dtypes, &mg->ndt, &mg->adt, jstrd(c, "dtype", ""));
+		x->nranks = (short)json_clamp(c, "nranks", 0, 0, 32767);
 		/* exact nanoseconds where the map wrote them (rounding each instance to 1 ns
 		 * keeps sums exact), else the rounded microseconds */
-		x->dur_us = numc(c, "dur_ns", numc(c, "dur_us", 0, 0, 1e12) * 1e3, 0, 1e15) / 1e3;
-		x->overlap_us =
-		    numc(c, "overlap_ns", numc(c, "overlap_us", 0, 0, 1e12) * 1e3, 0, 1e15) / 1e3;
-		x->bytes = numc(c, "bytes", 0, 0, 1e18);
-		x->end_ns = (int64_t)numc(
-		    c, "end_ns", numc(c, "start_ns", 0, 0, 4e18) + x->dur_us * 1e3, 0, 4e18);
+		x->dur_us =
+		    json_clamp(c, "dur_ns", json_clamp(c, "dur_us", 0, 0, 1e12) * 1e3, 0, 1e15) /
+		    1e3;
+		x->overlap_us = json_clamp(c, "overlap_ns",
+		                           json_clamp(c, "overlap_us", 0, 0, 1e12) * 1e3, 0, 1e15) /
+		                1e3;
+		x->bytes = json_clamp(c, "bytes", 0, 0, 1e18);
+		x->end_ns = (int64_t)json_clamp(
+		    c, "end_ns", json_clamp(c, "start_ns", 0, 0, 4e18) + x->dur_us * 1e3, 0, 4e18);
 		ri->ninst++;
 	}
 	cJSON_Delete(o);
@@ -265,7 +229,7 @@ static cJSON *rank_row(const struct rankinfo *ri)
 		cJSON_AddNumberToObject(o, "rank", (double)ri->rank);
 	else
 		cJSON_AddNullToObject(o, "rank");
-	cJSON_AddStringToObject(o, "path", str(ri->trace, "path"));
+	cJSON_AddStringToObject(o, "path", jstrd(ri->trace, "path", ""));
 	cJSON_AddStringToObject(o, "host", ri->host);
 	cJSON_AddNumberToObject(o, "step_median_us", r3(ri->step_us));
 	cJSON_AddNumberToObject(o, "compute_us", r3(ri->compute_us));
@@ -283,7 +247,8 @@ static cJSON *rank_row(const struct rankinfo *ri)
 static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *med)
 {
 	cJSON *arr = cJSON_CreateArray();
-	cJSON *a = summary_load(slow->file), *b = summary_load(med->file);
+	cJSON *a = summary_read_kind(slow->file, SUMMARY_RANK, NULL),
+	      *b = summary_read_kind(med->file, SUMMARY_RANK, NULL);
 	if (!a || !b)
 		goto out;
 	const cJSON *ka = cJSON_GetObjectItemCaseSensitive(a, "kernels");
@@ -291,12 +256,12 @@ static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *
 	const cJSON *x;
 	cJSON_ArrayForEach(x, ka)
 	{
-		double cnt = num(x, "count", 0), us = num(x, "us", 0), mc = 0, mu = 0;
+		double cnt = jnumd(x, "count", 0), us = jnumd(x, "us", 0), mc = 0, mu = 0;
 		const cJSON *y;
-		cJSON_ArrayForEach(y, kb) if (!strcmp(str(y, "name"), str(x, "name")))
+		cJSON_ArrayForEach(y, kb) if (!strcmp(jstrd(y, "name", ""), jstrd(x, "name", "")))
 		{
-			mc = num(y, "count", 0);
-			mu = num(y, "us", 0);
+			mc = jnumd(y, "count", 0);
+			mu = jnumd(y, "us", 0);
 		}
 		double extra = us - mu;
 		if (cnt <= mc && !(extra > 1.0 && extra > 0.05 * (mu > 0 ? mu : 1)))
@@ -304,7 +269,7 @@ static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *
 		if (extra <= 0)
 			continue;
 		cJSON *o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "name", str(x, "name"));
+		cJSON_AddStringToObject(o, "name", jstrd(x, "name", ""));
 		cJSON_AddNumberToObject(o, "count", cnt);
 		cJSON_AddNumberToObject(o, "median_rank_count", mc);
 		cJSON_AddNumberToObject(o, "us", r3(us));
@@ -316,7 +281,7 @@ static cJSON *extra_kernels(const struct rankinfo *slow, const struct rankinfo *
 		const cJSON *z;
 		cJSON_ArrayForEach(z, arr)
 		{
-			if (num(z, "extra_us", 0) < extra)
+			if (jnumd(z, "extra_us", 0) < extra)
 				break;
 			at++;
 		}
@@ -350,7 +315,7 @@ static void add_lanes(cJSON *job, struct merge *mg, int slow)
 	for (int i = 0; i < mg->n; i++) {
 		if (i >= JOB_LANES && i != slow)
 			continue;
-		cJSON *o = summary_load(mg->r[i].file);
+		cJSON *o = summary_read_kind(mg->r[i].file, SUMMARY_RANK, NULL);
 		if (!o)
 			continue;
 		cJSON *tl = cJSON_DetachItemFromObjectCaseSensitive(o, "timeline");
@@ -395,7 +360,7 @@ static void clock_align(struct merge *mg, cJSON *job)
 	int any = 0;
 	for (int i = 1; i < mg->n; i++)
 		if (mg->r[i].nclk) {
-			mg->r[i].offset_us = median(mg->r[i].clk, mg->r[i].nclk);
+			mg->r[i].offset_us = stats_median(mg->r[i].clk, (size_t)(mg->r[i].nclk));
 			any = 1;
 		}
 	cJSON_AddStringToObject(c, "method", any ? "aligned-by-collectives" : "unaligned");
@@ -410,64 +375,66 @@ static void comm_candidates(cJSON *base, cJSON *rows, const cJSON *early, int pe
 	}
 	int id = 0;
 	const cJSON *c;
-	cJSON_ArrayForEach(c, cands) if (numc(c, "id", -1, -1, 1e9) >= id) id =
-	    (int)numc(c, "id", 0, 0, 1e9) + 1;
+	cJSON_ArrayForEach(c, cands) if (json_clamp(c, "id", -1, -1, 1e9) >= id) id =
+	    (int)json_clamp(c, "id", 0, 0, 1e9) + 1;
 	const cJSON *row;
 	cJSON_ArrayForEach(row, rows)
 	{
-		double exposed = num(row, "exposed_us", 0);
+		double exposed = jnumd(row, "exposed_us", 0);
 		if (exposed < JOB_EXPOSED_MIN_US)
 			continue;
-		int pos = (int)numc(row, "pos", 0, -1, 4096);
-		const char *op = str(row, "op");
+		int pos = (int)json_clamp(row, "pos", 0, -1, 4096);
+		const char *op = jstrd(row, "op", "");
 		const cJSON *e = NULL, *x;
-		cJSON_ArrayForEach(x, early) if ((int)numc(x, "pos", -1, -1, 4096) == pos) e = x;
+		cJSON_ArrayForEach(x, early) if ((int)json_clamp(x, "pos", -1, -1, 4096) == pos) e =
+		    x;
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddNumberToObject(o, "id", id++);
 		cJSON_AddStringToObject(o, "kind", "comm-overlap");
 		cJSON *nodes = cJSON_AddArrayToObject(o, "nodes");
 		if (e && cJSON_IsNumber(cJSON_GetObjectItem(e, "node")))
-			cJSON_AddItemToArray(nodes, cJSON_CreateNumber(num(e, "node", 0)));
+			cJSON_AddItemToArray(nodes, cJSON_CreateNumber(jnumd(e, "node", 0)));
 		cJSON_AddArrayToObject(o, "values_removed");
 		cJSON_AddArrayToObject(o, "values_kept");
 		cJSON_AddNumberToObject(o, "bytes_saved_per_step", 0);
 		/* hiding a collective hides at most its transfer; waiting for a late rank is the
 		 * straggler's, listed there */
-		double dur = num(row, "duration_us", 0);
+		double dur = jnumd(row, "duration_us", 0);
 		double saved = exposed < dur ? exposed : dur;
 		cJSON_AddNumberToObject(o, "time_before_us", r3(exposed));
 		cJSON_AddNumberToObject(o, "time_after_us", r3(exposed - saved));
 		cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(saved));
 		cJSON *src = cJSON_AddArrayToObject(o, "sources");
 		if (e && cJSON_IsString(cJSON_GetObjectItem(e, "writer_source")))
-			cJSON_AddItemToArray(src, cJSON_CreateString(str(e, "writer_source")));
+			cJSON_AddItemToArray(src,
+			                     cJSON_CreateString(jstrd(e, "writer_source", "")));
 		int last = pos == per_round - 1;
 		cJSON_AddStringToObject(o, "library_form", advice_for(op, last));
 		cJSON_AddNullToObject(o, "group");
 		cJSON_AddStringToObject(
 		    o, "group_why", "communication overlap is a change of schedule, not a kernel");
 		char why[512];
-		double slack = e ? num(e, "slack_us", -1) : -1;
+		double slack = e ? jnumd(e, "slack_us", -1) : -1;
 		if (slack > 0)
 			snprintf(why, sizeof(why),
 			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute "
 			         "beside it; "
 			         "its input was ready %.1f us before it started",
-			         op, pos, num(row, "bytes", 0), exposed, slack);
+			         op, pos, jnumd(row, "bytes", 0), exposed, slack);
 		else
 			snprintf(why, sizeof(why),
 			         "%s #%d of the step (%.0f bytes) runs %.1f us with no compute "
 			         "beside it",
-			         op, pos, num(row, "bytes", 0), exposed);
+			         op, pos, jnumd(row, "bytes", 0), exposed);
 		cJSON_AddStringToObject(o, "why", why);
 		cJSON *ev = cJSON_AddObjectToObject(o, "evidence");
 		cJSON_AddNumberToObject(ev, "pos", pos);
 		cJSON_AddStringToObject(ev, "op", op);
-		cJSON_AddNumberToObject(ev, "bytes", num(row, "bytes", 0));
+		cJSON_AddNumberToObject(ev, "bytes", jnumd(row, "bytes", 0));
 		cJSON_AddNumberToObject(ev, "duration_us", r3(dur));
-		cJSON_AddNumberToObject(ev, "wait_us", r3(num(row, "wait_us", 0)));
+		cJSON_AddNumberToObject(ev, "wait_us", r3(jnumd(row, "wait_us", 0)));
 		cJSON_AddNumberToObject(ev, "exposed_us", r3(exposed));
-		cJSON_AddNumberToObject(ev, "overlapped_us", r3(num(row, "overlapped_us", 0)));
+		cJSON_AddNumberToObject(ev, "overlapped_us", r3(jnumd(row, "overlapped_us", 0)));
 		if (slack > 0)
 			cJSON_AddNumberToObject(ev, "slack_us", r3(slack));
 		else
@@ -574,16 +541,16 @@ static void build_view(struct merge *mg, cJSON *base)
 		double *a = tmp;
 		for (int k = 0; k < nr; k++)
 			a[k] = rr[(size_t)i * R + k].wait;
-		ri->wait_med = median(a, nr);
+		ri->wait_med = stats_median(a, (size_t)(nr));
 		for (int k = 0; k < nr; k++)
 			a[k] = rr[(size_t)i * R + k].exposed;
-		ri->exposed_med = median(a, nr);
+		ri->exposed_med = stats_median(a, (size_t)(nr));
 		for (int k = 0; k < nr; k++)
 			a[k] = rr[(size_t)i * R + k].overlap;
-		ri->overlap_med = median(a, nr);
+		ri->overlap_med = stats_median(a, (size_t)(nr));
 		for (int k = 0; k < nr; k++)
 			a[k] = rr[(size_t)i * R + k].coll;
-		ri->collt_med = median(a, nr);
+		ri->collt_med = stats_median(a, (size_t)(nr));
 	}
 	/* the slowest rank and the median rank by compute per step */
 	int slow = 0;
@@ -592,7 +559,7 @@ static void build_view(struct merge *mg, cJSON *base)
 			slow = i;
 	for (int i = 0; i < n; i++)
 		tmp[i] = mg->r[i].compute_us;
-	double medc = median(tmp, n);
+	double medc = stats_median(tmp, (size_t)(n));
 	int med = -1;
 	for (int i = 0; i < n; i++)
 		if (i != slow && (med < 0 || fabs(mg->r[i].compute_us - medc) <
@@ -634,7 +601,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	cJSON_AddNumberToObject(sl, "wait_us", r3(S->wait_med));
 	for (int i = 0; i < n; i++)
 		tmp[i] = mg->r[i].wait_med;
-	cJSON_AddNumberToObject(sl, "median_wait_us", r3(median(tmp, n)));
+	cJSON_AddNumberToObject(sl, "median_wait_us", r3(stats_median(tmp, (size_t)(n))));
 	cJSON_AddItemToObject(sl, "extra_kernels",
 	                      n > 1 ? extra_kernels(S, M) : cJSON_CreateArray());
 	/* what the extra time is: the same kernels running longer, or kernels of its own */
@@ -643,21 +610,21 @@ static void build_view(struct merge *mg, cJSON *base)
 	cJSON_ArrayForEach(ek, cJSON_GetObjectItemCaseSensitive(sl, "extra_kernels"))
 	{
 		if (cJSON_IsTrue(cJSON_GetObjectItem(ek, "longer"))) {
-			longer += num(ek, "extra_us", 0);
+			longer += jnumd(ek, "extra_us", 0);
 			if (!top)
 				top = ek;
 		} else {
-			own += num(ek, "extra_us", 0);
+			own += jnumd(ek, "extra_us", 0);
 		}
 	}
 	cJSON_AddNumberToObject(sl, "longer_us", r3(longer));
 	cJSON_AddNumberToObject(sl, "own_kernels_us", r3(own));
-	char *topname = top ? short_name(str(top, "name")) : NULL;
+	char *topname = top ? short_name(jstrd(top, "name", "")) : NULL;
 	char what[300] = "";
 	if (longer > 0 && topname)
 		snprintf(what, sizeof(what),
 		         ": the same kernels run longer there (+%.1f us, most %s +%.1f us)%s",
-		         longer, topname, num(top, "extra_us", 0),
+		         longer, topname, jnumd(top, "extra_us", 0),
 		         own > 0 ? ", and kernels of its own" : "");
 	else if (own > 0)
 		snprintf(what, sizeof(what), ": kernels the median rank does not run (+%.1f us)",
@@ -668,7 +635,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	         "rank %ld computes %.1f us per step, %.1f us more than the median rank %ld%s; the "
 	         "others wait for it at collectives (median %.1f us per step, it waits %.1f us)",
 	         S->rank, S->compute_us, S->compute_us - M->compute_us, M->rank, what,
-	         num(sl, "median_wait_us", 0), S->wait_med);
+	         jnumd(sl, "median_wait_us", 0), S->wait_med);
 	cJSON_AddStringToObject(sl, "why", why);
 
 	cJSON *rows_j = cJSON_AddArrayToObject(job, "collectives");
@@ -694,7 +661,7 @@ static void build_view(struct merge *mg, cJSON *base)
 		for (int r = 0; r < R; r++)                                                        \
 			if (q->dur[r] > 0)                                                         \
 				a[kk++] = q->field[r];                                             \
-		cJSON_AddNumberToObject(o, name, r3(median(a, kk)));                               \
+		cJSON_AddNumberToObject(o, name, r3(stats_median(a, (size_t)(kk))));               \
 	} while (0)
 		MED(dur, "duration_us");
 		long k = 0;
@@ -702,7 +669,7 @@ static void build_view(struct merge *mg, cJSON *base)
 			if (q->dur[r] > 0 && q->bytes > 0)
 				a[k++] = q->bw[r];
 		if (k)
-			cJSON_AddNumberToObject(o, "busbw_gbs", r3(median(a, k)));
+			cJSON_AddNumberToObject(o, "busbw_gbs", r3(stats_median(a, (size_t)(k))));
 		else
 			cJSON_AddNullToObject(o, "busbw_gbs");
 		MED(wait, "wait_us");
@@ -731,7 +698,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	do {                                                                                       \
 		for (int i = 0; i < n; i++)                                                        \
 			a[i] = rr[(size_t)i * R + r].field;                                        \
-		cJSON_AddNumberToObject(o, name, r3(median(a, n)));                                \
+		cJSON_AddNumberToObject(o, name, r3(stats_median(a, (size_t)(n))));                \
 	} while (0)
 		ACROSS(coll, "collective_us");
 		ACROSS(overlap, "overlapped_us");
@@ -742,7 +709,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	}
 	/* early start, from the lowest rank's graph */
 	cJSON *early = NULL;
-	cJSON *r0 = summary_load(mg->r[0].file);
+	cJSON *r0 = summary_read_kind(mg->r[0].file, SUMMARY_RANK, NULL);
 	if (r0)
 		early = cJSON_DetachItemFromObjectCaseSensitive(r0, "early");
 	cJSON_Delete(r0);
@@ -751,10 +718,10 @@ static void build_view(struct merge *mg, cJSON *base)
 	cJSON_AddItemToObject(job, "early_start", early);
 	for (int i = 0; i < n; i++)
 		tmp[i] = mg->r[i].exposed_med;
-	cJSON_AddNumberToObject(job, "exposed_us_per_step", r3(median(tmp, n)));
+	cJSON_AddNumberToObject(job, "exposed_us_per_step", r3(stats_median(tmp, (size_t)(n))));
 	for (int i = 0; i < n; i++)
 		tmp[i] = mg->r[i].overlap_med;
-	cJSON_AddNumberToObject(job, "overlapped_us_per_step", r3(median(tmp, n)));
+	cJSON_AddNumberToObject(job, "overlapped_us_per_step", r3(stats_median(tmp, (size_t)(n))));
 	add_lanes(job, mg, slow);
 	comm_candidates(base, rows_j, early, per_round);
 
@@ -831,7 +798,7 @@ int job_merge_files(char **rank_files, int n, const char *outdir)
 			goto out;
 		}
 	char *bpath = sibling_summary(mg.r[0].file);
-	cJSON *base = summary_load(bpath);
+	cJSON *base = summary_read(bpath);
 	if (!base) {
 		error("the lowest rank's full summary '%s' is needed for the merge", bpath);
 		free(bpath);

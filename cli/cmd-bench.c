@@ -14,6 +14,8 @@
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
+#include "lib/file.h"
+#include "lib/json.h"
 #include "lib/parseopt.h"
 
 #include <cJSON.h>
@@ -126,19 +128,23 @@ static int run_to_file(char *const argv[], const char *out_path, int both)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static char *slurp(const char *path)
+/* The text of a file this command wrote or reads back (the harness's output, nvcc's log),
+ * NULL when it cannot be read: the caller's message says what is missing. */
+#define BENCH_FILE_MAX (64UL << 20)
+static char *read_quiet(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	struct strbuf sb = STRBUF_INIT;
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, n);
-	fclose(f);
-	strbuf_add(&sb, "", 0);
-	return sb.buf;
+	struct strbuf why = STRBUF_INIT;
+	char *text = file_read(path, BENCH_FILE_MAX, NULL, &why);
+	strbuf_release(&why);
+	return text;
+}
+
+static cJSON *parse_quiet(const char *path)
+{
+	struct strbuf why = STRBUF_INIT;
+	cJSON *j = json_parse_file(path, BENCH_FILE_MAX, &why);
+	strbuf_release(&why);
+	return j;
 }
 
 /* The last line of text that starts with '{', parsed; NULL when none parses. */
@@ -174,11 +180,9 @@ static char *cache_path(void)
 
 static cJSON *cache_load(const char *path)
 {
-	char *text = slurp(path);
-	cJSON *j = text ? cJSON_Parse(text) : NULL;
-	if (text && !j)
+	cJSON *j = parse_quiet(path);
+	if (!j && access(path, F_OK) == 0)
 		warning("tuning cache '%s' is not valid JSON; starting a new one", path);
-	free(text);
 	if (!j || !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "entries"))) {
 		cJSON_Delete(j);
 		j = cJSON_CreateObject();
@@ -206,12 +210,6 @@ static int cache_save(const char *path, const cJSON *j)
 	return rc;
 }
 
-static double num(const cJSON *o, const char *k)
-{
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsNumber(f) ? f->valuedouble : 0;
-}
-
 struct bench_opts {
 	const char *dir;
 	int retune;
@@ -235,9 +233,7 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 	strbuf_addf(&smp, "%d", o->samples);
 	int rc = -1;
 	cJSON *mj = NULL, *res = NULL;
-	char *text = slurp(meta.buf);
-	mj = text ? cJSON_Parse(text) : NULL;
-	free(text);
+	mj = parse_quiet(meta.buf);
 	const cJSON *mkey = cJSON_GetObjectItemCaseSensitive(mj, "key");
 	if (!cJSON_IsString(mkey)) {
 		error("'%s' is missing or has no key; run aicprof fuse again", meta.buf);
@@ -248,7 +244,7 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 	char *cc[] = {(char *)nvcc, "-O3", arch.buf, "-o", bin.buf, src.buf, NULL};
 	int st = run_to_file(cc, log.buf, 1);
 	if (st) {
-		char *l = slurp(log.buf);
+		char *l = read_quiet(log.buf);
 		error("%s: nvcc failed (exit %d); its output, in '%s':\n%.4000s", name, st, log.buf,
 		      l ? l : "");
 		free(l);
@@ -259,8 +255,9 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 	const cJSON *hc = cJSON_GetObjectItemCaseSensitive(hit, "config");
 	char *run[8] = {bin.buf, "--samples", smp.buf, NULL};
 	if (hc) {
-		strbuf_addf(&cfg, "%d,%d,%d", (int)num(hc, "block"), (int)num(hc, "vec"),
-		            (int)num(hc, "ept"));
+		strbuf_addf(&cfg, "%d,%d,%d", (int)json_clamp(hc, "block", 0, 0, 1 << 20),
+		            (int)json_clamp(hc, "vec", 0, 0, 1 << 20),
+		            (int)json_clamp(hc, "ept", 0, 0, 1 << 20));
 		run[3] = "--config";
 		run[4] = cfg.buf;
 		run[5] = NULL;
@@ -269,7 +266,7 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 	} else
 		fprintf(stderr, "aicprof: running %s (tuning)\n", name);
 	st = run_to_file(run, out.buf, 0);
-	char *ot = slurp(out.buf);
+	char *ot = read_quiet(out.buf);
 	res = ot ? last_json_line(ot) : NULL;
 	free(ot);
 	if (!res) {
@@ -301,7 +298,7 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 	if (ok && conf && !hc) {
 		cJSON *e = cJSON_CreateObject();
 		cJSON_AddItemToObject(e, "config", cJSON_Duplicate(conf, 1));
-		cJSON_AddNumberToObject(e, "us", num(res, "after_us"));
+		cJSON_AddNumberToObject(e, "us", jnumd(res, "after_us", 0));
 		cJSON_AddNumberToObject(e, "when", (double)time(NULL));
 		cJSON_DeleteItemFromObjectCaseSensitive(entries, key.buf);
 		cJSON_AddItemToObject(entries, key.buf, e);
@@ -346,21 +343,24 @@ static void print_table(const cJSON *results)
 		const cJSON *c = cJSON_GetObjectItemCaseSensitive(r, "config");
 		char cfg[64] = "-";
 		if (c)
-			snprintf(cfg, sizeof(cfg), "b%d v%d e%d%s", (int)num(c, "block"),
-			         (int)num(c, "vec"), (int)num(c, "ept"),
+			snprintf(cfg, sizeof(cfg), "b%d v%d e%d%s",
+			         (int)json_clamp(c, "block", 0, 0, 1 << 20),
+			         (int)json_clamp(c, "vec", 0, 0, 1 << 20),
+			         (int)json_clamp(c, "ept", 0, 0, 1 << 20),
 			         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "from_cache"))
 			             ? " (cached)"
 			             : " (tuned)");
-		double pk = num(r, "peak_gbs");
-		printf(
-		    "%-24s %-5s %13.0f %10.2f %10.2f %7.2fx %10.1f %10.1f %8.0f %8.0f %8.0f "
-		    "%5.0f%% %6s %s\n",
-		    cJSON_IsString(g) ? g->valuestring : "?",
-		    cJSON_IsString(dt) ? dt->valuestring : "?", num(r, "numel"),
-		    num(r, "before_us"), num(r, "after_us"), num(r, "speedup"),
-		    num(r, "bytes_before") / 1e6, num(r, "bytes_after") / 1e6, num(r, "gbs_before"),
-		    num(r, "gbs_after"), pk, pk > 0 ? 100 * num(r, "gbs_after") / pk : 0,
-		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) ? "pass" : "FAIL", cfg);
+		double pk = jnumd(r, "peak_gbs", 0);
+		printf("%-24s %-5s %13.0f %10.2f %10.2f %7.2fx %10.1f %10.1f %8.0f %8.0f %8.0f "
+		       "%5.0f%% %6s %s\n",
+		       cJSON_IsString(g) ? g->valuestring : "?",
+		       cJSON_IsString(dt) ? dt->valuestring : "?", jnumd(r, "numel", 0),
+		       jnumd(r, "before_us", 0), jnumd(r, "after_us", 0), jnumd(r, "speedup", 0),
+		       jnumd(r, "bytes_before", 0) / 1e6, jnumd(r, "bytes_after", 0) / 1e6,
+		       jnumd(r, "gbs_before", 0), jnumd(r, "gbs_after", 0), pk,
+		       pk > 0 ? 100 * jnumd(r, "gbs_after", 0) / pk : 0,
+		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) ? "pass" : "FAIL",
+		       cfg);
 	}
 	printf("before: the unfused sequence (one kernel per op, intermediates in memory); after: "
 	       "the fused kernel.\nGB/s: bytes moved / median time; peak: a device-to-device "
@@ -392,9 +392,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	o.dir = argv[0];
 	char *ipath = path_join(o.dir, "groups.json");
-	char *text = slurp(ipath);
-	cJSON *idx = text ? cJSON_Parse(text) : NULL;
-	free(text);
+	cJSON *idx = parse_quiet(ipath);
 	const cJSON *groups = cJSON_GetObjectItemCaseSensitive(idx, "groups");
 	if (!cJSON_IsArray(groups)) {
 		error("'%s' is missing or unreadable; run 'aicprof fuse' first", ipath);

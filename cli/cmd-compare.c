@@ -2,7 +2,8 @@
  * cmd-compare.c - `aicprof compare BEFORE AFTER`: two runs side by side.
  *
  * Each side is a trace (analysed here, in-process, with analysis_run() and summary_json()) or
- * a directory holding summary.json that `aicprof analyze` wrote. Both end up as the same JSON
+ * a directory holding summary.json that `aicprof analyze` wrote (read and checked by
+ * summary_read(): a file that is not a summary is refused by name). Both end up as the same JSON
  * object, so the table is built from summary.json's fields only: step median and count, the
  * ledger per step (bytes, round-trip bytes and share, kernel time), the time per kernel
  * family (union of both sides' families), and the candidates: one present before and not
@@ -11,7 +12,9 @@
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
+#include "lib/json.h"
 #include "lib/parseopt.h"
+#include "lib/summary.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The summary of a trace or an analysed directory, as a new cJSON; NULL after error(). */
 static cJSON *load_side(const char *path)
@@ -30,26 +34,12 @@ static cJSON *load_side(const char *path)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		char *p = path_join(path, "summary.json");
-		FILE *f = fopen(p, "rb");
-		if (!f) {
+		if (access(p, F_OK)) {
 			error("cannot read '%s': %m (run aicprof analyze first)", p);
 			free(p);
 			return NULL;
 		}
-		struct strbuf sb = STRBUF_INIT;
-		char buf[65536];
-		size_t k;
-		while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-			strbuf_add(&sb, buf, k);
-		fclose(f);
-		cJSON *j = sb.buf ? cJSON_ParseWithLength(sb.buf, sb.len) : NULL;
-		strbuf_release(&sb);
-		if (!cJSON_IsObject(j)) {
-			cJSON_Delete(j);
-			error("'%s' is not a summary (not a JSON object)", p);
-			free(p);
-			return NULL;
-		}
+		cJSON *j = summary_read(p);
 		free(p);
 		return j;
 	}
@@ -64,12 +54,12 @@ static cJSON *load_side(const char *path)
 
 static double num(const cJSON *o, const char *a, const char *b, const char *c)
 {
-	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+	const char *last = c ? c : b ? b : a;
 	if (b)
-		x = cJSON_GetObjectItemCaseSensitive(x, b);
+		o = jobj(o, a);
 	if (c)
-		x = cJSON_GetObjectItemCaseSensitive(x, c);
-	return cJSON_IsNumber(x) ? x->valuedouble : -1;
+		o = jobj(o, b);
+	return jnumd(o, last, -1);
 }
 
 static void row(const char *what, double a, double b, const char *unit, double scale)

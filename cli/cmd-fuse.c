@@ -9,11 +9,14 @@
  * analyzer named one, no group description, or a group the generator does not support (with
  * the parser's message). Nothing is skipped silently. FUSEDDIR/groups.json lists the generated
  * groups for `aicprof bench`. With --group, a bad description is an error and nothing is
- * written; from a summary, it is advice.
+ * written; from a summary, it is advice. OUTDIR/summary.json is read and checked by
+ * summary_read(): a file that is not a summary is refused by name.
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
+#include "lib/json.h"
 #include "lib/parseopt.h"
+#include "lib/summary.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
@@ -44,22 +47,6 @@ static void add_entry(struct fuse_run *r, struct fuse_entry *e)
 	r->e[r->nr++] = *e;
 }
 
-static char *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	struct strbuf sb = STRBUF_INIT;
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, n);
-	fclose(f);
-	strbuf_add(&sb, "", 0);
-	*len = sb.len;
-	return sb.buf;
-}
-
 static char *join_sources(const cJSON *c)
 {
 	const cJSON *s = cJSON_GetObjectItemCaseSensitive(c, "sources"), *x;
@@ -77,27 +64,12 @@ static char *join_sources(const cJSON *c)
 static int from_summary(const char *outdir, struct fuse_run *run)
 {
 	char *path = path_join(outdir, "summary.json");
-	size_t len;
-	char *text = read_whole(path, &len);
-	if (!text) {
-		error("cannot read '%s': %m", path);
-		free(path);
-		return -1;
-	}
-	cJSON *j = cJSON_ParseWithLength(text, len);
-	free(text);
+	cJSON *j = summary_read(path); /* candidates[] with integer ids and string kinds */
 	if (!j) {
-		error("'%s' is not valid JSON", path);
 		free(path);
 		return -1;
 	}
-	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(j, "candidates"), *c;
-	if (cands && !cJSON_IsArray(cands)) {
-		cJSON_Delete(j);
-		error("%s: 'candidates' must be an array", path);
-		free(path);
-		return -1;
-	}
+	const cJSON *cands = jarr(j, "candidates"), *c;
 	int i = 0, ncomm = 0, comm_seen = 0;
 	cJSON_ArrayForEach(c, cands)
 	{
@@ -107,10 +79,8 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 	cJSON_ArrayForEach(c, cands)
 	{
 		struct fuse_entry e = {0};
-		const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-		double v = cJSON_IsNumber(id) ? id->valuedouble : -1e300;
-		int in_range = v > -9e15 && v < 9e15;
-		e.cand = in_range ? (long)id->valuedouble : i;
+		int64_t id;
+		e.cand = json_get_int64(c, "id", 0, INT32_MAX, &id) == JSON_OK ? (long)id : i;
 		e.sources = join_sources(c);
 		const cJSON *lib = cJSON_GetObjectItemCaseSensitive(c, "library_form");
 		const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
@@ -181,12 +151,8 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
                      struct fuse_run *run)
 {
 	char *path = path_join(outdir, "summary.json");
-	size_t len;
-	char *text = read_whole(path, &len);
-	cJSON *j = text ? cJSON_ParseWithLength(text, len) : NULL;
-	free(text);
+	cJSON *j = summary_read(path);
 	if (!j) {
-		error("cannot read '%s' again", path);
 		free(path);
 		return -1;
 	}
@@ -200,9 +166,9 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
 		const cJSON *c;
 		cJSON_ArrayForEach(c, cands)
 		{
-			const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
-			if (cJSON_IsNumber(id) && id->valuedouble > -9e15 &&
-			    id->valuedouble < 9e15 && (long)id->valuedouble == run->e[i].cand)
+			int64_t id;
+			if (json_get_int64(c, "id", 0, INT32_MAX, &id) == JSON_OK &&
+			    (long)id == run->e[i].cand)
 				break;
 		}
 		if (!c)

@@ -12,12 +12,15 @@
  * else of the prologue per element). Every message names the file and the JSON path.
  */
 #include "fusion/fusion.h"
+#include "lib/json.h"
 
 #include <cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+
+#define FGROUP_FILE_MAX (16UL << 20) /* a group description is a few KiB */
 #include <string.h>
 
 struct pctx {
@@ -49,47 +52,39 @@ static int valid_name(const char *s)
 	return 1;
 }
 
-/* JSON type of f, for messages. */
-static const char *jtype(const cJSON *f)
-{
-	return cJSON_IsString(f)   ? "a string"
-	       : cJSON_IsBool(f)   ? "a boolean"
-	       : cJSON_IsArray(f)  ? "an array"
-	       : cJSON_IsObject(f) ? "an object"
-	       : cJSON_IsNull(f)   ? "null"
-	                           : "a number";
-}
-
 /* A non-negative integer field; absent is -2 when optional, an error when required. */
 static int get_long(struct pctx *c, const cJSON *o, const char *path, const char *key, int required,
                     long *out)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!f) {
+	const cJSON *f = json_get(o, key);
+	int64_t v;
+	switch (json_get_int64(o, key, 1, (int64_t)9e15, &v)) {
+	case JSON_OK:
+		*out = (long)v;
+		return 0;
+	case JSON_MISSING:
 		if (required)
 			return perr(c, "%smissing field '%s'", path, key);
 		*out = -2;
 		return 0;
+	case JSON_WRONG_TYPE:
+		return perr(c, "%sfield '%s' must be a number, not %s", path, key,
+		            json_type_name(f));
+	default:
+		return perr(c, "%sfield '%s' must be a positive integer, not %g", path, key,
+		            f->valuedouble);
 	}
-	if (!cJSON_IsNumber(f))
-		return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
-	double d = f->valuedouble;
-	if (d != floor(d) || d < 1 || d > 9e15)
-		return perr(c, "%sfield '%s' must be a positive integer, not %g", path, key, d);
-	*out = (long)d;
-	return 0;
 }
 
 static int get_number(struct pctx *c, const cJSON *o, const char *path, const char *key,
                       int allow_special, double *out)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!f)
+	const cJSON *f = json_get(o, key);
+	enum json_status st = json_get_number(o, key, out);
+	if (st == JSON_MISSING)
 		return perr(c, "%smissing field '%s'", path, key);
-	if (cJSON_IsNumber(f)) {
-		*out = f->valuedouble;
+	if (st == JSON_OK)
 		return 0;
-	}
 	if (allow_special && cJSON_IsString(f)) {
 		const char *s = f->valuestring;
 		if (!strcmp(s, "-inf"))
@@ -105,30 +100,31 @@ static int get_number(struct pctx *c, const cJSON *o, const char *path, const ch
 			            path, key, s);
 		return 0;
 	}
-	return perr(c, "%sfield '%s' must be a number, not %s", path, key, jtype(f));
+	return perr(c, "%sfield '%s' must be a number, not %s", path, key, json_type_name(f));
 }
 
 static const char *get_string(struct pctx *c, const cJSON *o, const char *path, const char *key,
                               int required)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!f) {
+	const char *s = NULL;
+	switch (json_get_string(o, key, &s)) {
+	case JSON_OK:
+		return s;
+	case JSON_MISSING:
 		if (required)
 			perr(c, "%smissing field '%s'", path, key);
 		return NULL;
-	}
-	if (!cJSON_IsString(f)) {
-		perr(c, "%sfield '%s' must be a string, not %s", path, key, jtype(f));
+	default:
+		perr(c, "%sfield '%s' must be a string, not %s", path, key,
+		     json_type_name(json_get(o, key)));
 		return NULL;
 	}
-	return f->valuestring;
 }
 
 static int get_dtype(struct pctx *c, const cJSON *o, const char *path, const char *key,
                      enum fdtype def, enum fdtype *out)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!f) {
+	if (!json_get(o, key)) {
 		*out = def;
 		return 0;
 	}
@@ -168,26 +164,26 @@ static int add_value(struct pctx *c, struct fgroup *g, const char *path, const c
  * negative number, NaN), so nothing converts an out-of-range double to long. */
 static long get_id(const cJSON *o)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "value");
-	if (!cJSON_IsNumber(f) || !(f->valuedouble >= 0 && f->valuedouble <= 9e15))
-		return -1;
-	return (long)f->valuedouble;
+	int64_t v;
+	return json_get_int64(o, "value", 0, (int64_t)9e15, &v) == JSON_OK ? (long)v : -1;
 }
 
 static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, const char *key,
                               int required)
 {
-	const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-	if (!f) {
+	const cJSON *f = NULL;
+	switch (json_get_array(o, key, &f)) {
+	case JSON_OK:
+		return f;
+	case JSON_MISSING:
 		if (required)
 			perr(c, "%smissing field '%s'", path, key);
 		return NULL;
-	}
-	if (!cJSON_IsArray(f)) {
-		perr(c, "%sfield '%s' must be an array, not %s", path, key, jtype(f));
+	default:
+		perr(c, "%sfield '%s' must be an array, not %s", path, key,
+		     json_type_name(json_get(o, key)));
 		return NULL;
 	}
-	return f;
 }
 
 static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
@@ -240,7 +236,7 @@ static int resolve_arg(struct pctx *c, const struct fgroup *g, const cJSON *ops,
 	const cJSON *o;
 	cJSON_ArrayForEach(o, ops)
 	{
-		const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "out");
+		const cJSON *out = json_get(o, "out");
 		if (cJSON_IsString(out) && !strcmp(out->valuestring, name)) {
 			if (k == opi)
 				perr(c, "%sop uses its own result '%s' (cycle)", path, name);
@@ -278,7 +274,7 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 	const char *out = get_string(c, o, path, "out", 1);
 	if (!args || !out)
 		return -1;
-	const cJSON *causal = cJSON_GetObjectItemCaseSensitive(o, "causal");
+	const cJSON *causal = json_get(o, "causal");
 	if (causal && !cJSON_IsBool(causal))
 		return perr(c, "%sfield 'causal' must be true or false", path);
 	n->causal = cJSON_IsTrue(causal);
@@ -496,7 +492,7 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 		perr(&c, "'ops' is empty");
 		goto fail;
 	}
-	const cJSON *ins = cJSON_GetObjectItemCaseSensitive(j, "inputs");
+	const cJSON *ins = json_get(j, "inputs");
 	int nin = cJSON_IsArray(ins) ? cJSON_GetArraySize(ins) : 0;
 	g->values = xcalloc(nin + g->nops, sizeof(*g->values));
 	g->ops = xcalloc(g->nops, sizeof(*g->ops));
@@ -505,15 +501,15 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 	for (int i = 0; i < g->nops; i++)
 		if (parse_op(&c, ops, cJSON_GetArrayItem(ops, i), i, g))
 			goto fail;
-	const cJSON *outs = cJSON_GetObjectItemCaseSensitive(j, "outputs");
-	const cJSON *kept = cJSON_GetObjectItemCaseSensitive(j, "kept");
+	const cJSON *outs = json_get(j, "outputs");
+	const cJSON *kept = json_get(j, "kept");
 	g->writes =
 	    xcalloc(cJSON_GetArraySize(outs) + cJSON_GetArraySize(kept) + 1, sizeof(*g->writes));
 	if (parse_writes(&c, j, "outputs", 0, g) || parse_writes(&c, j, "kept", 1, g))
 		goto fail;
 	if (g->kind == FG_ROW && check_row(&c, g))
 		goto fail;
-	const cJSON *tb = cJSON_GetObjectItemCaseSensitive(j, "time_before_us");
+	const cJSON *tb = json_get(j, "time_before_us");
 	if (cJSON_IsNumber(tb))
 		g->recorded_before_us = tb->valuedouble;
 	return 0;
@@ -526,29 +522,9 @@ int fgroup_parse_file(const char *path, struct fgroup *g, struct strbuf *err)
 {
 	memset(g, 0, sizeof(*g));
 	strbuf_reset(err);
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		strbuf_addf(err, "cannot open '%s': %s", path, strerror(errno));
+	cJSON *j = json_parse_file(path, FGROUP_FILE_MAX, err);
+	if (!j)
 		return -1;
-	}
-	struct strbuf sb = STRBUF_INIT;
-	char buf[8192];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, n);
-	fclose(f);
-	strbuf_add(&sb, "", 0);
-	cJSON *j = cJSON_ParseWithLength(sb.buf ? sb.buf : "", sb.len);
-	if (!j) {
-		const char *e = cJSON_GetErrorPtr();
-		long line = 1;
-		for (const char *p = sb.buf; p && e && p < e && *p; p++)
-			line += *p == '\n';
-		strbuf_addf(err, "%s:%ld: not valid JSON", path, line);
-		strbuf_release(&sb);
-		return -1;
-	}
-	strbuf_release(&sb);
 	/* default name: the file's base name without .json, made name-safe */
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;

@@ -26,6 +26,7 @@
  * Anything else is not rewritten: the reason comes back as advice for FUSEDDIR/README.md.
  */
 #include "fusion/fusion.h"
+#include "lib/file.h"
 
 #include <cJSON.h>
 #include <ctype.h>
@@ -51,27 +52,13 @@ struct lines {
 static int lines_read(const char *path, struct lines *L)
 {
 	memset(L, 0, sizeof(*L));
-	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0)
+	struct strbuf why = STRBUF_INIT; /* the caller says what it could not read */
+	size_t size;
+	char *s = file_read(path, SOURCE_MAX, &size, &why);
+	strbuf_release(&why);
+	if (!s)
 		return -1;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > SOURCE_MAX) {
-		close(fd);
-		return -1;
-	}
-	FILE *f = fdopen(fd, "rb");
-	if (!f) {
-		close(fd);
-		return -1;
-	}
-	struct strbuf sb = STRBUF_INIT;
-	char buf[8192];
-	size_t k;
-	while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, k);
-	fclose(f);
-	char *s = sb.buf ? sb.buf : "";
-	L->last_nl = sb.len && s[sb.len - 1] == '\n';
+	L->last_nl = size && s[size - 1] == '\n';
 	for (char *p = s; *p;) {
 		char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
@@ -81,7 +68,7 @@ static int lines_read(const char *path, struct lines *L)
 		L->l[L->n++][len] = 0;
 		p += len + (e ? 1 : 0);
 	}
-	strbuf_release(&sb);
+	free(s);
 	return 0;
 }
 

@@ -12,7 +12,7 @@
  * most JOB_ROWS ranks (the slowest first); the rest are counted.
  */
 #include "report/job.h"
-#include "report/perfetto.h"
+#include "report/tevent.h"
 #include "report/plot.h"
 
 #include <cJSON.h>
@@ -30,13 +30,6 @@
 int report_has_job(const struct rmodel *m)
 {
 	return cJSON_IsObject(jobj(m->root, "job"));
-}
-
-/* an integer field, clamped so that the cast stays defined; 0 when absent */
-static int jint(const cJSON *o, const char *k)
-{
-	double v = jnumd(o, k, 0);
-	return v > -1e9 && v < 1e9 ? (int)v : 0;
 }
 
 static void us(struct strbuf *o, double v)
@@ -284,7 +277,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = jint(ev, "stream"), k = 0;
+			int s = (int)json_clamp(ev, "stream", 0, -1e9, 1e9), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16)
@@ -308,7 +301,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = jint(ev, "stream"), k = 0;
+			int s = (int)json_clamp(ev, "stream", 0, -1e9, 1e9), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16)
@@ -325,7 +318,7 @@ static void lanes_chart(const cJSON *job, struct strbuf *o)
 		}
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = jint(ev, "stream"), k = 0;
+			int s = (int)json_clamp(ev, "stream", 0, -1e9, 1e9), k = 0;
 			for (int i = 0; i < ns; i++)
 				if (streams[i] == s)
 					k = i;
@@ -417,7 +410,7 @@ void report_job_perfetto(const struct rmodel *m, cJSON *events)
 		int streams[16], ns = 0;
 		cJSON_ArrayForEach(ev, jarr(ln, "events"))
 		{
-			int s = jint(ev, "stream"), k = 0;
+			int s = (int)json_clamp(ev, "stream", 0, -1e9, 1e9), k = 0;
 			for (int i = 0; i < ns; i++)
 				k |= streams[i] == s;
 			if (!k && ns < 16) {

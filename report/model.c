@@ -1,109 +1,27 @@
 /*
- * model.c - loads summary.json and builds the report's checked view of it (see model.h).
- *
- * Loading reads the whole file and parses it with cJSON; on a syntax error cJSON gives the byte
- * where it stopped, which is turned into a line number by counting newlines before it. Building
- * walks nodes[], edges[] and candidates[] once: every field is read through jnum()/jstr(), which
- * accept only the right type, so a malformed summary degrades to "unknown" and never crashes.
- * Node ids are looked up directly when they equal the index, else by bsearch over a sorted copy,
- * since ids need not be dense.
+ * model.c - builds the report's checked view of summary.json (see model.h); the file is read
+ * and checked by lib/summary.c's summary_read(). Building walks nodes[], edges[] and candidates[]
+ * once: every field is read through jnum()/jstr(), which accept only the right type, so a malformed
+ * summary degrades to "unknown" and never crashes. Node ids are looked up directly when they equal
+ * the index, else by bsearch over a sorted copy, since ids need not be dense.
  */
 #include "report/model.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-
-cJSON *summary_load(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		error("cannot open '%s': %s", path, strerror(errno));
-		return NULL;
-	}
-	struct strbuf sb = STRBUF_INIT;
-	char buf[65536];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		strbuf_add(&sb, buf, n);
-	int bad = ferror(f);
-	fclose(f);
-	if (bad) {
-		error("cannot read '%s'", path);
-		strbuf_release(&sb);
-		return NULL;
-	}
-	if (!sb.len) {
-		error_at(path, 1, "empty file, expected a summary object");
-		strbuf_release(&sb);
-		return NULL;
-	}
-	const char *end = NULL;
-	cJSON *root = cJSON_ParseWithLengthOpts(sb.buf, sb.len, &end, 0);
-	if (!root) {
-		const char *at = end ? end : cJSON_GetErrorPtr();
-		long line = 1;
-		if (at && at >= sb.buf && at <= sb.buf + sb.len)
-			for (const char *p = sb.buf; p < at; p++)
-				line += *p == '\n';
-		error_at(path, line, "not valid JSON");
-		strbuf_release(&sb);
-		return NULL;
-	}
-	strbuf_release(&sb);
-	if (!cJSON_IsObject(root)) {
-		error("'%s' is not a summary: its top level is not an object", path);
-		cJSON_Delete(root);
-		return NULL;
-	}
-	return root;
-}
-
-int jnum(const cJSON *o, const char *key, double *out)
-{
-	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-	if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble)
-		return 0;
-	*out = v->valuedouble;
-	return 1;
-}
 
 int rmodel_int(double d)
 {
 	return d > -2147483648.0 && d < 2147483648.0 ? (int)d : INT_MIN;
 }
 
-/* A number from summary.json as an int, or dflt when absent or out of int's range (a
- * hand-edited or damaged summary must not reach an undefined conversion). */
+/* A number from summary.json as an int, or dflt when absent, not an integer or out of int's
+ * range (summary_read() refused such ids and counts already; this keeps any tree safe). */
 static int jint(const cJSON *o, const char *key, int dflt)
 {
-	double d;
-	return jnum(o, key, &d) && rmodel_int(d) != INT_MIN ? (int)d : dflt;
-}
-
-double jnumd(const cJSON *o, const char *key, double dflt)
-{
-	double d;
-	return jnum(o, key, &d) ? d : dflt;
-}
-
-const char *jstr(const cJSON *o, const char *key)
-{
-	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-	return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
-}
-
-const cJSON *jarr(const cJSON *o, const char *key)
-{
-	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-	return cJSON_IsArray(v) ? v : NULL;
-}
-
-const cJSON *jobj(const cJSON *o, const char *key)
-{
-	const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
-	return cJSON_IsObject(v) ? v : NULL;
+	int64_t v;
+	return json_get_int64(o, key, INT_MIN + 1, INT_MAX, &v) == JSON_OK ? (int)v : dflt;
 }
 
 void rmodel_missing(struct rmodel *m, const char *what)

@@ -8,26 +8,14 @@
 #ifndef AICPROF_REPORT_MODEL_H
 #define AICPROF_REPORT_MODEL_H
 
+#include "lib/json.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
 
-/*
- * Reads and parses the file at path. Returns the tree (the caller frees it with cJSON_Delete),
- * or NULL after error_at() naming the file and the line where parsing stopped, or error()
- * naming the file when it cannot be read or its top level is not an object.
- */
-cJSON *summary_load(const char *path);
-
-/* Typed field access on a cJSON object that may be NULL. None of them fail. */
-int jnum(const cJSON *o, const char *key, double *out); /* 1 when key holds a number */
 /* d as an int when it lies in int's range, else INT_MIN (which no node id is): summary.json's
  * numbers are never converted out of range. */
 int rmodel_int(double d);
-double jnumd(const cJSON *o, const char *key, double dflt);
-const char *jstr(const cJSON *o, const char *key);  /* NULL unless a string */
-const cJSON *jarr(const cJSON *o, const char *key); /* NULL unless an array */
-const cJSON *jobj(const cJSON *o, const char *key); /* NULL unless an object */
 
 struct rnode {
 	int id;           /* nodes[].id, or the node's index when absent */

@@ -11,24 +11,9 @@
  */
 #include "report/perfetto.h"
 #include "report/job.h"
+#include "report/tevent.h"
 
 #include <string.h>
-
-void perfetto_meta(cJSON *events, const char *what, int pid, int tid, const char *key,
-                   const char *sval, double nval)
-{
-	cJSON *e = cJSON_CreateObject();
-	cJSON_AddStringToObject(e, "name", what);
-	cJSON_AddStringToObject(e, "ph", "M");
-	cJSON_AddNumberToObject(e, "pid", pid);
-	cJSON_AddNumberToObject(e, "tid", tid);
-	cJSON *args = cJSON_AddObjectToObject(e, "args");
-	if (sval)
-		cJSON_AddStringToObject(args, key, sval);
-	else
-		cJSON_AddNumberToObject(args, key, nval);
-	cJSON_AddItemToArray(events, e);
-}
 
 void perfetto_write(const struct rmodel *m, struct strbuf *out)
 {

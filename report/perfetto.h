@@ -17,9 +17,4 @@
  */
 void perfetto_write(const struct rmodel *m, struct strbuf *out);
 
-/* Appends to events one metadata event ("ph":"M") named what for process pid, thread tid, with
- * args {key: sval}, or {key: nval} when sval is NULL. */
-void perfetto_meta(cJSON *events, const char *what, int pid, int tid, const char *key,
-                   const char *sval, double nval);
-
 #endif

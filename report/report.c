@@ -8,6 +8,7 @@
  * hold the full collapsed graph.
  */
 #include "report/report.h"
+#include "lib/summary.h"
 #include "report/graph.h"
 #include "report/html.h"
 #include "report/model.h"
@@ -31,7 +32,7 @@ static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 int report_write_all(const char *dir)
 {
 	char *path = path_join(dir, "summary.json");
-	cJSON *root = summary_load(path);
+	cJSON *root = summary_read(path);
 	free(path);
 	if (!root)
 		return -1;

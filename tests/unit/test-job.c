@@ -132,45 +132,65 @@ static void test_map_merge(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
-/* rank summaries with absurd values: merged and reported, never a crash or undefined cast */
-static void test_hostile_merge(void **state)
+static void spit_file(const char *path, const char *text)
 {
-	(void)state;
-	char dir[] = "/tmp/aicprof-test-jobh-XXXXXX", p[600], *files[2];
-	assert_non_null(mkdtemp(dir));
-	static const char *rank0 =
-	    "{\"format\":1,\"rank\":1e300,\"world_size\":-1e300,\"per_round\":1e300,"
-	    "\"rounds\":-5,\"trace\":{\"path\":7},\"kernels\":[{\"name\":1,\"count\":1e308}],"
-	    "\"colls\":[{\"key\":\"a\",\"round\":1e300,\"pos\":-1e300,\"dur_us\":1e300,"
-	    "\"overlap_us\":-1e300,\"bytes\":1e300,\"start_ns\":1e300,\"nranks\":1e300},"
-	    "{\"key\":\"a\",\"round\":0,\"pos\":0,\"dur_us\":\"x\"},7,null],"
-	    "\"early\":[{\"pos\":1e300,\"node\":1e300}],"
-	    "\"timeline\":{\"events\":[{\"stream\":1e300,\"start_us\":-1e300}]}}\n";
-	static const char *rank1 = "{\"format\":1,\"rank\":-7,\"colls\":{},\"kernels\":3}\n";
-	snprintf(p, sizeof(p), "%s/rank-0.json", dir);
-	FILE *f = fopen(p, "w");
-	fputs(rank0, f);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
 	fclose(f);
+}
+
+/* One merge of two rank summaries (and the lowest's .summary.json): its return. */
+static int merge_texts(const char *dir, const char *r0, const char *r1, const char *base)
+{
+	char p[600], *files[2];
+	snprintf(p, sizeof(p), "%s/rank-0.json", dir);
+	spit_file(p, r0);
 	files[0] = strdup(p);
 	snprintf(p, sizeof(p), "%s/rank-1.json", dir);
-	f = fopen(p, "w");
-	fputs(rank1, f);
-	fclose(f);
+	spit_file(p, r1);
 	files[1] = strdup(p);
 	/* whichever sorts first needs its .summary.json: give both */
 	for (int i = 0; i < 2; i++) {
 		snprintf(p, sizeof(p), "%s/rank-%d.summary.json", dir, i);
-		f = fopen(p, "w");
-		fputs("{\"candidates\":[{\"id\":1e300}],\"traces\":3}\n", f);
-		fclose(f);
+		spit_file(p, base);
 	}
 	snprintf(p, sizeof(p), "%s/out", dir);
-	/* merged (every field is clamped or ignored), and its report written from the same
-	 * absurd figures; the sanitizers check the rest */
-	assert_int_equal(job_merge_files(files, 2, p), 0);
-	assert_int_equal(report_write_all(p), 0);
+	int r = job_merge_files(files, 2, p);
 	free(files[0]);
 	free(files[1]);
+	return r;
+}
+
+/* rank summaries with absurd values: what lib/summary.c's schema covers (its counts, the
+ * lists' types, the required keys) is refused by name; the rest is merged and reported, never
+ * a crash or undefined cast */
+static void test_hostile_merge(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/aicprof-test-jobh-XXXXXX", p[600];
+	assert_non_null(mkdtemp(dir));
+	static const char *rank0 =
+	    "{\"format\":1,\"rank\":1e300,\"world_size\":-1e300,\"steps\":{},"
+	    "\"trace\":{\"path\":7},\"kernels\":[{\"name\":1,\"count\":1e308}],"
+	    "\"colls\":[{\"key\":\"a\",\"round\":1e300,\"pos\":-1e300,\"dur_us\":1e300,"
+	    "\"overlap_us\":-1e300,\"bytes\":1e300,\"start_ns\":1e300,\"nranks\":1e300},"
+	    "{\"key\":\"a\",\"round\":0,\"pos\":0,\"dur_us\":\"x\"}],"
+	    "\"early\":[{\"pos\":1e300,\"node\":1e300}],"
+	    "\"timeline\":{\"events\":[{\"stream\":1e300,\"start_us\":-1e300}]}}\n";
+	static const char *rank1 =
+	    "{\"format\":1,\"rank\":-7,\"steps\":{},\"colls\":[],\"kernels\":[]}\n";
+	static const char *base = "{\"format\":1,\"candidates\":[],\"traces\":[{\"path\":7}]}\n";
+	assert_int_equal(merge_texts(dir, rank0, rank1, base), 0);
+	snprintf(p, sizeof(p), "%s/out", dir);
+	assert_int_equal(report_write_all(p), 0);
+	/* refused: a count out of range, a list of the wrong type, a base summary without format */
+	assert_int_equal(
+	    merge_texts(dir, "{\"format\":1,\"steps\":{},\"colls\":[],\"rounds\":-5}", rank1, base),
+	    -1);
+	assert_int_equal(merge_texts(dir, rank0, "{\"format\":1,\"steps\":{},\"colls\":{}}", base),
+	                 -1);
+	assert_int_equal(merge_texts(dir, rank0, rank1, "{\"candidates\":[{\"id\":1e300}]}"), -1);
 	snprintf(p, sizeof(p), "rm -rf %s", dir);
 	assert_int_equal(system(p), 0);
 }

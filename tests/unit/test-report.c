@@ -376,20 +376,45 @@ static void test_hostile(void **state)
 	cleanup_dir(dir);
 }
 
+/* Summaries that lib/summary.c accepts but that lack what the report draws, or hold the wrong
+ * types where its schema does not look: the report says "unknown" and never crashes. What the
+ * schema covers (ids, counts, the lists' types) is refused before the report sees it. */
 static void test_missing_and_wrong_types(void **state)
 {
-	static const char *cases[] = {
+	static const char *refused[] = {
 	    "{}",
 	    "{\"nodes\": []}",
-	    "{\"nodes\":[1,\"x\",null,{\"median_us\":\"slow\",\"name\":5,\"id\":\"7\"},"
-	    "{\"id\":3,\"sources\":[1],\"site\":\"no\"}],\"edges\":\"no\",\"candidates\":{},"
-	    "\"rejected\":7,\"steps\":[],\"device\":{\"peak_tflops\":[1,2]},"
+	    "{\"format\":1,\"nodes\":[1,\"x\"],\"edges\":\"no\",\"candidates\":{}}",
+	    "{\"format\":1,\"nodes\":[{\"median_us\":\"slow\",\"id\":\"7\"}]}",
+	    "{\"format\":1,\"nodes\":[{\"id\":0,\"median_us\":1e308}]}",
+	    "{\"format\":1,\"candidates\":[{\"nodes\":[0,\"a\"]},7]}",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		char tmpl[] = "/tmp/aicprof-report-XXXXXX";
+		char *dir = mkdtemp(tmpl);
+		assert_non_null(dir);
+		char *p = path_join(dir, "summary.json");
+		spit(p, refused[i]);
+		free(p);
+		assert_int_equal(report_write_all(dir), -1);
+		char *html = path_join(dir, "report.html");
+		assert_int_equal(access(html, F_OK), -1); /* nothing written */
+		free(html);
+		cleanup_dir(xstrdup(dir));
+	}
+	static const char *cases[] = {
+	    "{\"format\": 1}",
+	    "{\"format\": 1, \"nodes\": []}",
+	    "{\"format\":1,\"nodes\":[{\"name\":5,\"id\":7},"
+	    "{\"id\":3,\"sources\":[1],\"site\":\"no\"}],\"edges\":[],\"candidates\":[],"
+	    "\"rejected\":[7],\"steps\":{},\"device\":{\"peak_tflops\":[1,2]},"
 	    "\"ledger\":{\"values\":[1,{\"readers\":\"x\"}],\"by_source\":[{\"source\":3}],"
 	    "\"by_family\":[5]},\"timeline\":{\"events\":[{\"start_us\":\"x\"},7,"
 	    "{\"start_us\":1,\"dur_us\":-5,\"node\":99}]},\"traces\":[{\"warnings\":[1]}]}",
-	    "{\"nodes\":[{\"id\":0,\"median_us\":1e308,\"bytes_read\":-1},{\"id\":0}],"
+	    "{\"format\":1,\"nodes\":[{\"id\":0,\"median_us\":1e14,\"bytes_read\":-1},{\"id\":0}],"
 	    "\"edges\":[{\"from\":0,\"to\":0},{\"from\":0,\"to\":99}],"
-	    "\"candidates\":[{\"nodes\":[0,0,5,\"a\"],\"time_saved_us_per_step\":-3},7],"
+	    "\"candidates\":[{\"id\":0,\"kind\":\"x\",\"nodes\":[0,0,5],"
+	    "\"time_saved_us_per_step\":-3}],"
 	    "\"steps\":{\"median_us\":0}}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
