@@ -19,7 +19,7 @@
  *    lazy optimizer-state memsets, beyond any band); anchors closer than P/2 are skipped.
  * 5. Phase: the step does not start at the anchor. The ops before the first anchor are
  *    aligned backward against the ops before a steady anchor (a banded, X-drop extension
- *    scoring 3 x matches - ops consumed); where it stops is the start of the first step, and
+ *    a match +1, an op left unmatched -2); where it stops is the start of the first step, and
  *    how far it reached into the template is the anchor's offset j in the step. Every other
  *    step starts where the template's j ops before the anchor align best (semi-global, exact
  *    match first), and the last step ends where the template's rest, aligned forward from
@@ -171,7 +171,8 @@ enum { DP_GLOBAL, DP_SEMI, DP_EXTEND };
  * Banded LCS of a[0..la) (index i) and b[0..lb) (index j, the rows), cells |i - j| <= w.
  * DP_GLOBAL: returns LCS(la, lb) (needs |la - lb| <= w). DP_SEMI: the smallest i with the
  * largest LCS(i, lb) in *oi, returns that LCS. DP_EXTEND: the cell maximising
- * 3 LCS - i - j in *oi, *oj (X-drop: stops when a row's best falls w + 8 below), returns it.
+ * 5 LCS - 2 (i + j) (a match +1, an op left out -2) in *oi, *oj (X-drop: stops when a row's best
+ * falls w + 8 below), returns it.
  */
 static long band_dp(struct ctx *c, const uint32_t *a, size_t la, const uint32_t *b, size_t lb,
                     size_t w, int mode, size_t *oi, size_t *oj)
@@ -209,7 +210,7 @@ static long band_dp(struct ctx *c, const uint32_t *a, size_t la, const uint32_t 
 			}
 			cur[s] = v;
 			if (mode == DP_EXTEND && v >= 0) {
-				long sc = 3L * v - (long)i - (long)j;
+				long sc = 5L * v - 2 * (long)i - 2 * (long)j;
 				if (sc > best) {
 					best = sc;
 					bi = i;
@@ -492,6 +493,45 @@ static int window_ok(struct ctx *c, size_t from, size_t len, size_t tb, size_t t
 	return 10 * hist_common(c, c->k + from, len, c->k + tb, tl) >= 6 * tl;
 }
 
+/* The window between anchors x and y (occurrence indices, either order). */
+static int between_ok(struct ctx *c, const size_t *o, size_t x, size_t y, size_t tb, size_t tl)
+{
+	size_t a = x < y ? x : y, b = x < y ? y : x;
+	return window_ok(c, o[a], o[b] - o[a], tb, tl);
+}
+
+/*
+ * Step 4: extends the run from anchor cur in direction dir while windows pass window_ok; up
+ * to two bad windows are taken when a good one follows them (a step with a glitch: noise,
+ * a missing anchor), not at the ends. Returns the last anchor taken.
+ */
+static size_t extend(struct ctx *c, const size_t *o, size_t cnt, size_t cur, int dir, size_t p,
+                     size_t tb, size_t tl)
+{
+	for (;;) {
+		long q = next_anchor(o, cnt, cur, dir, p);
+		if (q < 0)
+			break;
+		if (between_ok(c, o, cur, (size_t)q, tb, tl)) {
+			cur = (size_t)q;
+			continue;
+		}
+		long q2 = q, ok = -1;
+		for (int t = 0; t < 2 && ok < 0; t++) {
+			long q3 = next_anchor(o, cnt, (size_t)q2, dir, p);
+			if (q3 < 0)
+				break;
+			if (between_ok(c, o, (size_t)q2, (size_t)q3, tb, tl))
+				ok = q3;
+			q2 = q3;
+		}
+		if (ok < 0)
+			break;
+		cur = (size_t)ok;
+	}
+	return cur;
+}
+
 /* Steps 4-6 for the winning candidate. */
 static void segment(struct ctx *c, const struct cand *cd, struct period_result *r)
 {
@@ -500,12 +540,8 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 	size_t tm = cd->tm, tb = o[tm], tl = o[tm + 1] - o[tm];
 	/* anchors: occurrence indices, extended both ways */
 	size_t *an = xmalloc(sizeof(*an) * cnt), na = 0, first = cd->r0, last = cd->r0 + cd->run;
-	for (long q; (q = next_anchor(o, cnt, first, -1, p)) >= 0 &&
-	             window_ok(c, o[q], o[first] - o[q], tb, tl);)
-		first = (size_t)q;
-	for (long q; (q = next_anchor(o, cnt, last, 1, p)) >= 0 &&
-	             window_ok(c, o[last], o[q] - o[last], tb, tl);)
-		last = (size_t)q;
+	first = extend(c, o, cnt, first, -1, p, tb, tl);
+	last = extend(c, o, cnt, last, 1, p, tb, tl);
 	for (size_t q = first; q <= last;) {
 		an[na++] = o[q];
 		long nx = q == last ? -1 : next_anchor(o, cnt, q, 1, p);
@@ -631,15 +667,8 @@ void period_find(const uint32_t *keys, size_t n, struct period_result *out)
 	c.hist = xcalloc(c.nkeys, sizeof(*c.hist));
 	struct cand *cs;
 	size_t nc = candidates(&c, &cs);
-	for (size_t i = 0; i < nc; i++) {
+	for (size_t i = 0; i < nc; i++)
 		verify(&c, &cs[i]);
-		if (getenv("PERIOD_DEBUG"))
-			fprintf(stderr,
-			        "cand key %u p %zu r0 %zu run %zu score %zu sim %.3f from %zu to "
-			        "%zu exact %zu\n",
-			        cs[i].key, cs[i].p, cs[i].r0, cs[i].run, cs[i].score, cs[i].sim,
-			        cs[i].from, run_end(&c, &cs[i]), cs[i].exact);
-	}
 	size_t win = choose(&c, cs, nc, 0.85, 1);
 	if (win == SIZE_MAX)
 		win = choose(&c, cs, nc, 0.85, 0);
