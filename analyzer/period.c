@@ -248,17 +248,19 @@ static long band_dp(struct ctx *c, const uint32_t *a, size_t la, const uint32_t 
 	return l < 0 ? 0 : l;
 }
 
-/* Common ops of a and b as multisets. */
-static size_t hist_common(struct ctx *c, const uint32_t *a, size_t la, const uint32_t *b, size_t lb)
+/* Common ops of a and k copies of b, as multisets. */
+static size_t hist_common_k(struct ctx *c, const uint32_t *a, size_t la, const uint32_t *b,
+                            size_t lb, size_t k)
 {
 	size_t m = 0;
 	for (size_t i = 0; i < la; i++)
 		c->hist[a[i]]++;
-	for (size_t j = 0; j < lb; j++)
-		if (c->hist[b[j]]) {
-			c->hist[b[j]]--;
-			m++;
-		}
+	for (size_t r = 0; r < k; r++)
+		for (size_t j = 0; j < lb; j++)
+			if (c->hist[b[j]]) {
+				c->hist[b[j]]--;
+				m++;
+			}
 	for (size_t i = 0; i < la; i++)
 		c->hist[a[i]] = 0;
 	return m;
@@ -276,7 +278,7 @@ static double window_sim(struct ctx *c, size_t a, size_t la, size_t b, size_t lb
 	size_t w = band + diff;
 	if (diff * 2 > mx || (double)(2 * w + 1) * (double)lb > GLOBAL_CELLS ||
 	    c->cells > CELL_BUDGET)
-		return (double)hist_common(c, x, la, y, lb) / (double)mx;
+		return (double)hist_common_k(c, x, la, y, lb, 1) / (double)mx;
 	return (double)band_dp(c, x, la, y, lb, w, DP_GLOBAL, NULL, NULL) / (double)mx;
 }
 
@@ -490,7 +492,7 @@ static int window_ok(struct ctx *c, size_t from, size_t len, size_t tb, size_t t
 {
 	if (len > 4 * tl)
 		return 0;
-	return 10 * hist_common(c, c->k + from, len, c->k + tb, tl) >= 6 * tl;
+	return 10 * hist_common_k(c, c->k + from, len, c->k + tb, tl, 1) >= 6 * tl;
 }
 
 /* The window between anchors x and y (occurrence indices, either order). */
@@ -539,7 +541,8 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 	const size_t n = c->n, p = cd->p, band = band_of(p);
 	size_t tm = cd->tm, tb = o[tm], tl = o[tm + 1] - o[tm];
 	/* anchors: occurrence indices, extended both ways */
-	size_t *an = xmalloc(sizeof(*an) * cnt), na = 0, first = cd->r0, last = cd->r0 + cd->run;
+	size_t *an = xmalloc(sizeof(*an) * 4 * cnt), na = 0, first = cd->r0,
+	       last = cd->r0 + cd->run;
 	first = extend(c, o, cnt, first, -1, p, tb, tl);
 	last = extend(c, o, cnt, last, 1, p, tb, tl);
 	for (size_t q = first; q <= last;) {
@@ -547,6 +550,11 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 		long nx = q == last ? -1 : next_anchor(o, cnt, q, 1, p);
 		if (nx < 0)
 			break;
+		/* a window of k >= 2 steps (the anchor kernel missing k-1 times): split it */
+		size_t g = o[nx] - o[q], k = (g + tl / 2) / tl;
+		if (k >= 2 && 10 * hist_common_k(c, c->k + o[q], g, c->k + tb, tl, k) >= 8 * k * tl)
+			for (size_t v = 1; v < k; v++)
+				an[na++] = o[q] + v * g / k;
 		q = (size_t)nx;
 	}
 	/* phase: how far before its anchor a step starts (the template's window ends at o[tm+1]) */

@@ -4,7 +4,12 @@
  * prelude and an epilogue; stray noise ops; a missing anchor; no period at all (one step, low
  * confidence); tiny inputs; and a million ops in well under a second. Each sequence is built
  * with the true step starts known, and the found ones are compared with them.
- * The real traces' golden step counts are checked by tests/tools/period-check.py.
+ * Then the real traces of samples/traces (under $AICPROF_TOP, else "."): each read with cJSON
+ * into its launch sequence the way tests/tools/period-check.py does (launch, memcpy and memset
+ * API records in seq order; CUDA-graph kernels, which have no API record, placed by GPU start
+ * time), and the step count and prelude compared with golden values (8 steps each for the
+ * real programs, the NVTX step count for our samples; the prelude's ops as found when this
+ * test was written, within a few ops). period-check.py also checks the NVTX boundaries.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +17,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -220,12 +227,203 @@ static void test_million(void **state)
 	free(s);
 }
 
+/* a step's anchor kernel replaced by another op in 2 % of positions: windows of two steps */
+static void test_replaced(void **state)
+{
+	struct seq *s = calloc(1, sizeof(*s));
+	unsigned st = 3;
+	for (int t = 0; t < 200; t++) {
+		s->truth[s->nt++] = s->n;
+		for (uint32_t i = 0; i < 30; i++)
+			push(s, lcg(&st) % 50 == 0 ? 300 + lcg(&st) % 10 : i);
+	}
+	struct period_result r;
+	period_find(s->k, s->n, &r);
+	assert_string_equal(r.method, "periodic");
+	starts_near(&r, s, 2);
+	period_result_free(&r);
+	free(s->k);
+	free(s);
+}
+
+/* ---- real traces ---- */
+
+struct op {
+	double order;
+	uint32_t key;
+	long long start; /* GPU start, 0 when none */
+	long long c;
+};
+
+static int cmp_op(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int cmp_c(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+	return x->c < y->c ? -1 : x->c > y->c;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* Keys of the trace's ops in launch order (kernel: its name id; copy: 1e6 + kind; memset:
+ * 2e6); *n ops. NULL when the trace cannot be read. */
+static uint32_t *trace_keys(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	struct op *api = NULL, *act = NULL;
+	size_t na = 0, nact = 0, capa = 0, capb = 0, len = 0;
+	char *line = NULL;
+	while (getline(&line, &len, f) > 0) {
+		cJSON *r = cJSON_Parse(line);
+		if (!r)
+			continue;
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, "t");
+		const char *ty = cJSON_IsString(t) ? t->valuestring : "";
+		if (!strcmp(ty, "launch") || !strcmp(ty, "memcpy") || !strcmp(ty, "memset")) {
+			if (na == capa)
+				api = realloc(api, sizeof(*api) * (capa = capa ? 2 * capa : 4096));
+			api[na++] =
+			    (struct op){.order = num(r, "seq"),
+			                .c = (long long)num(r, "c"),
+			                .key = !strcmp(ty, "launch")   ? (uint32_t)num(r, "fn")
+			                       : !strcmp(ty, "memset") ? 2000000u
+			                                               : 1000000u};
+		} else if (!strcmp(ty, "kernel") || !strcmp(ty, "copy") || !strcmp(ty, "set")) {
+			const cJSON *kd = cJSON_GetObjectItemCaseSensitive(r, "kind");
+			uint32_t key = !strcmp(ty, "kernel") ? (uint32_t)num(r, "name") : 2000000u;
+			if (!strcmp(ty, "copy"))
+				key = 1000000u + (cJSON_IsString(kd)
+				                      ? (uint32_t)kd->valuestring[0] * 256u +
+				                            (uint32_t)kd->valuestring[3]
+				                      : 0u);
+			if (nact == capb)
+				act = realloc(act, sizeof(*act) * (capb = capb ? 2 * capb : 4096));
+			act[nact++] = (struct op){.c = (long long)num(r, "c"),
+			                          .key = key,
+			                          .start = (long long)num(r, "start")};
+		}
+		cJSON_Delete(r);
+	}
+	free(line);
+	fclose(f);
+	/* join: a copy's key is its activity's kind; API ops get their GPU start */
+	qsort(act, nact, sizeof(*act), cmp_c);
+	for (size_t i = 0; i < na; i++) {
+		struct op *m = bsearch(&api[i], act, nact, sizeof(*act), cmp_c);
+		if (!m)
+			continue;
+		while (m > act && m[-1].c == m->c)
+			m--;
+		api[i].start = m->start;
+		if (api[i].key == 1000000u)
+			api[i].key = m->key;
+	}
+	qsort(api, na, sizeof(*api), cmp_c);
+	/* activity without an API record (kernels of a CUDA graph): after the API op that
+	 * started last before it on the GPU */
+	struct op *bys = malloc(sizeof(*bys) * (na ? na : 1));
+	size_t nb = 0;
+	for (size_t i = 0; i < na; i++)
+		if (api[i].start > 0)
+			bys[nb++] = api[i];
+	qsort(bys, nb, sizeof(*bys), cmp_start);
+	struct op *ops = malloc(sizeof(*ops) * (na + nact + 1));
+	size_t no = 0;
+	for (size_t i = 0; i < na; i++)
+		ops[no++] = api[i];
+	long long lastc = -1;
+	int k = 0;
+	for (size_t i = 0; i < nact; i++) {
+		if (bsearch(&act[i], api, na, sizeof(*api), cmp_c))
+			continue;
+		k = act[i].c == lastc ? k + 1 : 0;
+		lastc = act[i].c;
+		size_t lo = 0, hi = nb; /* first with start > this one */
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (bys[mid].start <= act[i].start)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		double seq = lo ? bys[lo - 1].order : -1;
+		ops[no++] =
+		    (struct op){.order = seq + 0.5 + k * 1e-4 + (double)act[i].start * 1e-22,
+		                .key = act[i].key};
+	}
+	qsort(ops, no, sizeof(*ops), cmp_op);
+	uint32_t *keys = malloc(sizeof(*keys) * (no ? no : 1));
+	for (size_t i = 0; i < no; i++)
+		keys[i] = ops[i].key;
+	*n = no;
+	free(api);
+	free(act);
+	free(bys);
+	free(ops);
+	return keys;
+}
+
+static void test_real_traces(void **state)
+{
+	static const struct {
+		const char *name;
+		size_t steps, prelude;
+	} golden[] = {
+	    {"gpt2_train", 8, 77},     {"llama_train", 8, 42},      {"resnet_train", 8, 149},
+	    {"jax_train", 8, 2424},    {"cupy_loop", 8, 3},         {"mlp_train", 8, 8},
+	    {"attention_train", 8, 5}, {"mlp_probe", 3, 8},         {"attention_probe", 3, 5},
+	    {"chain", 6, 2},           {"ddp_train.rank0", 8, 304}, {"ddp_train.rank1", 8, 304},
+	};
+	const char *top = getenv("AICPROF_TOP") ? getenv("AICPROF_TOP") : ".";
+	for (size_t i = 0; i < sizeof(golden) / sizeof(*golden); i++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/samples/traces/%s.aicp.jsonl", top,
+		         golden[i].name);
+		size_t n = 0;
+		uint32_t *k = trace_keys(path, &n);
+		if (!k)
+			fail_msg("cannot read '%s'", path);
+		struct period_result r;
+		period_find(k, n, &r);
+		size_t pre = r.prelude.end, tol = golden[i].prelude / 50 + 3;
+		print_message("%-16s %5zu ops: %zu steps of %zu, prelude %zu, epilogue %zu, "
+		              "confidence %.2f\n",
+		              golden[i].name, n, r.nsteps, r.period, pre,
+		              r.epilogue.end - r.epilogue.start, r.confidence);
+		if (r.nsteps != golden[i].steps || strcmp(r.method, "periodic") ||
+		    (pre > golden[i].prelude ? pre - golden[i].prelude : golden[i].prelude - pre) >
+		        tol)
+			fail_msg("%s: %zu steps, prelude %zu; expected %zu steps, prelude %zu",
+			         golden[i].name, r.nsteps, pre, golden[i].steps, golden[i].prelude);
+		assert_true(r.confidence > 0.5);
+		period_result_free(&r);
+		free(k);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_exact), cmocka_unit_test(test_prelude_first_step_epilogue),
-	    cmocka_unit_test(test_noise), cmocka_unit_test(test_no_period),
-	    cmocka_unit_test(test_tiny),  cmocka_unit_test(test_million),
+	    cmocka_unit_test(test_exact),    cmocka_unit_test(test_prelude_first_step_epilogue),
+	    cmocka_unit_test(test_noise),    cmocka_unit_test(test_no_period),
+	    cmocka_unit_test(test_tiny),     cmocka_unit_test(test_million),
+	    cmocka_unit_test(test_replaced), cmocka_unit_test(test_real_traces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
