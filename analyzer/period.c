@@ -5,33 +5,40 @@
  *    (counting sort, O(n)).
  * 2. Candidate periods come from anchors: a key that occurs once a step (the loss kernel, an
  *    optimizer kernel, every kernel of a CuPy loop) has near-equal gaps between its
- *    occurrences. For each key: P = the median gap (quickselect), and the longest run of
- *    consecutive gaps within P/8 of it; its score is the ops the run spans (run gaps x P).
- *    The best few keys of distinct P are kept (a key occurring twice a step at uneven spacing
- *    has no regular run and drops out by itself).
- * 3. Each candidate is verified: the windows between consecutive anchors of its run (at most
- *    32, spread over the run) are compared with the window in the middle of the run by a
- *    banded LCS (O(len x band)); the value is the run's span times the mean similarity, and
- *    the best wins (within 3 %, the smaller period: a key once every two steps gives 2P with
- *    the same value). A mean similarity under 0.5 is no period.
+ *    occurrences. For each key: P = the median gap (quickselect), its regular gaps (within
+ *    P/8 of P) and the longest run of them; its score is the ops its regular gaps span. The
+ *    best 16 keys are kept, one per period and region (keys once a step share both; a key
+ *    occurring twice a step at uneven spacing has no regular gaps and drops out by itself).
+ * 3. Each candidate is verified: its template is, of 8 windows between consecutive anchors of
+ *    its run, the one most others equal exactly; the run's windows (at most 32) are compared
+ *    with it by a banded LCS (O(len x band)); value = score x mean similarity. The choice:
+ *    among candidates with windows alike (>= 0.85, and some exactly equal if any candidate
+ *    has that), of value at least a tenth of the best, the loop that runs last (a program
+ *    sets up, autotunes, compiles, then loops until it exits: XLA's autotuner repeats its
+ *    timing runs identically long before the steps), within two periods of it the best value,
+ *    within 3 % of that the smaller period (a key once every two steps gives 2P with the same
+ *    value). Then the same without exact windows, then with similarity >= 0.5; else none.
  * 4. The winner's run is extended both ways over anchors whose windows are up to 4 P long and
  *    hold at least 60 % of the template's ops (a histogram test: step 0 may hold a hundred
- *    lazy optimizer-state memsets, beyond any band); anchors closer than P/2 are skipped.
+ *    lazy optimizer-state memsets, beyond any band); anchors closer than P/2 are skipped, up
+ *    to two bad windows are bridged when a good one follows, and a window of k >= 2 steps
+ *    whose ops hold 80 % of k templates (the anchor missing) is split in k.
  * 5. Phase: the step does not start at the anchor. The ops before the first anchor are
- *    aligned backward against the ops before a steady anchor (a banded, X-drop extension
- *    a match +1, an op left unmatched -2); where it stops is the start of the first step, and
- *    how far it reached into the template is the anchor's offset j in the step. Every other
- *    step starts where the template's j ops before the anchor align best (semi-global, exact
- *    match first), and the last step ends where the template's rest, aligned forward from
- *    the last anchor, stops matching. Before the first step: the prelude; after the last:
- *    the epilogue.
- * 6. Each step's similarity to the template (exact compare, else banded LCS over the larger
- *    length, else the histogram overlap when the lengths differ too much) gives the
- *    confidence: mean similarity x a factor for few steps (2: 0.6, 3: 0.8) x a factor for
- *    low coverage (min(1, 0.7 + covered fraction)).
- * Work: O(n) for steps 1, 2, 4; the DPs cost len x (2 band + 1) cells with band =
- * clamp(P/8, 8, 64), and identical steps take the exact-compare path; a 1M-op sequence takes
- * tens of milliseconds.
+ *    aligned backward against the ops before a steady anchor (a banded X-drop extension, the
+ *    band up to P/2 for step 0's lazy ops; a match +1, an op left unmatched -2); where it
+ *    stops is the start of the first step, and how far it reached into the template is the
+ *    anchor's offset j in the step. Every other step starts where the template's j ops
+ *    before the anchor align best (exact compare first, else semi-global), and the last step
+ *    ends where the template's rest, aligned forward from the last anchor, stops matching.
+ *    Before the first step: the prelude; after the last: the epilogue.
+ * 6. Each step's similarity to the steady step (of 8 steps, the one most others equal; exact
+ *    compare, else banded LCS over the larger length, else the histogram overlap when the
+ *    lengths differ too much) gives the confidence: mean similarity x a factor for few steps
+ *    (2: 0.6, 3: 0.8) x a factor for low coverage (min(1, 0.7 + covered fraction)).
+ * Work: O(n) for steps 1, 2, 4 (the median by quickselect); the DPs cost len x (2 band + 1)
+ * cells, band = clamp(P/8, 8, 64), identical steps take the exact-compare path, and past a
+ * budget of 3e7 cells the rest falls back to exact compare and histograms: a 1M-op sequence
+ * takes about 0.15 s (-O2), whatever its period.
  */
 #include "analyzer/period.h"
 
@@ -416,25 +423,25 @@ static void verify(struct ctx *c, struct cand *cd)
 }
 
 /* Where the candidate's regular repeats end: its last regular gap plus a period. */
-static size_t run_end(const struct ctx *c, const struct cand *cd)
+static size_t run_end(const struct cand *cd)
 {
 	return cd->to;
 }
 
 /*
- * Step 3's choice among candidates whose windows are alike (mean similarity >= minsim) and
- * that span at least a quarter of the best's value: the loop that runs last (a program sets
- * up, warms up, autotunes, then loops until it exits; XLA's autotuner repeats its timing runs
- * identically long before the steps), within two periods of the latest end the best value,
- * within 3 % of it the smaller period. SIZE_MAX when none.
+ * Step 3's choice among candidates whose windows are alike (mean similarity >= minsim; with
+ * exact, some window equal to the template op for op) and whose value is at least a tenth of
+ * the best's: the loop that runs last (a program sets up, warms up, autotunes, then loops
+ * until it exits; XLA's autotuner repeats its timing runs identically long before the
+ * steps), within two periods of the latest end the best value, within 3 % of it the smaller
+ * period. Returns the index in cs, SIZE_MAX when none qualifies.
  */
 static int eligible(const struct cand *cd, double minsim, int exact)
 {
 	return cd->sim >= minsim && (!exact || cd->exact);
 }
 
-static size_t choose(const struct ctx *c, const struct cand *cs, size_t nc, double minsim,
-                     int exact)
+static size_t choose(const struct cand *cs, size_t nc, double minsim, int exact)
 {
 	double top = 0;
 	for (size_t i = 0; i < nc; i++)
@@ -443,11 +450,11 @@ static size_t choose(const struct ctx *c, const struct cand *cs, size_t nc, doub
 	size_t latest = 0, win = SIZE_MAX;
 	for (size_t i = 0; i < nc; i++)
 		if (eligible(&cs[i], minsim, exact) && cs[i].value >= 0.1 * top &&
-		    run_end(c, &cs[i]) > latest)
-			latest = run_end(c, &cs[i]);
+		    run_end(&cs[i]) > latest)
+			latest = run_end(&cs[i]);
 	for (size_t i = 0; i < nc; i++) {
 		if (!eligible(&cs[i], minsim, exact) || cs[i].value < 0.1 * top ||
-		    run_end(c, &cs[i]) + 2 * cs[i].p < latest)
+		    run_end(&cs[i]) + 2 * cs[i].p < latest)
 			continue;
 		if (win == SIZE_MAX || cs[i].value > 1.03 * cs[win].value ||
 		    (cs[i].value >= 0.97 * cs[win].value && cs[i].p < cs[win].p))
@@ -677,11 +684,11 @@ void period_find(const uint32_t *keys, size_t n, struct period_result *out)
 	size_t nc = candidates(&c, &cs);
 	for (size_t i = 0; i < nc; i++)
 		verify(&c, &cs[i]);
-	size_t win = choose(&c, cs, nc, 0.85, 1);
+	size_t win = choose(cs, nc, 0.85, 1);
 	if (win == SIZE_MAX)
-		win = choose(&c, cs, nc, 0.85, 0);
+		win = choose(cs, nc, 0.85, 0);
 	if (win == SIZE_MAX)
-		win = choose(&c, cs, nc, 0.5, 0);
+		win = choose(cs, nc, 0.5, 0);
 	if (win == SIZE_MAX)
 		none(out, n,
 		     nc ? "no regular repeats with steps alike" : "no key repeats regularly");

@@ -42,7 +42,8 @@ struct period_result {
 };
 
 /*
- * Finds the steps of keys[0..n) (any uint32_t values; only equality matters) and fills *out
+ * Finds the steps of keys[0..n) (any uint32_t values; only equality matters; n < 2^32) and
+ * fills *out
  * (overwriting it). When no key repeats at a regular spacing with steps that look alike, the
  * result is one step over [0, n), method "none", a low confidence. Never fails: the allocation
  * helpers die on exhaustion. Free what it allocates with period_result_free().
