@@ -32,8 +32,9 @@
  *    ends where the template's rest, aligned forward from the last anchor, stops matching.
  *    Before the first step: the prelude; after the last: the epilogue.
  * 6. Each step's similarity to the steady step (of 8 steps, the one most others equal; exact
- *    compare, else banded LCS over the larger length, else the histogram overlap when the
- *    lengths differ too much) gives the confidence: mean similarity x a factor for few steps
+ *    compare, else banded LCS over the larger length, else, when the lengths differ too much
+ *    or the step is too long, the histogram overlap, capped by the LCS of the first and last
+ *    512 ops) gives the confidence: mean similarity x a factor for few steps
  *    (2: 0.6, 3: 0.8) x a factor for low coverage (min(1, 0.7 + covered fraction)).
  * Work: O(n) for steps 1, 2, 4 (the median by quickselect); the DPs cost len x (2 band + 1)
  * cells, band = clamp(P/8, 8, 64), identical steps take the exact-compare path, and past a
@@ -52,7 +53,7 @@
 #define MAXCAND      16
 #define MAXSAMPLE    32
 #define GLOBAL_CELLS 4000000    /* above this a global alignment falls back to the histogram */
-#define CELL_BUDGET  30000000LL /* DP cells a call may spend; then exact compare or histogram */
+#define CELL_BUDGET  30000000LL /* DP cells for the steps (and as much for all candidates) */
 #define PHASE_CELLS  4000000    /* the first step's alignment may use a wider band, up to this */
 
 struct ctx {
@@ -63,8 +64,10 @@ struct ctx {
 	size_t rowcap;
 	uint32_t *ba, *bb; /* reversed copies */
 	size_t bufcap;
-	uint32_t *hist;  /* nkeys counters, zero between uses */
-	long long cells; /* DP cells spent (an upper bound), against CELL_BUDGET */
+	uint32_t *hist;   /* nkeys counters, zero between uses */
+	long long cells;  /* DP cells spent (an upper bound) in this stage */
+	long long budget; /* ... and allowed: then exact compare or histograms */
+	int verifying;    /* step 3: at most 32 windows, heads and tails always aligned */
 };
 
 /* Dense ids in order of first appearance; direct map when the keys are small, else sorted. */
@@ -284,8 +287,19 @@ static double window_sim(struct ctx *c, size_t a, size_t la, size_t b, size_t lb
 		return 1;
 	size_t w = band + diff;
 	if (diff * 2 > mx || (double)(2 * w + 1) * (double)lb > GLOBAL_CELLS ||
-	    c->cells > CELL_BUDGET)
-		return (double)hist_common_k(c, x, la, y, lb, 1) / (double)mx;
+	    c->cells > c->budget) {
+		double h = (double)hist_common_k(c, x, la, y, lb, 1) / (double)mx;
+		/* the histogram ignores order: the heads and tails (512 ops) must align too */
+		size_t l = la < lb ? la : lb;
+		l = l < 512 ? l : 512;
+		if (l < 64 || (c->cells > c->budget && !c->verifying))
+			return h;
+		double e =
+		    (double)(band_dp(c, x, l, y, l, 32, DP_GLOBAL, NULL, NULL) +
+		             band_dp(c, x + la - l, l, y + lb - l, l, 32, DP_GLOBAL, NULL, NULL)) /
+		    (double)(2 * l);
+		return e < h ? e : h;
+	}
 	return (double)band_dp(c, x, la, y, lb, w, DP_GLOBAL, NULL, NULL) / (double)mx;
 }
 
@@ -414,11 +428,22 @@ static void verify(struct ctx *c, struct cand *cd)
 	size_t tb = o[tm], tl = o[tm + 1] - o[tm];
 	size_t ns = cd->run < MAXSAMPLE ? cd->run : MAXSAMPLE;
 	double sum = 0;
+	if (cd->run == 1) {
+		/* one window: compared with what follows its end (a second step), not itself */
+		size_t nb = tb + tl, nl = c->n - nb < tl ? c->n - nb : tl;
+		cd->sim = window_sim(c, nb, nl, tb, tl, band);
+		cd->value = cd->sim * (double)cd->score;
+		return;
+	}
+	size_t used = 0;
 	for (size_t s = 0; s < ns; s++) {
 		size_t w = cd->r0 + (ns > 1 ? s * (cd->run - 1) / (ns - 1) : 0);
+		if (w == tm)
+			continue; /* not the template with itself */
 		sum += window_sim(c, o[w], o[w + 1] - o[w], tb, tl, band);
+		used++;
 	}
-	cd->sim = sum / (double)ns;
+	cd->sim = used ? sum / (double)used : 0;
 	cd->value = cd->sim * (double)cd->score;
 }
 
@@ -587,7 +612,7 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 		size_t a = an[s], room = a - an[s - 1], start = a;
 		if (jph && jph <= room && !memcmp(c->k + a - jph, c->k + pre_b, jph * 4)) {
 			start = a - jph;
-		} else if (jph && c->cells > CELL_BUDGET) {
+		} else if (jph && c->cells > c->budget) {
 			start = a - (jph < room ? jph : room);
 		} else if (jph) {
 			size_t lxs = jph + band < room ? jph + band : room, ii = 0;
@@ -682,8 +707,15 @@ void period_find(const uint32_t *keys, size_t n, struct period_result *out)
 	c.hist = xcalloc(c.nkeys, sizeof(*c.hist));
 	struct cand *cs;
 	size_t nc = candidates(&c, &cs);
-	for (size_t i = 0; i < nc; i++)
+	c.verifying = 1;
+	for (size_t i = 0; i < nc; i++) {
+		c.cells = 0;
+		c.budget = CELL_BUDGET / MAXCAND;
 		verify(&c, &cs[i]);
+	}
+	c.verifying = 0;
+	c.cells = 0;
+	c.budget = CELL_BUDGET;
 	size_t win = choose(cs, nc, 0.85, 1);
 	if (win == SIZE_MAX)
 		win = choose(cs, nc, 0.85, 0);

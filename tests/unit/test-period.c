@@ -164,6 +164,15 @@ static void test_no_period(void **state)
 	}
 	assert_true(r.confidence < 0.3);
 	period_result_free(&r);
+	/* a large alphabet: keys repeat rarely, at random gaps (windows must not be alike by
+	 * their histograms alone) */
+	uint32_t *big = malloc(sizeof(*big) * 200000);
+	for (size_t i = 0; i < 200000; i++)
+		big[i] = lcg(&st) % 20000;
+	period_find(big, 200000, &r);
+	assert_string_equal(r.method, "none");
+	period_result_free(&r);
+	free(big);
 	/* all distinct: nothing repeats at all */
 	for (size_t i = 0; i < s->n; i++)
 		s->k[i] = (uint32_t)i * 2654435761u;
