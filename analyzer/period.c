@@ -57,13 +57,14 @@
 #define PHASE_CELLS  4000000    /* the first step's alignment may use a wider band, up to this */
 
 struct ctx {
-	uint32_t *k; /* dense keys */
+	uint32_t *k;          /* dense keys */
+	const uint32_t *orig; /* the caller's keys */
 	size_t n, nkeys;
 	size_t *off, *pos; /* occurrences of key x: pos[off[x] .. off[x+1]) */
 	int32_t *r0, *r1;  /* DP rows */
 	size_t rowcap;
 	uint32_t *ba, *bb; /* reversed copies */
-	size_t bufcap;
+	size_t capa, capb;
 	uint32_t *hist;   /* nkeys counters, zero between uses */
 	long long cells;  /* DP cells spent (an upper bound) in this stage */
 	long long budget; /* ... and allowed: then exact compare or histograms */
@@ -303,17 +304,18 @@ static double window_sim(struct ctx *c, size_t a, size_t la, size_t b, size_t lb
 	return (double)band_dp(c, x, la, y, lb, w, DP_GLOBAL, NULL, NULL) / (double)mx;
 }
 
+/* keys[from, from+len) reversed, into buffer which (0 or 1: the other stays valid). */
 static uint32_t *reversed(struct ctx *c, int which, size_t from, size_t len)
 {
-	if (len > c->bufcap) {
-		c->bufcap = len + len / 2;
-		c->ba = xrealloc(c->ba, sizeof(uint32_t) * c->bufcap);
-		c->bb = xrealloc(c->bb, sizeof(uint32_t) * c->bufcap);
+	uint32_t **d = which ? &c->bb : &c->ba;
+	size_t *cap = which ? &c->capb : &c->capa;
+	if (len > *cap) {
+		*cap = len + len / 2;
+		*d = xrealloc(*d, sizeof(uint32_t) * *cap);
 	}
-	uint32_t *d = which ? c->bb : c->ba;
 	for (size_t i = 0; i < len; i++)
-		d[i] = c->k[from + len - 1 - i];
-	return d;
+		(*d)[i] = c->k[from + len - 1 - i];
+	return *d;
 }
 
 struct cand {
@@ -584,6 +586,7 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 			break;
 		/* a window of k >= 2 steps (the anchor kernel missing k-1 times): split it */
 		size_t g = o[nx] - o[q], k = (g + tl / 2) / tl;
+		k = k > 4 ? 4 : k; /* an has room for 4 entries an anchor */
 		if (k >= 2 && 10 * hist_common_k(c, c->k + o[q], g, c->k + tb, tl, k) >= 8 * k * tl)
 			for (size_t v = 1; v < k; v++)
 				an[na++] = o[q] + v * g / k;
@@ -678,7 +681,7 @@ static void segment(struct ctx *c, const struct cand *cd, struct period_result *
 	r->epilogue = (struct period_range){end, n};
 	r->period = tl;
 	r->method = "periodic";
-	r->anchor = cd->key;
+	r->anchor = c->orig[o[cd->r0]];
 	r->steady = steady;
 	r->mean_similarity = sum / (double)na;
 	r->coverage = (double)(end - st[0].start) / (double)n;
@@ -701,7 +704,7 @@ void period_find(const uint32_t *keys, size_t n, struct period_result *out)
 		none(out, n, n ? "too few ops" : "no ops");
 		return;
 	}
-	struct ctx c = {.n = n};
+	struct ctx c = {.n = n, .orig = keys};
 	densify(&c, keys, n);
 	occurrences(&c);
 	c.hist = xcalloc(c.nkeys, sizeof(*c.hist));
