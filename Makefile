@@ -86,10 +86,13 @@ $(B)/tests/test-cuptimux: $(MOCK_CUPTI)
 PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)
 $(B)/tests/test-sites: EXTRA_TEST = $(PY_EMBED)
 
-tools: $(B)/tools/gen-trace
+tools: $(B)/tools/gen-trace $(B)/tools/period-check
 $(B)/tools/gen-trace: tests/tools/gen-trace.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -O2 $< -o $@ $(LDLIBS)
+$(B)/tools/period-check: tests/tools/period-check.c analyzer/period.c lib/util.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -O2 $(filter %.c,$^) -o $@ $(LDLIBS)
 
 # Fuzz targets: tests/fuzz/fuzz-<name>.c. make test replays tests/fuzz/{seeds,regress}/<name>/
 # through build/tests/replay-<name> (the target with replay.c's main, ASan+UBSan, gcc);
