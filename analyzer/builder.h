@@ -232,6 +232,9 @@ struct builder {
 	int locked_key; /* -1 none */
 	const char *how;
 	long period, phase, next_boundary;
+	double steps_confidence; /* find_period(): how sure, in [0, 1] (NVTX: 1) */
+	char steps_reason[256];
+	long prelude_ops, epilogue_ops; /* ops before the first and after the last step */
 
 	struct step *steps;
 	long nsteps, asteps, folded;
@@ -322,8 +325,12 @@ void lock_key(struct builder *b, int key);
 /* A range of key at nesting depth, over the ops [s, e), has closed: a step, or tallied by the
  * NVTX-step rule (steps.h) and kept until the rule decides. */
 void range_closed(struct builder *b, int key, int depth, long s, long e);
-/* Sets b->period, b->phase and b->how from the ops held ("periodic"), or period -1 ("whole"). */
-void find_period(struct builder *b);
+/*
+ * Finds the steps of the ops held without NVTX (period.c) and adds them; sets b->period (the
+ * steady step's ops), b->how ("periodic"), the confidence and reason, or period -1 ("whole").
+ * at_end: no more ops will come (else later periods are cut uniformly by periodic_extend()).
+ */
+void find_period(struct builder *b, int at_end);
 /* Appends the periodic steps that the ops seen so far complete. */
 void periodic_extend(struct builder *b);
 

@@ -11,7 +11,9 @@
  * everything the builder holds, whether or not builder_finish() ran.
  */
 #include "analyzer/builder.h"
+#include "lib/util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +97,7 @@ int builder_finish(struct builder *b, struct model *m)
 		if (key >= 0)
 			lock_key(b, key);
 		else
-			find_period(b);
+			find_period(b, 1);
 		periodic_extend(b);
 	}
 	if (!b->nsteps && b->ops.n) {
@@ -119,6 +121,25 @@ int builder_finish(struct builder *b, struct model *m)
 	for (long i = 0; i < b->nsteps; i++)
 		m->step_us[i] = b->steps[i].us;
 	m->outside_ops = b->outside;
+	m->prelude_ops = b->prelude_ops;
+	m->epilogue_ops = b->epilogue_ops;
+	if (b->locked_key >= 0) {
+		m->steps_confidence = 1;
+		snprintf(m->steps_reason, sizeof(m->steps_reason),
+		         "NVTX ranges '%s': exact", nvtx_rule_text(&b->nvtx, b->locked_key));
+	} else if (!strcmp(b->how, "periodic")) {
+		m->steps_confidence = b->steps_confidence;
+		snprintf(m->steps_reason, sizeof(m->steps_reason), "%s", b->steps_reason);
+	} else {
+		m->steps_confidence = 0;
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_adds(&sb, "no NVTX step ranges and no repeating launch sequence: the whole "
+		                 "run is one step");
+		if (b->steps_reason[0])
+			strbuf_addf(&sb, " (%s)", b->steps_reason);
+		snprintf(m->steps_reason, sizeof(m->steps_reason), "%s", sb.buf);
+		strbuf_release(&sb);
+	}
 	if (dom < 0)
 		return 0;
 	struct cls *c = &b->classes[dom];

@@ -444,7 +444,7 @@ static void process(struct builder *b, struct rec *r)
 			if (k >= 0)
 				lock_key(b, k);
 			else
-				find_period(b);
+				find_period(b, 0);
 			periodic_extend(b);
 		}
 		return; /* ops are freed on release */

@@ -668,12 +668,25 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 	for (long t = 0; t < nts; t++)
 		free(ts[t].st);
 	free(ts);
+	uint64_t *ls = xmalloc(sizeof(uint64_t) * (sc->lseq.used + 1));
+	long nls = 0;
+	{
+		size_t it = 0;
+		uint64_t c, seq;
+		while (hmap_next(&sc->lseq, &it, &c, &seq))
+			ls[nls++] = seq;
+		qsort(ls, (size_t)nls, sizeof(*ls), u64_cmp);
+	}
 	struct nvtx_rule rule;
 	nvtx_rule_init(&rule);
 	int *pk = xmalloc(sizeof(int) * (size_t)(npairs / 3 + 1));
 	int sk = -1;
 	for (long i = 0; i < npairs; i += 3) {
 		pk[i / 3] = nvtx_rule_key(&rule, sc->texts[sc->nv[pairs[i]].text]);
+		long held = launches_before(ls, nls, sc->nv[pairs[i + 1]].seq) -
+		            launches_before(ls, nls, sc->nv[pairs[i]].seq);
+		if (held < NVTX_STEP_MIN_OPS)
+			continue; /* a range around one kernel or none (XLA's thunks, compile passes) */
 		sk = nvtx_rule_closed(&rule, pk[i / 3], (int)pairs[i + 2]);
 	}
 	if (sk < 0)
@@ -681,13 +694,6 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 	key[0] = 0;
 	if (sk >= 0) {
 		snprintf(key, keysz, "%s", nvtx_rule_text(&rule, sk));
-		uint64_t *ls = xmalloc(sizeof(uint64_t) * (sc->lseq.used + 1));
-		long nls = 0;
-		size_t it = 0;
-		uint64_t c, seq;
-		while (hmap_next(&sc->lseq, &it, &c, &seq))
-			ls[nls++] = seq;
-		qsort(ls, (size_t)nls, sizeof(*ls), u64_cmp);
 		long last_end = 0;
 		for (long i = 0; i < npairs; i += 3) {
 			const struct nvev *p = &sc->nv[pairs[i]], *q = &sc->nv[pairs[i + 1]];
@@ -703,9 +709,9 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 			st->start_ts = p->ts;
 			st->end_ts = q->ts;
 		}
-		free(ls);
 		qsort(sc->steps, (size_t)sc->nsteps, sizeof(*sc->steps), step_by_seq);
 	}
+	free(ls);
 	free(pk);
 	nvtx_rule_release(&rule);
 	free(pairs);

@@ -152,6 +152,9 @@ struct model {
 	double step_median_us, step_p10_us, step_p90_us;
 	double *step_us;  /* every step's time, in order; owned */
 	long outside_ops; /* ops that ran outside every step */
+	double steps_confidence; /* how sure the steps are, in [0, 1] (NVTX: 1, whole: 0) */
+	char steps_reason[256];  /* how they were found, in words */
+	long prelude_ops, epilogue_ops; /* periodic: ops before the first, after the last step */
 
 	struct node *nodes;
 	int nnodes;

@@ -9,13 +9,17 @@
  * repeated key: lowest depth, then most seen; final at depth 0 at its second range, deeper at
  * its third); then lock_key() makes the kept ranges of that key steps and every later one too.
  * Without such ranges, after UNLOCKED_CAP ops or at the end, the best key so far is taken, else
- * find_period() looks for the period of the kernel-name sequence and periodic_extend() cuts
- * steps at each period; without one the whole run is one step (builder_finish()). add_step()
+ * find_period() hands the launch sequence to the period finder (period.c), whose steps may
+ * differ a little in length, with setup and warm-up left out; without a period the whole run
+ * is one step (builder_finish()). add_step()
  * keeps steps non-empty, ordered and disjoint (nvtx_step_accept()).
  */
 #include "analyzer/builder.h"
+#include "analyzer/period.h"
 
 #include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +43,24 @@ void nvtx_rule_release(struct nvtx_rule *r)
 	nvtx_rule_init(r);
 }
 
+/*
+ * Ranges that frameworks and libraries open around their own work, never a user's step: XLA's
+ * compiler passes and thunks (JAX), Triton's and PyTorch's compile phases. Their texts repeat
+ * and can hold launches (XLA autotunes inside its pass pipeline), so they get no key.
+ */
+static int framework_range(const char *text)
+{
+	static const char *const prefixes[] = {"Xla", "Thunk:", "TritonCompile", "Inductor",
+	                                       "torch.compile", "CompiledFunction"};
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(text, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
 int nvtx_rule_key(struct nvtx_rule *r, const char *text)
 {
-	if (!text)
+	if (!text || framework_range(text))
 		return -1;
 	size_t n = strlen(text);
 	int cut = n > KEY_TEXT_MAX;
@@ -156,8 +175,8 @@ void lock_key(struct builder *b, int key)
 
 void range_closed(struct builder *b, int key, int depth, long s, long e)
 {
-	if (key < 0)
-		return;
+	if (key < 0 || e - s < NVTX_STEP_MIN_OPS)
+		return; /* a range around one kernel or none (XLA's thunks, compile passes) */
 	if (b->locked_key >= 0) {
 		if (key == b->locked_key)
 			add_step(b, s, e);
@@ -173,89 +192,46 @@ void range_closed(struct builder *b, int key, int depth, long s, long e)
 }
 
 /*
- * The period of the kernel-name sequence of the ops held, found from the gaps between
- * repeated occurrences of the rarest names that repeat, scored by the share of positions i
- * with name[i] == name[i + p]; the smallest period that repeats at least 3 times and scores
- * at least 0.8 wins; without one the run is one step ("whole"). The phase is the offset whose
- * boundaries have the largest CPU gaps between launches (steps are usually separated by data
- * loading, logging, a sync).
+ * Steps without NVTX: the ops held are handed to the period finder (period.c) as one key per
+ * op (the kernel's name id; a copy or set by its kind), which returns the steps as op ranges
+ * that may differ a little in length (lazy optimizer state in step 0, another GEMM), with the
+ * prelude (setup, warm-up, compilation, autotuning) and epilogue left out of every step, and
+ * how sure it is. Each found step becomes a step; while the trace still streams (more than
+ * UNLOCKED_CAP ops before any step), the steady period continues uniformly from the last
+ * step's end. Without a period the whole run is one step ("whole").
  */
-void find_period(struct builder *b)
+void find_period(struct builder *b, int at_end)
 {
 	long n = b->ops.n, base = b->ops.base;
 	b->how = "whole";
 	b->period = -1;
-	if (n >= 4) {
-		int *x = xmalloc(sizeof(int) * n);
-		for (long i = 0; i < n; i++) {
-			struct rec *o = DEQ_AT(b->ops, base + i);
-			x[i] = o->kind == NK_KERNEL ? o->fn : -2 - o->kind;
-		}
-		struct hmap cnt, lastpos, gaps;
-		hmap_init(&cnt);
-		hmap_init(&lastpos);
-		hmap_init(&gaps);
-		for (long i = 0; i < n; i++) {
-			uint64_t c = 0;
-			hmap_get(&cnt, (uint64_t)(int64_t)x[i], &c);
-			hmap_put(&cnt, (uint64_t)(int64_t)x[i], c + 1);
-		}
-		long minc = n + 1;
-		for (size_t it = 0;;) {
-			uint64_t k, c;
-			if (!hmap_next(&cnt, &it, &k, &c))
-				break;
-			if (c >= 2 && (long)c < minc)
-				minc = (long)c;
-		}
-		/* gaps of every name that occurs at most 2 * minc times */
-		for (long i = 0; i < n; i++) {
-			uint64_t c, lp;
-			hmap_get(&cnt, (uint64_t)(int64_t)x[i], &c);
-			if ((long)c > 2 * minc || c < 2)
-				continue;
-			if (hmap_get(&lastpos, (uint64_t)(int64_t)x[i], &lp)) {
-				uint64_t g = i - lp, gc = 0;
-				hmap_get(&gaps, g, &gc);
-				hmap_put(&gaps, g, gc + 1);
-			}
-			hmap_put(&lastpos, (uint64_t)(int64_t)x[i], i);
-		}
-		long bestp = -1;
-		for (size_t it = 0;;) {
-			uint64_t p, gc;
-			if (!hmap_next(&gaps, &it, &p, &gc))
-				break;
-			if (p < 1 || (long)p > n / 3 || (bestp > 0 && (long)p >= bestp))
-				continue;
-			long same = 0;
-			for (long i = 0; i + (long)p < n; i++)
-				same += x[i] == x[i + p];
-			if ((double)same >= 0.8 * (double)(n - p))
-				bestp = (long)p;
-		}
-		if (bestp > 0) {
-			double *gap = xcalloc(bestp, sizeof(double));
-			for (long i = 1; i < n; i++) {
-				struct rec *o = DEQ_AT(b->ops, base + i),
-				           *q = DEQ_AT(b->ops, base + i - 1);
-				gap[i % bestp] += (double)(o->ts - q->ts);
-			}
-			long ph = 0;
-			for (long r = 1; r < bestp; r++)
-				if (gap[r] > gap[ph])
-					ph = r;
-			free(gap);
-			b->period = bestp;
-			b->phase = base + ph;
-			b->next_boundary = b->phase;
-			b->how = "periodic";
-		}
-		hmap_release(&cnt);
-		hmap_release(&lastpos);
-		hmap_release(&gaps);
-		free(x);
+	if (n < 4)
+		return;
+	uint32_t *x = xmalloc(sizeof(uint32_t) * (size_t)n);
+	for (long i = 0; i < n; i++) {
+		struct rec *o = DEQ_AT(b->ops, base + i);
+		x[i] = o->kind == NK_KERNEL ? (uint32_t)o->fn + 16u : (uint32_t)o->kind;
 	}
+	struct period_result r;
+	period_find(x, (size_t)n, &r);
+	free(x);
+	if (!strcmp(r.method, "periodic") && r.nsteps >= 2) {
+		for (size_t k = 0; k < r.nsteps; k++)
+			add_step(b, base + (long)r.steps[k].start, base + (long)r.steps[k].end);
+		b->period = (long)r.period;
+		b->phase = base + (long)r.steps[0].start;
+		b->next_boundary =
+		    at_end ? LONG_MAX / 2 : base + (long)r.steps[r.nsteps - 1].end;
+		b->how = "periodic";
+		b->steps_confidence = r.confidence;
+		snprintf(b->steps_reason, sizeof(b->steps_reason), "%s", r.reason);
+		b->prelude_ops = (long)(r.prelude.end - r.prelude.start);
+		b->epilogue_ops = (long)(r.epilogue.end - r.epilogue.start);
+	} else {
+		b->steps_confidence = r.confidence;
+		snprintf(b->steps_reason, sizeof(b->steps_reason), "%s", r.reason);
+	}
+	period_result_free(&r);
 }
 
 void periodic_extend(struct builder *b)

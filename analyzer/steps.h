@@ -21,6 +21,12 @@
 #ifndef AICPROF_STEPS_H
 #define AICPROF_STEPS_H
 
+/*
+ * A range is a step candidate only when it holds at least this many ops: ranges around one
+ * kernel (XLA's "Thunk:" ranges) or none (its compile passes) repeat too, and are not steps.
+ */
+#define NVTX_STEP_MIN_OPS 4
+
 #define NVTX_MAX_KEYS 4096 /* keys held; texts beyond them have no key */
 
 /* The keys seen and their tally. Zero it with nvtx_rule_init(); free with nvtx_rule_release(). */

@@ -238,6 +238,12 @@ cJSON *summary_json(const struct model *m)
 	cJSON_AddNumberToObject(st, "p10_us", r3(m->step_p10_us));
 	cJSON_AddNumberToObject(st, "p90_us", r3(m->step_p90_us));
 	cJSON_AddNumberToObject(st, "outside_ops", (double)m->outside_ops);
+	cJSON_AddNumberToObject(st, "confidence", r3(m->steps_confidence));
+	cJSON_AddStringToObject(st, "reason", m->steps_reason);
+	if (m->steps_how && !strcmp(m->steps_how, "periodic")) {
+		cJSON_AddNumberToObject(st, "prelude_ops", (double)m->prelude_ops);
+		cJSON_AddNumberToObject(st, "epilogue_ops", (double)m->epilogue_ops);
+	}
 	cJSON *tu = cJSON_AddArrayToObject(st, "times_us");
 	for (int i = 0; i < m->nsteps; i++)
 		cJSON_AddItemToArray(tu, cJSON_CreateNumber(r3(m->step_us[i])));
