@@ -149,8 +149,10 @@ static const char *source_text(struct page *pg, const char *loc)
 		return NULL;
 	for (int i = 0; i < pg->m->nr_nodes; i++) {
 		const struct rnode *n = &pg->m->nodes[i];
+		if (!n->source || strcmp(n->source, loc))
+			continue; /* before the lookup of site: this loop runs for every node */
 		const cJSON *site = jobj(n->json, "site");
-		if (n->source && !strcmp(n->source, loc) && jstr(site, "text"))
+		if (jstr(site, "text"))
 			return jstr(site, "text");
 	}
 	char *file;
@@ -703,13 +705,18 @@ void html_add_svg_body(struct strbuf *out, const char *svg)
 static void section_graph(struct page *pg, const struct html_input *in, struct strbuf *o)
 {
 	const struct gview *all = in->all, *top = in->top;
-	if (!in->all_svg) {
+	if (!in->all_svg && !(top && in->top_svg)) {
 		strbuf_adds(o, "<p class=\"note\">The step graph could not be drawn (Graphviz "
-		               "failed); graph.dot is beside this page.</p>\n");
+		               "failed or ran past its time budget, AICPROF_LAYOUT_S); graph.dot is "
+		               "beside this page.</p>\n");
 		return;
 	}
+	if (!in->all_svg)
+		strbuf_adds(o, "<p class=\"note\">The whole step was too large to draw in time "
+		               "(AICPROF_LAYOUT_S): only the top view is drawn; graph.dot beside this "
+		               "page has the whole graph.</p>\n");
 	strbuf_adds(o, "<div class=\"controls\">");
-	if (top && in->top_svg) {
+	if (top && in->top_svg && in->all_svg) {
 		strbuf_addf(o,
 		            "<button type=\"button\" data-view=\"g-top\">Top %d by time and "
 		            "their neighbours</button>",
@@ -727,20 +734,30 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 	if (all->collapsed)
 		strbuf_addf(o, "<span>%d kernels under 1%% of the step collapsed</span>",
 		            all->collapsed);
+	if (all->nr_folds)
+		strbuf_addf(o,
+		            "<span>grey-blue box ×N: a sequence of kernels repeated N times in a row "
+		            "(a layer), drawn once; %d kernels folded into %d such boxes, times "
+		            "summed over the copies (graph.dot has them all)</span>",
+		            all->folded, all->nr_folds);
 	if (top && in->top_svg)
 		strbuf_addf(o,
 		            "<span>the top view leaves out %d kernels (grey dashed edges pass "
 		            "through them)</span>",
 		            top->hidden);
 	strbuf_adds(o, "</p>\n<div class=\"graphwrap\"><div>\n");
-	if (top && in->top_svg) {
+	if (!in->all_svg) {
+		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");
+		html_add_svg_body(o, in->top_svg);
+	} else if (top && in->top_svg) {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");
 		html_add_svg_body(o, in->top_svg);
 		strbuf_adds(o, "</div>\n<div class=\"graphbox\" id=\"g-all\" hidden>");
 	} else {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-all\">");
 	}
-	html_add_svg_body(o, in->all_svg);
+	if (in->all_svg)
+		html_add_svg_body(o, in->all_svg);
 	strbuf_adds(o,
 	            "</div>\n</div><aside id=\"nodeinfo\" aria-live=\"polite\">Click a kernel in "
 	            "the graph to see its full name, bytes and source line.</aside></div>\n");
