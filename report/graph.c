@@ -38,7 +38,7 @@
 #define MULTI           (-2)
 #define TOP_NEIGHBOURS  3  /* neighbours kept on each side of each top vertex */
 #define TOP_ELIDED      3  /* elided edges from one kept vertex, to the nearest kept ones */
-#define GVIEW_LABEL_MAX 32 /* characters of a kernel name in its box; the tooltip has it all */
+#define GVIEW_LABEL_MAX 28 /* characters of a kernel name in its box; the tooltip has it all */
 
 /* The unique distinct neighbour, -1 when none, MULTI when several. */
 static void note_neighbour(int *slot, int who)
@@ -561,14 +561,14 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	set(g, "nodesep", "0.25");
 	set(g, "ranksep", "0.35");
 	set(g, "fontname", "Helvetica");
-	set(g, "fontsize", "11");
+	set(g, "fontsize", "12");
 	agattr(g, AGNODE, "shape", "box");
 	agattr(g, AGNODE, "style", "rounded,filled");
 	agattr(g, AGNODE, "fontname", "Helvetica");
-	agattr(g, AGNODE, "fontsize", "10");
+	agattr(g, AGNODE, "fontsize", "12");
 	agattr(g, AGNODE, "penwidth", "0.8");
 	agattr(g, AGEDGE, "fontname", "Helvetica");
-	agattr(g, AGEDGE, "fontsize", "8");
+	agattr(g, AGEDGE, "fontsize", "10");
 	agattr(g, AGEDGE, "color", "#7a7a7a");
 	agattr(g, AGEDGE, "fontcolor", "#555555");
 	agattr(g, AGEDGE, "arrowsize", "0.6");
@@ -577,11 +577,17 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	Agraph_t **cand_home = xcalloc((size_t)m->nr_cands + 1, sizeof(*cand_home));
 	Agraph_t **folds = xcalloc((size_t)gv->nr_folds + 1, sizeof(*folds));
 	Agnode_t **an = xcalloc((size_t)gv->nr + 1, sizeof(*an));
+	int *fold_nv = xcalloc((size_t)gv->nr_folds + 1, sizeof(*fold_nv));
+	for (int i = 0; i < gv->nr; i++)
+		if (gv->v[i].fold >= 0 && gv->v[i].fold < gv->nr_folds)
+			fold_nv[gv->v[i].fold]++;
 	for (int i = 0; i < gv->nr; i++) {
 		const struct gvert *v = &gv->v[i];
 		const struct rnode *n = &m->nodes[v->node];
 		Agraph_t *home = g;
-		if (v->fold >= 0 && v->fold < gv->nr_folds) {
+		/* a fold drawn as one box is labelled "×N" in the box, not boxed again */
+		int alone = v->fold >= 0 && v->fold < gv->nr_folds && fold_nv[v->fold] == 1;
+		if (v->fold >= 0 && v->fold < gv->nr_folds && !alone) {
 			if (!folds[v->fold]) {
 				const struct gfold *f = &gv->folds[v->fold];
 				strbuf_reset(&sb);
@@ -607,8 +613,10 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			}
 			home = folds[v->fold];
 		}
-		if (v->cand >= 0 && v->cand < m->nr_cands &&
-		    (!clusters[v->cand] || cand_home[v->cand] == home)) {
+		/* the top view boxes only the candidates it keeps whole */
+		int boxed = v->cand >= 0 && v->cand < m->nr_cands &&
+		            (!gv->top_n || m->cand_rank[v->cand] <= GVIEW_TOP_CANDS);
+		if (boxed && (!clusters[v->cand] || cand_home[v->cand] == home)) {
 			if (!clusters[v->cand]) {
 				const cJSON *c = cJSON_GetArrayItem(m->cands, v->cand);
 				cand_home[v->cand] = home;
@@ -632,8 +640,9 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			}
 			home = clusters[v->cand];
 		}
-		int cand_apart = v->cand >= 0 && v->cand < m->nr_cands &&
-		                 cand_home[v->cand] != home && home != clusters[v->cand];
+		int cand_apart =
+		    v->cand >= 0 && v->cand < m->nr_cands &&
+		    (!boxed || (cand_home[v->cand] != home && home != clusters[v->cand]));
 		strbuf_reset(&sb);
 		if (v->count > 1)
 			strbuf_addf(&sb, "g%d", n->id);
@@ -661,6 +670,8 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(a, "tooltip", sb.buf);
 			continue;
 		}
+		if (alone)
+			strbuf_addf(&sb, "×%d  ", gv->folds[v->fold].reps);
 		add_gv_name(&sb, n->name, GVIEW_LABEL_MAX);
 		strbuf_adds(&sb, "\\n");
 		add_us(&sb, n->us);
@@ -708,6 +719,7 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	free(clusters);
 	free(cand_home);
 	free(folds);
+	free(fold_nv);
 	free(an);
 	strbuf_release(&sb);
 	return g;
@@ -881,6 +893,12 @@ static int render_isolated(Agraph_t *g, struct strbuf *svg, int cheap, double bu
 	else
 		strbuf_adds(reason, "graphviz cannot lay it out");
 	return -1;
+}
+
+int gview_svg_width(const char *svg)
+{
+	const char *s = svg ? strstr(svg, "<svg width=\"") : NULL;
+	return s ? atoi(s + 12) : -1;
 }
 
 double gview_layout_budget(void)

@@ -86,6 +86,9 @@ int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *
 #define GVIEW_TIMEOUT   (-2) /* gview_render_budget: the layout ran past its budget */
 #define GVIEW_TOO_LARGE (-3) /* gview_render_budget: too large to try */
 
+/* The width in points of a Graphviz SVG (its <svg width="Npt">), or -1. */
+int gview_svg_width(const char *svg);
+
 /*
  * The layout budget in seconds: AICPROF_LAYOUT_S when it holds a positive number, else
  * GVIEW_LAYOUT_S. Never fails.

@@ -16,6 +16,7 @@
  * data-v is empty).
  */
 #include "report/html.h"
+#include "lib/hmap.h"
 #include "report/assets.h"
 #include "report/beyond.h"
 #include "report/job.h"
@@ -1162,6 +1163,9 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 {
 	struct rmodel *m = pg->m;
 	struct strbuf t = STRBUF_INIT;
+	struct hmap seen; /* FNV-1a of a source: the first node's index that has it */
+	hmap_init(&seen);
+	const char **texts = xcalloc((size_t)m->nr_nodes + 1, sizeof(*texts));
 	strbuf_adds(o, "{\"nodes\":{");
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *n = &m->nodes[i];
@@ -1199,7 +1203,18 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 		if (n->source) {
 			strbuf_adds(o, ",\"source\":");
 			strbuf_add_json(o, n->source);
-			const char *text = source_text(pg, n->source);
+			/* source_text() walks every node: once per distinct source, not per node */
+			uint64_t h = 1469598103934665603ull, first;
+			for (const char *c = n->source; *c; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211ull;
+			const char *text;
+			if (hmap_get(&seen, h, &first) && !strcmp(m->nodes[first].source, n->source)) {
+				text = texts[first];
+			} else {
+				text = source_text(pg, n->source);
+				hmap_put(&seen, h, (uint64_t)i);
+			}
+			texts[i] = text;
 			if (text) {
 				strbuf_adds(o, ",\"text\":");
 				strbuf_add_json(o, text);
@@ -1228,6 +1243,8 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 	}
 	strbuf_adds(o, "}}");
 	strbuf_release(&t);
+	hmap_release(&seen);
+	free(texts);
 }
 
 void html_write(const struct html_input *in, struct strbuf *out)

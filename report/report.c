@@ -19,13 +19,17 @@
 #include "report/model.h"
 #include "report/perfetto.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REPORT_SMALL_SHARE 0.01
 #define REPORT_TOP_N       30
 #define REPORT_TOP_MIN     60
-#define REPORT_FOLD_MIN    60 /* nodes above which repeats are folded in the drawings */
+#define REPORT_TOP_LEAST   8   /* the top view's N is never cut below this */
+#define REPORT_FIT_PT      960 /* widest top drawing whose 12 pt labels stay ~11 px at fit */
+#define REPORT_FOLD_MIN    60  /* nodes above which repeats are folded in the drawings */
 
 static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 {
@@ -35,13 +39,44 @@ static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 	return r;
 }
 
-/* The one line said when a drawing is left out: what is drawn instead, and why. */
-static void say_undrawn(const struct gview *all, int top_ok, const struct strbuf *why)
+static double now_s(void)
 {
-	if (top_ok)
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/*
+ * The top view, built and drawn into top and svg: first with the REPORT_TOP_N heaviest, then,
+ * while the drawing is wider than REPORT_FIT_PT (the page fits the drawing's width, so its
+ * text would shrink below ~11 px) and time is left of budget, with two thirds as many. Returns
+ * gview_render_budget()'s code of the last try; top is built in every case.
+ */
+static int draw_top(struct gview *top, const struct rmodel *m, int fold, double budget,
+                    struct strbuf *svg, struct strbuf *why)
+{
+	double deadline = now_s() + budget;
+	int n = REPORT_TOP_N, r;
+	for (;;) {
+		gview_build_folded(top, m, REPORT_SMALL_SHARE, n, fold);
+		strbuf_reset(svg);
+		strbuf_reset(why);
+		r = gview_render_budget(top, m, NULL, svg, fmax(deadline - now_s(), 0.05), why);
+		if (r || gview_svg_width(svg->buf) <= REPORT_FIT_PT || n <= REPORT_TOP_LEAST ||
+		    now_s() >= deadline)
+			return r;
+		gview_release(top);
+		n = n * 2 / 3;
+	}
+}
+
+/* The one line said when a drawing is left out: what is drawn instead, and why. */
+static void say_undrawn(const struct gview *all, const struct gview *top, const struct strbuf *why)
+{
+	if (top)
 		warning("the whole step graph (%d boxes) is not drawn: %s (AICPROF_LAYOUT_S); the "
 		        "report draws the top %d view, graph.dot has the whole graph",
-		        all->nr, why->buf, REPORT_TOP_N);
+		        all->nr, why->buf, top->top_n);
 	else
 		warning("the step graph (%d boxes) is not drawn: %s (AICPROF_LAYOUT_S); graph.dot "
 		        "has it",
@@ -64,8 +99,6 @@ int report_write_all(const char *dir)
 	gview_build(&whole, &m, REPORT_SMALL_SHARE, 0);
 	gview_build_folded(&all, &m, REPORT_SMALL_SHARE, 0, fold);
 	int want_top = all.nr > REPORT_TOP_MIN;
-	if (want_top)
-		gview_build_folded(&top, &m, REPORT_SMALL_SHARE, REPORT_TOP_N, fold);
 
 	struct strbuf dot = STRBUF_INIT, svg = STRBUF_INIT, top_svg = STRBUF_INIT;
 	struct strbuf html = STRBUF_INIT, perfetto = STRBUF_INIT, why = STRBUF_INIT;
@@ -73,11 +106,10 @@ int report_write_all(const char *dir)
 	double budget = gview_layout_budget();
 	int dot_ok = gview_render_budget(&whole, &m, &dot, NULL, budget, &why) == 0;
 	strbuf_reset(&why);
-	int top_ok =
-	    want_top && gview_render_budget(&top, &m, NULL, &top_svg, budget, &top_why) == 0;
+	int top_ok = want_top && draw_top(&top, &m, fold, budget, &top_svg, &top_why) == 0;
 	int graph_ok = gview_render_budget(&all, &m, NULL, &svg, budget, &why) == 0;
 	if (!graph_ok)
-		say_undrawn(&all, top_ok, why.len ? &why : &top_why);
+		say_undrawn(&all, top_ok ? &top : NULL, why.len ? &why : &top_why);
 	else if (want_top && !top_ok)
 		warning("the top %d view of the step graph is not drawn: %s (AICPROF_LAYOUT_S)",
 		        REPORT_TOP_N, top_why.buf ? top_why.buf : "graphviz failed");
