@@ -909,6 +909,8 @@ double gview_layout_budget(void)
 		double d = strtod(e, &end);
 		if (!*end && d > 0 && d < 1e6)
 			return d;
+		warning("AICPROF_LAYOUT_S='%s' is not a number of seconds above 0; using %g", e,
+		        GVIEW_LAYOUT_S);
 	}
 	return GVIEW_LAYOUT_S;
 }

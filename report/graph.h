@@ -91,7 +91,7 @@ int gview_svg_width(const char *svg);
 
 /*
  * The layout budget in seconds: AICPROF_LAYOUT_S when it holds a positive number, else
- * GVIEW_LAYOUT_S. Never fails.
+ * GVIEW_LAYOUT_S (a value that is not one gets a warning naming it). Never fails.
  */
 double gview_layout_budget(void);
 
