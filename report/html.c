@@ -707,15 +707,17 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 {
 	const struct gview *all = in->all, *top = in->top;
 	if (!in->all_svg && !(top && in->top_svg)) {
-		strbuf_adds(o, "<p class=\"note\">The step graph could not be drawn (Graphviz "
-		               "failed or ran past its time budget, AICPROF_LAYOUT_S); graph.dot is "
-		               "beside this page.</p>\n");
+		strbuf_adds(o,
+		            "<p class=\"note\">The step graph could not be drawn (Graphviz "
+		            "failed or ran past its time budget, AICPROF_LAYOUT_S); graph.dot is "
+		            "beside this page.</p>\n");
 		return;
 	}
 	if (!in->all_svg)
-		strbuf_adds(o, "<p class=\"note\">The whole step was too large to draw in time "
-		               "(AICPROF_LAYOUT_S): only the top view is drawn; graph.dot beside this "
-		               "page has the whole graph.</p>\n");
+		strbuf_adds(o,
+		            "<p class=\"note\">The whole step was too large to draw in time "
+		            "(AICPROF_LAYOUT_S): only the top view is drawn; graph.dot beside this "
+		            "page has the whole graph.</p>\n");
 	strbuf_adds(o, "<div class=\"controls\">");
 	if (top && in->top_svg && in->all_svg) {
 		strbuf_addf(o,
@@ -736,11 +738,12 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 		strbuf_addf(o, "<span>%d kernels under 1%% of the step collapsed</span>",
 		            all->collapsed);
 	if (all->nr_folds)
-		strbuf_addf(o,
-		            "<span>grey-blue box ×N: a sequence of kernels repeated N times in a row "
-		            "(a layer), drawn once; %d kernels folded into %d such boxes, times "
-		            "summed over the copies (graph.dot has them all)</span>",
-		            all->folded, all->nr_folds);
+		strbuf_addf(
+		    o,
+		    "<span>grey-blue box ×N: a sequence of kernels repeated N times in a row "
+		    "(a layer), drawn once; %d kernels folded into %d such boxes, times "
+		    "summed over the copies (graph.dot has them all)</span>",
+		    all->folded, all->nr_folds);
 	if (top && in->top_svg)
 		strbuf_addf(o,
 		            "<span>the top view leaves out %d kernels (grey dashed edges pass "
@@ -1208,7 +1211,8 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 			for (const char *c = n->source; *c; c++)
 				h = (h ^ (unsigned char)*c) * 1099511628211ull;
 			const char *text;
-			if (hmap_get(&seen, h, &first) && !strcmp(m->nodes[first].source, n->source)) {
+			if (hmap_get(&seen, h, &first) &&
+			    !strcmp(m->nodes[first].source, n->source)) {
 				text = texts[first];
 			} else {
 				text = source_text(pg, n->source);
