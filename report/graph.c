@@ -885,7 +885,8 @@ static int render_isolated(Agraph_t *g, struct strbuf *svg, int cheap, double bu
 		return 0;
 	strbuf_reset(svg);
 	if (timed_out) {
-		strbuf_addf(reason, "the layout took longer than %g s", budget_s);
+		strbuf_addf(reason, "the layout took longer than %g s (AICPROF_LAYOUT_S)",
+		            budget_s);
 		return GVIEW_TIMEOUT;
 	}
 	if (WIFSIGNALED(st))

@@ -74,11 +74,11 @@ static int draw_top(struct gview *top, const struct rmodel *m, int fold, double 
 static void say_undrawn(const struct gview *all, const struct gview *top, const struct strbuf *why)
 {
 	if (top)
-		warning("the whole step graph (%d boxes) is not drawn: %s (AICPROF_LAYOUT_S); the "
+		warning("the whole step graph (%d boxes) is not drawn: %s; the "
 		        "report draws the top %d view, graph.dot has the whole graph",
 		        all->nr, why->buf, top->top_n);
 	else
-		warning("the step graph (%d boxes) is not drawn: %s (AICPROF_LAYOUT_S); graph.dot "
+		warning("the step graph (%d boxes) is not drawn: %s; graph.dot "
 		        "has it",
 		        all->nr, why->buf);
 }
@@ -111,8 +111,8 @@ int report_write_all(const char *dir)
 	if (!graph_ok)
 		say_undrawn(&all, top_ok ? &top : NULL, why.len ? &why : &top_why);
 	else if (want_top && !top_ok)
-		warning("the top %d view of the step graph is not drawn: %s (AICPROF_LAYOUT_S)",
-		        REPORT_TOP_N, top_why.buf ? top_why.buf : "graphviz failed");
+		warning("the top %d view of the step graph is not drawn: %s", REPORT_TOP_N,
+		        top_why.buf ? top_why.buf : "graphviz failed");
 
 	struct html_input in = {
 	    .m = &m,
