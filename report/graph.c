@@ -26,12 +26,19 @@
 #include <fcntl.h>
 #include <gvc.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define MULTI (-2)
+#define MULTI           (-2)
+#define TOP_NEIGHBOURS  3  /* neighbours kept on each side of each top vertex */
+#define TOP_ELIDED      3  /* elided edges from one kept vertex, to the nearest kept ones */
+#define GVIEW_LABEL_MAX 28 /* characters of a kernel name in its box; the tooltip has it all */
 
 /* The unique distinct neighbour, -1 when none, MULTI when several. */
 static void note_neighbour(int *slot, int who)
@@ -57,6 +64,7 @@ static int gvert_add(struct gview *gv, int node, double us, int cand)
 	v->count = 1;
 	v->us = us;
 	v->cand = cand;
+	v->fold = -1;
 	return gv->nr++;
 }
 
@@ -90,7 +98,30 @@ static void gview_merge_edges(struct gview *gv)
 	gv->nr_e = w;
 }
 
-static void gview_collapse(struct gview *gv, const struct rmodel *m, double small_share)
+/*
+ * The fold of the model's nodes (see gview_build_folded): rep[i] is the node drawn for node i
+ * (i itself outside a repeat), fold[i] the gfold holding i or -1, copy[i] its copy's number
+ * within that fold; us[i] the time a drawn node stands for (its copies' sum).
+ */
+struct nodefold {
+	int *rep, *fold, *copy;
+	double *us;
+};
+
+/* Drops edge e when it joins two different copies of one fold; else maps it onto the drawn
+ * nodes (a, b). */
+static int fold_edge(const struct nodefold *nf, const struct redge *e, int *a, int *b)
+{
+	if (nf->fold[e->from] >= 0 && nf->fold[e->from] == nf->fold[e->to] &&
+	    nf->copy[e->from] != nf->copy[e->to])
+		return 0;
+	*a = nf->rep[e->from];
+	*b = nf->rep[e->to];
+	return *a != *b;
+}
+
+static void gview_collapse(struct gview *gv, const struct rmodel *m, double small_share,
+                           const struct nodefold *nf)
 {
 	int n = m->nr_nodes;
 	int *succ = xmalloc(sizeof(int) * (size_t)(n + 1));
@@ -100,24 +131,27 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 	for (int i = 0; i < n; i++) {
 		succ[i] = pred[i] = vert[i] = -1;
 		small[i] = (char)is_small(m, i, small_share);
+		if (nf->us[i] >= 0 && m->step_us > 0 && nf->us[i] >= small_share * m->step_us)
+			small[i] = 0;
 	}
 	for (int k = 0; k < m->nr_edges; k++) {
-		const struct redge *e = &m->edges[k];
-		if (e->from == e->to)
+		int a, b;
+		if (!fold_edge(nf, &m->edges[k], &a, &b))
 			continue;
-		note_neighbour(&succ[e->from], e->to);
-		note_neighbour(&pred[e->to], e->from);
+		note_neighbour(&succ[a], b);
+		note_neighbour(&pred[b], a);
 	}
-	/* Pass 1: chains. */
+	/* Pass 1: chains, of drawn nodes, each within one fold or outside every fold. */
 	for (int i = 0; i < n; i++) {
-		if (!small[i] || vert[i] >= 0)
+		if (!small[i] || vert[i] >= 0 || nf->rep[i] != i)
 			continue;
 		int p = pred[i];
-		if (p >= 0 && small[p] && succ[p] == i)
+		if (p >= 0 && small[p] && succ[p] == i && nf->fold[p] == nf->fold[i])
 			continue; /* not a start: a chain through p will reach i */
 		int len = 1, cur = i;
 		while (succ[cur] >= 0 && pred[succ[cur]] == cur && small[succ[cur]] &&
-		       vert[succ[cur]] == -1 && succ[cur] != i) {
+		       vert[succ[cur]] == -1 && succ[cur] != i &&
+		       nf->fold[succ[cur]] == nf->fold[i]) {
 			cur = succ[cur];
 			vert[cur] = -3; /* provisional, so a cycle cannot loop */
 			len++;
@@ -128,23 +162,34 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 		int v = gvert_add(gv, i, 0, -1);
 		struct gvert *gvv = &gv->v[v];
 		gvv->count = len;
+		gvv->fold = nf->fold[i];
 		gvv->members = xmalloc(sizeof(int) * (size_t)len);
 		cur = i;
 		for (int k = 0; k < len; k++) {
 			gvv->members[k] = cur;
-			gvv->us += m->nodes[cur].us;
+			gvv->us += nf->us[cur];
 			vert[cur] = v;
 			cur = succ[cur];
 		}
 		gv->collapsed += len;
 	}
-	/* Pass 2: every other node is its own vertex, in the model's order. */
+	/* Pass 2: every other drawn node is its own vertex, in the model's order. */
 	for (int i = 0; i < n; i++)
-		if (vert[i] < 0)
-			vert[i] = gvert_add(gv, i, m->nodes[i].us, m->nodes[i].cand);
+		if (vert[i] < 0 && nf->rep[i] == i) {
+			int v = gvert_add(gv, i, nf->us[i], m->nodes[i].cand);
+			gv->v[v].fold = nf->fold[i];
+			vert[i] = v;
+		}
+	for (int i = 0; i < n; i++)
+		if (nf->rep[i] != i)
+			vert[i] = vert[nf->rep[i]];
 	for (int k = 0; k < m->nr_edges; k++) {
 		const struct redge *e = &m->edges[k];
-		int a = vert[e->from], b = vert[e->to];
+		int a, b;
+		if (!fold_edge(nf, e, &a, &b))
+			continue;
+		a = vert[a];
+		b = vert[b];
 		if (a == b)
 			continue;
 		ALLOC_GROW(gv->e, gv->nr_e, gv->alloc_e);
@@ -167,19 +212,21 @@ static int by_time_desc(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-/* Adds elided edges from kept vertex v to the kept vertices it reaches through dropped ones. */
+/* Adds elided edges from kept vertex v to the (at most TOP_ELIDED) nearest kept vertices it
+ * reaches through dropped ones, breadth first; stack is the queue. */
 static void add_elided(const struct gview *gv, const char *keep, int v, int *first_out, int *stack,
                        char *seen, struct gedge **out, int *nr, int *alloc)
 {
-	int sp = 0;
+	int head = 0, tail = 0, added = 0;
+	seen[v] = 1;
 	for (int k = first_out[v]; k < first_out[v + 1]; k++)
 		if (!keep[gv->e[k].to] && !seen[gv->e[k].to]) {
 			seen[gv->e[k].to] = 1;
-			stack[sp++] = gv->e[k].to;
+			stack[tail++] = gv->e[k].to;
 		}
-	while (sp) {
-		int u = stack[--sp];
-		for (int k = first_out[u]; k < first_out[u + 1]; k++) {
+	while (head < tail && added < TOP_ELIDED) {
+		int u = stack[head++];
+		for (int k = first_out[u]; k < first_out[u + 1] && added < TOP_ELIDED; k++) {
 			int w = gv->e[k].to;
 			if (seen[w])
 				continue;
@@ -187,11 +234,28 @@ static void add_elided(const struct gview *gv, const char *keep, int v, int *fir
 			if (keep[w]) {
 				ALLOC_GROW(*out, *nr, *alloc);
 				(*out)[(*nr)++] = (struct gedge){v, w, -1, 1};
+				added++;
 			} else {
-				stack[sp++] = w;
+				stack[tail++] = w;
 			}
 		}
 	}
+}
+
+/* A neighbour of a top vertex: side is 2 * vertex (+1 for a predecessor). */
+struct nb {
+	int side, who;
+	double us;
+};
+
+static int nb_cmp(const void *a, const void *b)
+{
+	const struct nb *x = a, *y = b;
+	if (x->side != y->side)
+		return x->side < y->side ? -1 : 1;
+	if (x->us != y->us)
+		return x->us > y->us ? -1 : 1;
+	return x->who - y->who;
 }
 
 static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
@@ -208,15 +272,27 @@ static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
 	for (int i = 0; i < gv->nr; i++)
 		if (gv->v[i].cand >= 0 && m->cand_rank[gv->v[i].cand] <= GVIEW_TOP_CANDS)
 			keep[i] = 1;
-	/* Neighbours of the kept (one step, from the kept set before this loop). */
+	/* Neighbours of the kept (one step, from the kept set before this loop): the
+	 * TOP_NEIGHBOURS heaviest on each side of each, so that a kernel read by hundreds (a
+	 * memcpy feeding every layer) does not bring them all in. */
 	char *core = xmalloc((size_t)gv->nr);
 	memcpy(core, keep, (size_t)gv->nr);
+	struct nb *nbs = xmalloc(sizeof(*nbs) * (size_t)(2 * gv->nr_e + 1));
+	int nr_nb = 0;
 	for (int k = 0; k < gv->nr_e; k++) {
-		if (core[gv->e[k].from])
-			keep[gv->e[k].to] = 1;
-		if (core[gv->e[k].to])
-			keep[gv->e[k].from] = 1;
+		int a = gv->e[k].from, b = gv->e[k].to;
+		if (core[a])
+			nbs[nr_nb++] = (struct nb){2 * a, b, gv->v[b].us};
+		if (core[b])
+			nbs[nr_nb++] = (struct nb){2 * b + 1, a, gv->v[a].us};
 	}
+	qsort(nbs, (size_t)nr_nb, sizeof(*nbs), nb_cmp);
+	for (int k = 0, run = 0; k < nr_nb; k++) {
+		run = k && nbs[k].side == nbs[k - 1].side ? run + 1 : 0;
+		if (run < TOP_NEIGHBOURS)
+			keep[nbs[k].who] = 1;
+	}
+	free(nbs);
 	/* Elided edges, over the edges sorted by source (gview_merge_edges sorted them). */
 	int *first_out = xcalloc((size_t)gv->nr + 1, sizeof(int));
 	for (int k = 0; k < gv->nr_e; k++)
@@ -270,14 +346,119 @@ static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
 	free(map);
 }
 
-void gview_build(struct gview *gv, const struct rmodel *m, double small_share, int top_n)
+/* FNV-1a of a node's name and kind: the symbol the fold compares. */
+static uint64_t name_hash(const struct rnode *n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = n->name; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = n->kind ? n->kind : ""; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+#define FOLD_PERIOD_MAX 2000 /* longest repeated sequence looked for */
+
+/* 1 when the p names from a equal the p names from b (hash first, then the names). */
+static int same_run(const struct rmodel *m, const uint64_t *pre, const uint64_t *pw,
+                    const uint64_t *sym, int a, int b, int p)
+{
+	if (pre[a + p] - pre[a] * pw[p] != pre[b + p] - pre[b] * pw[p])
+		return 0;
+	for (int k = 0; k < p; k++)
+		if (sym[a + k] != sym[b + k] || strcmp(m->nodes[a + k].name, m->nodes[b + k].name))
+			return 0;
+	return 1;
+}
+
+static void gview_fold(struct gview *gv, const struct rmodel *m, struct nodefold *nf)
+{
+	int n = m->nr_nodes;
+	uint64_t *sym = xmalloc(sizeof(*sym) * (size_t)(n + 1));
+	uint64_t *pre = xmalloc(sizeof(*pre) * (size_t)(n + 1));
+	uint64_t *pw = xmalloc(sizeof(*pw) * (size_t)(n + 1));
+	pre[0] = 0;
+	pw[0] = 1;
+	for (int i = 0; i < n; i++) {
+		sym[i] = name_hash(&m->nodes[i]);
+		pre[i + 1] = pre[i] * 1000003ull + sym[i];
+		pw[i + 1] = pw[i] * 1000003ull;
+	}
+	for (int i = 0; i < n;) {
+		int best_p = 0, best_r = 0;
+		long best_cov = 0;
+		for (int p = 1; p <= FOLD_PERIOD_MAX && 2L * p <= n - i; p++) {
+			int r = 1;
+			while ((long)(r + 1) * p <= n - i &&
+			       same_run(m, pre, pw, sym, i, i + r * p, p))
+				r++;
+			if (r >= 2 && (long)r * p > best_cov) {
+				best_cov = (long)r * p;
+				best_p = p;
+				best_r = r;
+			}
+		}
+		if (!best_p) {
+			i++;
+			continue;
+		}
+		ALLOC_GROW(gv->folds, gv->nr_folds, gv->alloc_folds);
+		struct gfold *f = &gv->folds[gv->nr_folds];
+		*f = (struct gfold){i, best_p, best_r, 0};
+		for (int k = 0; k < best_r * best_p; k++) {
+			int x = i + k, r0 = i + k % best_p;
+			nf->rep[x] = r0;
+			nf->fold[x] = gv->nr_folds;
+			nf->copy[x] = k / best_p;
+			double us = m->nodes[x].us;
+			if (f->us >= 0)
+				f->us = us < 0 ? -1 : f->us + us;
+			if (x != r0) {
+				nf->us[r0] = nf->us[r0] < 0 || us < 0 ? -1 : nf->us[r0] + us;
+				gv->folded++;
+			}
+		}
+		gv->nr_folds++;
+		i += best_r * best_p;
+	}
+	free(sym);
+	free(pre);
+	free(pw);
+}
+
+void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_share, int top_n,
+                        int fold)
 {
 	memset(gv, 0, sizeof(*gv));
-	gview_collapse(gv, m, small_share);
+	int n = m->nr_nodes;
+	struct nodefold nf;
+	nf.rep = xmalloc(sizeof(int) * (size_t)(n + 1));
+	nf.fold = xmalloc(sizeof(int) * (size_t)(n + 1));
+	nf.copy = xmalloc(sizeof(int) * (size_t)(n + 1));
+	nf.us = xmalloc(sizeof(double) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++) {
+		nf.rep[i] = i;
+		nf.fold[i] = -1;
+		nf.copy[i] = 0;
+		nf.us[i] = m->nodes[i].us;
+	}
+	if (fold)
+		gview_fold(gv, m, &nf);
+	gview_collapse(gv, m, small_share, &nf);
+	free(nf.rep);
+	free(nf.fold);
+	free(nf.copy);
+	free(nf.us);
 	if (top_n > 0 && gv->nr > top_n) {
 		gview_top(gv, m, top_n);
 		gv->top_n = top_n;
 	}
+}
+
+void gview_build(struct gview *gv, const struct rmodel *m, double small_share, int top_n)
+{
+	gview_build_folded(gv, m, small_share, top_n, 0);
 }
 
 void gview_release(struct gview *gv)
@@ -286,6 +467,7 @@ void gview_release(struct gview *gv)
 		free(gv->v[i].members);
 	free(gv->v);
 	free(gv->e);
+	free(gv->folds);
 	memset(gv, 0, sizeof(*gv));
 }
 
@@ -310,6 +492,29 @@ static void add_gv_text(struct strbuf *sb, const char *s, size_t max)
 	}
 	if (cut)
 		strbuf_adds(sb, "…");
+}
+
+/* Appends a kernel name for a label: when longer than max characters, its head and its tail
+ * around a "…" (the tail is where templates say what differs), backslashes doubled. */
+static void add_gv_name(struct strbuf *sb, const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	if (n <= max || max < 8) {
+		add_gv_text(sb, s, max);
+		return;
+	}
+	size_t head = max * 2 / 3, tail = max - head - 1;
+	while (head > 0 && ((unsigned char)s[head] & 0xC0) == 0x80)
+		head--;
+	size_t from = n - tail;
+	while (from < n && ((unsigned char)s[from] & 0xC0) == 0x80)
+		from++;
+	struct strbuf t = STRBUF_INIT;
+	strbuf_add(&t, s, head);
+	strbuf_adds(&t, "…");
+	strbuf_adds(&t, s + from);
+	add_gv_text(sb, t.buf, t.len);
+	strbuf_release(&t);
 }
 
 static void add_us(struct strbuf *sb, double us)
@@ -356,30 +561,68 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	set(g, "nodesep", "0.25");
 	set(g, "ranksep", "0.35");
 	set(g, "fontname", "Helvetica");
-	set(g, "fontsize", "11");
+	set(g, "fontsize", "12");
 	agattr(g, AGNODE, "shape", "box");
 	agattr(g, AGNODE, "style", "rounded,filled");
 	agattr(g, AGNODE, "fontname", "Helvetica");
-	agattr(g, AGNODE, "fontsize", "10");
+	agattr(g, AGNODE, "fontsize", "12");
 	agattr(g, AGNODE, "penwidth", "0.8");
 	agattr(g, AGEDGE, "fontname", "Helvetica");
-	agattr(g, AGEDGE, "fontsize", "8");
+	agattr(g, AGEDGE, "fontsize", "10");
 	agattr(g, AGEDGE, "color", "#7a7a7a");
 	agattr(g, AGEDGE, "fontcolor", "#555555");
 	agattr(g, AGEDGE, "arrowsize", "0.6");
 
 	Agraph_t **clusters = xcalloc((size_t)m->nr_cands + 1, sizeof(*clusters));
+	Agraph_t **cand_home = xcalloc((size_t)m->nr_cands + 1, sizeof(*cand_home));
+	Agraph_t **folds = xcalloc((size_t)gv->nr_folds + 1, sizeof(*folds));
 	Agnode_t **an = xcalloc((size_t)gv->nr + 1, sizeof(*an));
+	int *fold_nv = xcalloc((size_t)gv->nr_folds + 1, sizeof(*fold_nv));
+	for (int i = 0; i < gv->nr; i++)
+		if (gv->v[i].fold >= 0 && gv->v[i].fold < gv->nr_folds)
+			fold_nv[gv->v[i].fold]++;
 	for (int i = 0; i < gv->nr; i++) {
 		const struct gvert *v = &gv->v[i];
 		const struct rnode *n = &m->nodes[v->node];
 		Agraph_t *home = g;
-		if (v->cand >= 0 && v->cand < m->nr_cands) {
+		/* a fold drawn as one box is labelled "×N" in the box, not boxed again */
+		int alone = v->fold >= 0 && v->fold < gv->nr_folds && fold_nv[v->fold] == 1;
+		if (v->fold >= 0 && v->fold < gv->nr_folds && !alone) {
+			if (!folds[v->fold]) {
+				const struct gfold *f = &gv->folds[v->fold];
+				strbuf_reset(&sb);
+				strbuf_addf(&sb, "cluster_x%d", v->fold + 1);
+				Agraph_t *sub = agsubg(g, sb.buf, 1);
+				strbuf_reset(&sb);
+				strbuf_addf(&sb, "×%d  (%d kernel%s each, ", f->reps, f->period,
+				            f->period == 1 ? "" : "s");
+				add_us(&sb, f->us);
+				strbuf_adds(&sb, " in all)");
+				set(sub, "label", sb.buf);
+				set(sub, "labeljust", "l");
+				set(sub, "style", "rounded,filled");
+				set(sub, "fillcolor", "#f4f7fb");
+				set(sub, "color", "#6b7f99");
+				set(sub, "fontcolor", "#33475b");
+				set(sub, "penwidth", "1.2");
+				strbuf_reset(&sb);
+				strbuf_addf(&sb, "%d repeats of the same %d kernel%s, drawn once",
+				            f->reps, f->period, f->period == 1 ? "" : "s");
+				set(sub, "tooltip", sb.buf);
+				folds[v->fold] = sub;
+			}
+			home = folds[v->fold];
+		}
+		/* the top view boxes only the candidates it keeps whole */
+		int boxed = v->cand >= 0 && v->cand < m->nr_cands &&
+		            (!gv->top_n || m->cand_rank[v->cand] <= GVIEW_TOP_CANDS);
+		if (boxed && (!clusters[v->cand] || cand_home[v->cand] == home)) {
 			if (!clusters[v->cand]) {
 				const cJSON *c = cJSON_GetArrayItem(m->cands, v->cand);
+				cand_home[v->cand] = home;
 				strbuf_reset(&sb);
 				strbuf_addf(&sb, "cluster_%d", m->cand_rank[v->cand]);
-				Agraph_t *sub = agsubg(g, sb.buf, 1);
+				Agraph_t *sub = agsubg(home, sb.buf, 1);
 				strbuf_reset(&sb);
 				strbuf_addf(&sb, "candidate #%d: ", m->cand_rank[v->cand]);
 				add_gv_text(&sb, cand_kind(m, v->cand), 40);
@@ -397,6 +640,9 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			}
 			home = clusters[v->cand];
 		}
+		int cand_apart =
+		    v->cand >= 0 && v->cand < m->nr_cands &&
+		    (!boxed || (cand_home[v->cand] != home && home != clusters[v->cand]));
 		strbuf_reset(&sb);
 		if (v->count > 1)
 			strbuf_addf(&sb, "g%d", n->id);
@@ -424,7 +670,9 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(a, "tooltip", sb.buf);
 			continue;
 		}
-		add_gv_text(&sb, n->name, 44);
+		if (alone)
+			strbuf_addf(&sb, "×%d  ", gv->folds[v->fold].reps);
+		add_gv_name(&sb, n->name, GVIEW_LABEL_MAX);
 		strbuf_adds(&sb, "\\n");
 		add_us(&sb, n->us);
 		if (n->bytes_read >= 0 && n->bytes_written >= 0) {
@@ -438,6 +686,10 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(a, "fontcolor", "white");
 		if (n->kind && strcmp(n->kind, "kernel"))
 			set(a, "shape", "cds");
+		if (cand_apart) {
+			set(a, "color", "#1f6fb2");
+			set(a, "penwidth", "2");
+		}
 		strbuf_reset(&sb);
 		add_gv_text(&sb, n->full_name ? n->full_name : n->name, 400);
 		if (n->source) {
@@ -465,6 +717,9 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 		}
 	}
 	free(clusters);
+	free(cand_home);
+	free(folds);
+	free(fold_nv);
 	free(an);
 	strbuf_release(&sb);
 	return g;
@@ -530,29 +785,58 @@ static int render_here(Agraph_t *g, struct strbuf *svg, int free_layout)
 	return r;
 }
 
+/* Seconds on the monotonic clock. */
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Settings that make dot's layout cheap on a large graph: few network-simplex and
+ * crossing-minimisation passes, and straight edges instead of splines. */
+static void cheap_layout(Agraph_t *g)
+{
+	set(g, "nslimit", "2");
+	set(g, "nslimit1", "2");
+	set(g, "mclimit", "0.2");
+	set(g, "searchsize", "10");
+	set(g, "remincross", "false");
+	set(g, "splines", "line");
+}
+
 /*
  * The layout runs in a child process: Graphviz 2.42's dot layout frees a block twice on some
- * graphs (seen on the two-rank DDP sample: "double free or corruption" in gvFreeLayout), and a
- * crash inside a library must cost the drawing, not the report. The child writes the SVG to a
- * pipe; anything but a clean exit with the whole SVG is an error here.
+ * graphs (seen on the two-rank DDP sample: "double free or corruption" in gvFreeLayout), it
+ * overflows its stack on very long chains, and it may take minutes on a few thousand nodes;
+ * a crash or a slow layout inside a library must cost the drawing, not the report. The child
+ * writes the SVG to a pipe; the parent reads it with poll() until budget_s has passed, then
+ * kills the child. Anything but a clean exit with the whole SVG is a failure here. Returns 0,
+ * GVIEW_TIMEOUT or -1 (reason gets why).
  */
-static int render_isolated(Agraph_t *g, struct strbuf *svg)
+static int render_isolated(Agraph_t *g, struct strbuf *svg, int cheap, double budget_s,
+                           struct strbuf *reason)
 {
 	int fds[2];
-	if (pipe(fds))
-		return render_here(g, svg, 1);
+	if (pipe(fds)) {
+		strbuf_addf(reason, "cannot make a pipe: %s", strerror(errno));
+		return -1;
+	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		close(fds[0]);
 		close(fds[1]);
-		return render_here(g, svg, 1);
+		strbuf_addf(reason, "cannot fork: %s", strerror(errno));
+		return -1;
 	}
 	if (pid == 0) {
 		close(fds[0]);
 		int devnull = open("/dev/null", O_WRONLY);
 		if (devnull >= 0)
 			dup2(devnull, 2); /* a crash's glibc message would read as ours */
+		if (cheap)
+			cheap_layout(g);
 		struct strbuf out = STRBUF_INIT;
 		/* the crash seen is in gvFreeLayout: the child never frees, it exits */
 		int rc = render_here(g, &out, 0) ? 1 : 0;
@@ -567,8 +851,23 @@ static int render_isolated(Agraph_t *g, struct strbuf *svg)
 		_exit(rc);
 	}
 	close(fds[1]);
+	double deadline = now_s() + budget_s;
+	int timed_out = 0;
 	char buf[65536];
 	for (;;) {
+		double left = deadline - now_s();
+		if (left <= 0) {
+			timed_out = 1;
+			break;
+		}
+		struct pollfd pfd = {fds[0], POLLIN, 0};
+		int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue; /* the deadline check above ends it */
+		if (pr < 0)
+			break;
 		ssize_t n = read(fds[0], buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -577,28 +876,78 @@ static int render_isolated(Agraph_t *g, struct strbuf *svg)
 		strbuf_add(svg, buf, (size_t)n);
 	}
 	close(fds[0]);
+	if (timed_out)
+		kill(pid, SIGKILL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && svg->len)
+	if (!timed_out && WIFEXITED(st) && WEXITSTATUS(st) == 0 && svg->len)
 		return 0;
 	strbuf_reset(svg);
+	if (timed_out) {
+		strbuf_addf(reason, "the layout took longer than %g s (AICPROF_LAYOUT_S)",
+		            budget_s);
+		return GVIEW_TIMEOUT;
+	}
 	if (WIFSIGNALED(st))
-		return error("graphviz crashed laying out the step graph (signal %d); the report "
-		             "has no drawing",
-		             WTERMSIG(st));
-	return error("graphviz cannot lay out the step graph");
+		strbuf_addf(reason, "graphviz crashed laying it out (signal %d)", WTERMSIG(st));
+	else
+		strbuf_adds(reason, "graphviz cannot lay it out");
+	return -1;
+}
+
+int gview_svg_width(const char *svg)
+{
+	const char *s = svg ? strstr(svg, "<svg width=\"") : NULL;
+	return s ? atoi(s + 12) : -1;
+}
+
+double gview_layout_budget(void)
+{
+	const char *e = getenv("AICPROF_LAYOUT_S");
+	if (e && *e) {
+		char *end;
+		double d = strtod(e, &end);
+		if (!*end && d > 0 && d < 1e6)
+			return d;
+		warning("AICPROF_LAYOUT_S='%s' is not a number of seconds above 0; using %g", e,
+		        GVIEW_LAYOUT_S);
+	}
+	return GVIEW_LAYOUT_S;
+}
+
+int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
+                        struct strbuf *svg, double budget_s, struct strbuf *reason)
+{
+	struct strbuf why = STRBUF_INIT;
+	int size = gv->nr + gv->nr_e, r = 0;
+	Agraph_t *g = gview_graph(gv, m);
+	if (dot && graph_dot(g, dot)) {
+		strbuf_adds(&why, "cannot write it as DOT");
+		r = -1;
+	}
+	if (!r && svg) {
+		if (size > GVIEW_DRAW_MAX) {
+			strbuf_addf(&why, "%d vertices and edges are too many to lay out", size);
+			r = GVIEW_TOO_LARGE;
+		} else {
+			r = render_isolated(g, svg, size > GVIEW_DOT_MAX, budget_s, &why);
+		}
+	}
+	agclose(g);
+	if (reason)
+		strbuf_add(reason, why.buf ? why.buf : "", why.len);
+	strbuf_release(&why);
+	return r;
 }
 
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
                  struct strbuf *svg)
 {
-	Agraph_t *g = gview_graph(gv, m);
-	int r = 0;
-	if (dot)
-		r = graph_dot(g, dot);
-	if (!r && svg)
-		r = render_isolated(g, svg);
-	agclose(g);
-	return r;
+	struct strbuf why = STRBUF_INIT;
+	int r = gview_render_budget(gv, m, dot, svg, gview_layout_budget(), &why);
+	if (r)
+		error("cannot draw the step graph: %s", why.len ? why.buf : "graphviz failed");
+	strbuf_release(&why);
+	return r ? -1 : 0;
 }

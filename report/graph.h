@@ -15,6 +15,7 @@ struct gvert {
 	int *members; /* when count > 1: the nodes' indices, in chain order; owned */
 	double us;    /* time of the nodes it stands for; -1 when unknown */
 	int cand;     /* candidate cluster, or -1 */
+	int fold;     /* index into gview.folds of the repeat it is drawn for, or -1 */
 };
 
 struct gedge {
@@ -25,14 +26,24 @@ struct gedge {
 
 #define GVIEW_TOP_CANDS 5 /* candidates whose nodes the top-N view always keeps */
 
+/* A run of reps consecutive copies (reps >= 2) of the same sequence of period node names, in
+ * step order (the model's node order), starting at node first: drawn once, as a "×reps" box. */
+struct gfold {
+	int first, period, reps;
+	double us; /* time of all its nodes, -1 when some is unknown */
+};
+
 struct gview {
 	struct gvert *v;
 	int nr, alloc;
 	struct gedge *e;
 	int nr_e, alloc_e;
-	int collapsed; /* model nodes folded into "N small kernels" vertices */
-	int hidden;    /* model nodes left out by the top-N cut */
-	int top_n;     /* the cut's N, or 0 when no cut was made */
+	int collapsed;       /* model nodes folded into "N small kernels" vertices */
+	int hidden;          /* model nodes left out by the top-N cut */
+	int top_n;           /* the cut's N, or 0 when no cut was made */
+	struct gfold *folds; /* repeats drawn once; owned */
+	int nr_folds, alloc_folds;
+	int folded; /* model nodes not drawn because a repeat's first copy stands for them */
 };
 
 /*
@@ -45,6 +56,18 @@ struct gview {
  * ones get an elided edge. Never fails; release with gview_release().
  */
 void gview_build(struct gview *gv, const struct rmodel *m, double small_share, int top_n);
+
+/*
+ * Like gview_build, but first folds repeats when fold is 1: the nodes are read in step order
+ * (the model's order) as a sequence of names, and greedily, from the first node on, the
+ * longest stretch made of two or more consecutive copies of one sequence (the shortest such
+ * sequence on ties) becomes a gfold; only its first copy's nodes become vertices (their time
+ * the sum over the copies, their fold set), every other copy's node is mapped onto the node
+ * at the same place in the first copy, and edges between different copies of one fold are
+ * dropped. Small-kernel chains never cross a fold's border. Never fails.
+ */
+void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_share, int top_n,
+                        int fold);
 void gview_release(struct gview *gv);
 
 /*
@@ -56,5 +79,32 @@ void gview_release(struct gview *gv);
  */
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
                  struct strbuf *svg);
+
+#define GVIEW_LAYOUT_S  10.0 /* default wall-clock budget of one layout, in seconds */
+#define GVIEW_DOT_MAX   400  /* vertices + edges above which dot runs with cheap settings */
+#define GVIEW_DRAW_MAX  1500 /* vertices + edges above which no layout is tried at all */
+#define GVIEW_TIMEOUT   (-2) /* gview_render_budget: the layout ran past its budget */
+#define GVIEW_TOO_LARGE (-3) /* gview_render_budget: too large to try */
+
+/* The width in points of a Graphviz SVG (its <svg width="Npt">), or -1. */
+int gview_svg_width(const char *svg);
+
+/*
+ * The layout budget in seconds: AICPROF_LAYOUT_S when it holds a positive number, else
+ * GVIEW_LAYOUT_S (a value that is not one gets a warning naming it). Never fails.
+ */
+double gview_layout_budget(void);
+
+/*
+ * Like gview_render, but quiet about the drawing's failures and bounded in time: the layout
+ * runs in a child process killed after budget_s seconds of wall time. The engine is chosen
+ * by size: dot; dot with cheap settings (few network-simplex and crossing passes, straight
+ * edges) above GVIEW_DOT_MAX vertices plus edges; nothing above GVIEW_DRAW_MAX. Returns 0
+ * with the SVG appended to svg, GVIEW_TIMEOUT, GVIEW_TOO_LARGE, or -1 when Graphviz failed
+ * or crashed (reason, when not NULL, gets a few words why); svg is left empty on failure.
+ * dot (when not NULL) gets the DOT text before layout in every case.
+ */
+int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
+                        struct strbuf *svg, double budget_s, struct strbuf *reason);
 
 #endif

@@ -16,6 +16,7 @@
  * data-v is empty).
  */
 #include "report/html.h"
+#include "lib/hmap.h"
 #include "report/assets.h"
 #include "report/beyond.h"
 #include "report/job.h"
@@ -149,8 +150,10 @@ static const char *source_text(struct page *pg, const char *loc)
 		return NULL;
 	for (int i = 0; i < pg->m->nr_nodes; i++) {
 		const struct rnode *n = &pg->m->nodes[i];
+		if (!n->source || strcmp(n->source, loc))
+			continue; /* before the lookup of site: this loop runs for every node */
 		const cJSON *site = jobj(n->json, "site");
-		if (n->source && !strcmp(n->source, loc) && jstr(site, "text"))
+		if (jstr(site, "text"))
 			return jstr(site, "text");
 	}
 	char *file;
@@ -703,13 +706,20 @@ void html_add_svg_body(struct strbuf *out, const char *svg)
 static void section_graph(struct page *pg, const struct html_input *in, struct strbuf *o)
 {
 	const struct gview *all = in->all, *top = in->top;
-	if (!in->all_svg) {
-		strbuf_adds(o, "<p class=\"note\">The step graph could not be drawn (Graphviz "
-		               "failed); graph.dot is beside this page.</p>\n");
+	if (!in->all_svg && !(top && in->top_svg)) {
+		strbuf_adds(o,
+		            "<p class=\"note\">The step graph could not be drawn (Graphviz "
+		            "failed or ran past its time budget, AICPROF_LAYOUT_S); graph.dot is "
+		            "beside this page.</p>\n");
 		return;
 	}
+	if (!in->all_svg)
+		strbuf_adds(o,
+		            "<p class=\"note\">The whole step was too large to draw in time "
+		            "(AICPROF_LAYOUT_S): only the top view is drawn; graph.dot beside this "
+		            "page has the whole graph.</p>\n");
 	strbuf_adds(o, "<div class=\"controls\">");
-	if (top && in->top_svg) {
+	if (top && in->top_svg && in->all_svg) {
 		strbuf_addf(o,
 		            "<button type=\"button\" data-view=\"g-top\">Top %d by time and "
 		            "their neighbours</button>",
@@ -727,20 +737,31 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 	if (all->collapsed)
 		strbuf_addf(o, "<span>%d kernels under 1%% of the step collapsed</span>",
 		            all->collapsed);
+	if (all->nr_folds)
+		strbuf_addf(
+		    o,
+		    "<span>grey-blue box ×N: a sequence of kernels repeated N times in a row "
+		    "(a layer), drawn once; %d kernels folded into %d such boxes, times "
+		    "summed over the copies (graph.dot has them all)</span>",
+		    all->folded, all->nr_folds);
 	if (top && in->top_svg)
 		strbuf_addf(o,
 		            "<span>the top view leaves out %d kernels (grey dashed edges pass "
 		            "through them)</span>",
 		            top->hidden);
 	strbuf_adds(o, "</p>\n<div class=\"graphwrap\"><div>\n");
-	if (top && in->top_svg) {
+	if (!in->all_svg) {
+		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");
+		html_add_svg_body(o, in->top_svg);
+	} else if (top && in->top_svg) {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");
 		html_add_svg_body(o, in->top_svg);
 		strbuf_adds(o, "</div>\n<div class=\"graphbox\" id=\"g-all\" hidden>");
 	} else {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-all\">");
 	}
-	html_add_svg_body(o, in->all_svg);
+	if (in->all_svg)
+		html_add_svg_body(o, in->all_svg);
 	strbuf_adds(o,
 	            "</div>\n</div><aside id=\"nodeinfo\" aria-live=\"polite\">Click a kernel in "
 	            "the graph to see its full name, bytes and source line.</aside></div>\n");
@@ -1145,6 +1166,9 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 {
 	struct rmodel *m = pg->m;
 	struct strbuf t = STRBUF_INIT;
+	struct hmap seen; /* FNV-1a of a source: the first node's index that has it */
+	hmap_init(&seen);
+	const char **texts = xcalloc((size_t)m->nr_nodes + 1, sizeof(*texts));
 	strbuf_adds(o, "{\"nodes\":{");
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *n = &m->nodes[i];
@@ -1182,7 +1206,19 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 		if (n->source) {
 			strbuf_adds(o, ",\"source\":");
 			strbuf_add_json(o, n->source);
-			const char *text = source_text(pg, n->source);
+			/* source_text() walks every node: once per distinct source, not per node */
+			uint64_t h = 1469598103934665603ull, first;
+			for (const char *c = n->source; *c; c++)
+				h = (h ^ (unsigned char)*c) * 1099511628211ull;
+			const char *text;
+			if (hmap_get(&seen, h, &first) &&
+			    !strcmp(m->nodes[first].source, n->source)) {
+				text = texts[first];
+			} else {
+				text = source_text(pg, n->source);
+				hmap_put(&seen, h, (uint64_t)i);
+			}
+			texts[i] = text;
 			if (text) {
 				strbuf_adds(o, ",\"text\":");
 				strbuf_add_json(o, text);
@@ -1211,6 +1247,8 @@ static void data_block(struct page *pg, const struct html_input *in, struct strb
 	}
 	strbuf_adds(o, "}}");
 	strbuf_release(&t);
+	hmap_release(&seen);
+	free(texts);
 }
 
 void html_write(const struct html_input *in, struct strbuf *out)

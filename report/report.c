@@ -4,8 +4,14 @@
  *
  * The graph: small kernels (under 1% of the step) are collapsed in every view; when more than
  * REPORT_TOP_MIN vertices remain, the page also gets a top-N view (the REPORT_TOP_N heaviest
- * vertices, their neighbours and the candidates' nodes), shown first. graph.dot and graph.svg
- * hold the full collapsed graph.
+ * vertices, their neighbours and the candidates' nodes), shown first. Above REPORT_FOLD_MIN
+ * nodes, the drawings fold repeats (a layer's kernels drawn once for its N copies, boxed
+ * "×N"); graph.dot always holds the whole collapsed graph, unfolded, and graph.svg the
+ * folded drawing (the top view's when the whole one is not drawn).
+ *
+ * Time: every layout is bounded by gview_layout_budget() (AICPROF_LAYOUT_S, 10 s by default)
+ * and sized by gview_render_budget(); a drawing left out costs one warning line, never the
+ * report: the page then shows the top view alone, or says that nothing could be drawn.
  */
 #include "report/report.h"
 #include "lib/summary.h"
@@ -14,12 +20,17 @@
 #include "report/model.h"
 #include "report/perfetto.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REPORT_SMALL_SHARE 0.01
 #define REPORT_TOP_N       30
 #define REPORT_TOP_MIN     60
+#define REPORT_TOP_LEAST   8   /* the top view's N is never cut below this */
+#define REPORT_FIT_PT      960 /* widest top drawing whose 12 pt labels stay ~11 px at fit */
+#define REPORT_FOLD_MIN    60  /* nodes above which repeats are folded in the drawings */
 
 static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 {
@@ -27,6 +38,50 @@ static int write_out(const char *dir, const char *name, const struct strbuf *sb)
 	int r = write_file_atomic(path, sb->buf ? sb->buf : "", sb->len);
 	free(path);
 	return r;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/*
+ * The top view, built and drawn into top and svg: first with the REPORT_TOP_N heaviest, then,
+ * while the drawing is wider than REPORT_FIT_PT (the page fits the drawing's width, so its
+ * text would shrink below ~11 px) and time is left of budget, with two thirds as many. Returns
+ * gview_render_budget()'s code of the last try; top is built in every case.
+ */
+static int draw_top(struct gview *top, const struct rmodel *m, int fold, double budget,
+                    struct strbuf *svg, struct strbuf *why)
+{
+	double deadline = now_s() + budget;
+	int n = REPORT_TOP_N, r;
+	for (;;) {
+		gview_build_folded(top, m, REPORT_SMALL_SHARE, n, fold);
+		strbuf_reset(svg);
+		strbuf_reset(why);
+		r = gview_render_budget(top, m, NULL, svg, fmax(deadline - now_s(), 0.05), why);
+		if (r || gview_svg_width(svg->buf) <= REPORT_FIT_PT || n <= REPORT_TOP_LEAST ||
+		    now_s() >= deadline)
+			return r;
+		gview_release(top);
+		n = n * 2 / 3;
+	}
+}
+
+/* The one line said when a drawing is left out: what is drawn instead, and why. */
+static void say_undrawn(const struct gview *all, const struct gview *top, const struct strbuf *why)
+{
+	if (top)
+		warning("the whole step graph (%d boxes) is not drawn: %s; the "
+		        "report draws the top %d view, graph.dot has the whole graph",
+		        all->nr, why->buf, top->top_n);
+	else
+		warning("the step graph (%d boxes) is not drawn: %s; graph.dot "
+		        "has it",
+		        all->nr, why->buf);
 }
 
 int report_write_all(const char *dir)
@@ -39,16 +94,26 @@ int report_write_all(const char *dir)
 	struct rmodel m;
 	rmodel_init(&m, root);
 
-	struct gview all, top;
-	gview_build(&all, &m, REPORT_SMALL_SHARE, 0);
+	/* graph.dot: the whole graph, repeats not folded; the drawings: repeats folded. */
+	int fold = m.nr_nodes > REPORT_FOLD_MIN;
+	struct gview whole, all, top;
+	gview_build(&whole, &m, REPORT_SMALL_SHARE, 0);
+	gview_build_folded(&all, &m, REPORT_SMALL_SHARE, 0, fold);
 	int want_top = all.nr > REPORT_TOP_MIN;
-	if (want_top)
-		gview_build(&top, &m, REPORT_SMALL_SHARE, REPORT_TOP_N);
 
 	struct strbuf dot = STRBUF_INIT, svg = STRBUF_INIT, top_svg = STRBUF_INIT;
-	struct strbuf html = STRBUF_INIT, perfetto = STRBUF_INIT;
-	int graph_ok = gview_render(&all, &m, &dot, &svg) == 0;
-	int top_ok = want_top && graph_ok && gview_render(&top, &m, NULL, &top_svg) == 0;
+	struct strbuf html = STRBUF_INIT, perfetto = STRBUF_INIT, why = STRBUF_INIT;
+	struct strbuf top_why = STRBUF_INIT;
+	double budget = gview_layout_budget();
+	int dot_ok = gview_render_budget(&whole, &m, &dot, NULL, budget, &why) == 0;
+	strbuf_reset(&why);
+	int top_ok = want_top && draw_top(&top, &m, fold, budget, &top_svg, &top_why) == 0;
+	int graph_ok = gview_render_budget(&all, &m, NULL, &svg, budget, &why) == 0;
+	if (!graph_ok)
+		say_undrawn(&all, top_ok ? &top : NULL, why.len ? &why : &top_why);
+	else if (want_top && !top_ok)
+		warning("the top %d view of the step graph is not drawn: %s", REPORT_TOP_N,
+		        top_why.buf ? top_why.buf : "graphviz failed");
 
 	struct html_input in = {
 	    .m = &m,
@@ -64,22 +129,24 @@ int report_write_all(const char *dir)
 	int r = write_out(dir, "report.html", &html);
 	if (!r)
 		r = write_out(dir, "trace.perfetto.json", &perfetto);
-	if (!r && dot.len)
+	if (!r && dot_ok)
 		r = write_out(dir, "graph.dot", &dot);
-	if (!r && graph_ok)
-		r = write_out(dir, "graph.svg", &svg);
-	if (!r && (!graph_ok || !dot.len))
-		r = error("cannot draw the step graph of '%s/summary.json': graph.svg not written",
-		          dir);
+	if (!r && (graph_ok || top_ok))
+		r = write_out(dir, "graph.svg", graph_ok ? &svg : &top_svg);
+	if (!r && !dot_ok)
+		r = error("cannot write the step graph of '%s/summary.json' as DOT", dir);
 
 	strbuf_release(&dot);
 	strbuf_release(&svg);
 	strbuf_release(&top_svg);
 	strbuf_release(&html);
 	strbuf_release(&perfetto);
+	strbuf_release(&why);
+	strbuf_release(&top_why);
 	if (want_top)
 		gview_release(&top);
 	gview_release(&all);
+	gview_release(&whole);
 	rmodel_release(&m);
 	cJSON_Delete(root);
 	return r;

@@ -1,5 +1,5 @@
 # aicprof report: the four files from the fixtures, graph.dot valid for Graphviz's dot, the
-# large step's collapse and top-N view, and the errors for a bad or missing summary.
+# large step's collapse and fold of repeated layers, and the errors for a bad or missing summary.
 . "$(dirname "$0")/lib.sh"
 fx=$top/tests/report
 "$B/aicprof" report 2>"$tmp/err"; rc=$?
@@ -34,7 +34,11 @@ if python3 "$fx/gen-large.py" "$tmp/large/summary.json"; then
 	echo "# large fixture ($n nodes) reported in $ms ms"
 	check "report on the large fixture succeeds" test "$rc" = 0
 	check "the large step's small kernels are collapsed" grep -q 'kernels under 1% of the step collapsed' "$tmp/large/report.html"
-	check "the large step gets a top-N view" grep -q 'data-view="g-top">Top 30 by time' "$tmp/large/report.html"
+	# its 12 identical layers fold into one box, so few enough vertices remain for no top view
+	check "the large step's 12 layers are drawn once, boxed x12" grep -q '×12 &#160;(34 kernels each' "$tmp/large/graph.svg"
+	check "the folded large step needs no top-N view" sh -c "! grep -q 'data-view=\"g-top\"' '$tmp/large/report.html'"
+	check "the large graph.dot keeps the 110 boxes of the unfolded graph" \
+		test "$(grep -cE '^[[:space:]]+[ng][0-9]+[[:space:]]+\[' "$tmp/large/graph.dot")" = 110
 	check "the large graph.dot parses" sh -c "dot -Tsvg '$tmp/large/graph.dot' >/dev/null"
 	check "the large report takes under 10 s" test "$ms" -lt 10000
 else

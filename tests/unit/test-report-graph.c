@@ -1,7 +1,8 @@
 /*
  * test-report-graph.c - the step graph view: collapse of runs of small kernels (chains, fan-out,
  * candidates, cycles, unknown times), the top-N cut with its elided edges, and the Graphviz
- * output (DOT parsed back by cgraph with its clusters and labels; SVG with names escaped).
+ * output (DOT parsed back by cgraph with its clusters and labels; SVG with names escaped), the
+ * fold of repeats into one "×N" box, and the layout budget (a killed layout, AICPROF_LAYOUT_S).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,6 +270,98 @@ static void test_dot_and_svg(void **state)
 	cJSON_Delete(j);
 }
 
+/* "in" A B C A B C A B C "out", a chain, with names repeated: one fold of 3 kernels ×3. */
+static cJSON *repeated(void)
+{
+	static const char *names[] = {"in", "A", "B", "C", "A", "B", "C", "A", "B", "C", "out"};
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_adds(&sb, "{\"nodes\":[");
+	for (int i = 0; i < 11; i++)
+		strbuf_addf(&sb,
+		            "%s{\"id\":%d,\"name\":\"%s\",\"kind\":\"kernel\",\"median_us\":%d}",
+		            i ? "," : "", i, names[i], 10 + i);
+	strbuf_adds(&sb, "],\"edges\":[");
+	for (int i = 0; i < 10; i++)
+		strbuf_addf(&sb, "%s{\"from\":%d,\"to\":%d,\"bytes\":4096}", i ? "," : "", i,
+		            i + 1);
+	strbuf_adds(&sb, ",{\"from\":0,\"to\":7,\"bytes\":8}],\"candidates\":[],"
+	                 "\"steps\":{\"median_us\":1000}}");
+	cJSON *j = cJSON_Parse(sb.buf);
+	strbuf_release(&sb);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_fold(void **state)
+{
+	cJSON *j = repeated();
+	struct rmodel m;
+	rmodel_init(&m, j);
+	struct gview gv;
+	gview_build_folded(&gv, &m, 0, 0, 1);
+	assert_int_equal(gv.nr_folds, 1);
+	assert_int_equal(gv.folds[0].first, 1);
+	assert_int_equal(gv.folds[0].period, 3);
+	assert_int_equal(gv.folds[0].reps, 3);
+	assert_int_equal(gv.folded, 6);
+	assert_int_equal(gv.nr, 5); /* in, A, B, C, out */
+	int a = vert_of(&gv, 1), c = vert_of(&gv, 3);
+	assert_int_equal(gv.v[a].fold, 0);
+	assert_int_equal(gv.v[vert_of(&gv, 0)].fold, -1);
+	assert_int_equal(vert_of(&gv, 4), -1); /* drawn by node 1 */
+	/* A's time: the three copies' (11 + 14 + 17) */
+	assert_true(gv.v[a].us > 41.9 && gv.v[a].us < 42.1);
+	/* C -> A between copies is dropped; in -> the third A maps onto in -> A */
+	assert_false(has_edge(&gv, c, a));
+	assert_true(has_edge(&gv, vert_of(&gv, 0), a));
+	assert_true(has_edge(&gv, c, vert_of(&gv, 10)));
+	assert_int_equal(gv.nr_e, 4);
+	struct strbuf dot = STRBUF_INIT;
+	assert_int_equal(gview_render(&gv, &m, &dot, NULL), 0);
+	assert_non_null(strstr(dot.buf, "cluster_x1"));
+	assert_non_null(strstr(dot.buf, "×3"));
+	strbuf_release(&dot);
+	gview_release(&gv);
+	/* Not folded unless asked. */
+	gview_build(&gv, &m, 0, 0);
+	assert_int_equal(gv.nr_folds, 0);
+	assert_int_equal(gv.nr, 11);
+	gview_release(&gv);
+	rmodel_release(&m);
+	cJSON_Delete(j);
+}
+
+static void test_budget(void **state)
+{
+	cJSON *j = repeated();
+	struct rmodel m;
+	rmodel_init(&m, j);
+	struct gview gv;
+	gview_build(&gv, &m, 0, 0);
+	struct strbuf svg = STRBUF_INIT, why = STRBUF_INIT;
+	/* A microsecond is too short for any layout: the child is killed. */
+	assert_int_equal(gview_render_budget(&gv, &m, NULL, &svg, 1e-6, &why), GVIEW_TIMEOUT);
+	assert_int_equal(svg.len, 0);
+	assert_non_null(strstr(why.buf, "longer than"));
+	strbuf_reset(&why);
+	assert_int_equal(gview_render_budget(&gv, &m, NULL, &svg, 60, &why), 0);
+	assert_non_null(strstr(svg.buf, "<svg width=\""));
+	assert_true(gview_svg_width(svg.buf) > 0);
+	assert_int_equal(gview_svg_width("no drawing"), -1);
+	strbuf_release(&svg);
+	strbuf_release(&why);
+	setenv("AICPROF_LAYOUT_S", "2.5", 1);
+	assert_true(gview_layout_budget() == 2.5);
+	setenv("AICPROF_LAYOUT_S", "-1", 1);
+	assert_true(gview_layout_budget() == GVIEW_LAYOUT_S);
+	setenv("AICPROF_LAYOUT_S", "ten", 1);
+	assert_true(gview_layout_budget() == GVIEW_LAYOUT_S);
+	unsetenv("AICPROF_LAYOUT_S");
+	gview_release(&gv);
+	rmodel_release(&m);
+	cJSON_Delete(j);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -277,6 +370,8 @@ int main(void)
 	    cmocka_unit_test(test_collapse_cycle_and_unknown),
 	    cmocka_unit_test(test_top_n),
 	    cmocka_unit_test(test_dot_and_svg),
+	    cmocka_unit_test(test_fold),
+	    cmocka_unit_test(test_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
