@@ -374,8 +374,7 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 
 /* The lowest offset above off of an argument pointer of o into alloc (how[] not HOW_SKIP),
  * UINT64_MAX none. */
-static uint64_t next_ptr(const struct rec *o, const unsigned char *how, int64_t alloc,
-                         uint64_t off)
+static uint64_t next_ptr(const struct rec *o, const unsigned char *how, int64_t alloc, uint64_t off)
 {
 	uint64_t next = UINT64_MAX;
 	for (int j = 0; j < o->nptr; j++)

@@ -33,14 +33,14 @@
 #include <string.h>
 
 /* row flags */
-#define R_BWD     0x01 /* a backward kernel */
-#define R_FUSIBLE 0x02 /* may join an elementwise chain */
-#define R_FUNCTOR 0x04 /* family and op from functors[] */
-#define R_VENDOR  0x08 /* dtype from vendor tokens (GEMM, conv, attention, NCCL) */
-#define R_TRITON  0x10 /* op from the Triton kernel name */
-#define R_NCCL    0x20 /* op from the NCCL collective's name */
-#define R_CUPY    0x40 /* op and dtype from the CuPy ufunc's name */
-#define R_XLA     0x80 /* op from the XLA fusion's name */
+#define R_BWD     0x01  /* a backward kernel */
+#define R_FUSIBLE 0x02  /* may join an elementwise chain */
+#define R_FUNCTOR 0x04  /* family and op from functors[] */
+#define R_VENDOR  0x08  /* dtype from vendor tokens (GEMM, conv, attention, NCCL) */
+#define R_TRITON  0x10  /* op from the Triton kernel name */
+#define R_NCCL    0x20  /* op from the NCCL collective's name */
+#define R_CUPY    0x40  /* op and dtype from the CuPy ufunc's name */
+#define R_XLA     0x80  /* op from the XLA fusion's name */
 #define R_CUB     0x100 /* op from the CUB reduction's operator */
 
 /* How the pointer arguments of a row's kernels are used; see sem_roles(). */
@@ -92,20 +92,18 @@ static const struct sem_rule rules[] = {
      * DeviceReduceKernel<...>(d_in, d_out, num_items, even_share, op, init): one partial per
      * block into d_out; DeviceReduceSingleTileKernel<...>(d_in, d_out, num_items, op, init):
      * the partials to the result. CuPy's cp.sum and Thrust use them --- */
-    {"cub-device-reduce", "cub:: & DeviceReduceKernel|DeviceReduceSingleTileKernel",
-     FAM_REDUCTION, NULL, R_CUB, RL_LAST_W, NULL},
+    {"cub-device-reduce", "cub:: & DeviceReduceKernel|DeviceReduceSingleTileKernel", FAM_REDUCTION,
+     NULL, R_CUB, RL_LAST_W, NULL},
     /* --- XLA (JAX, TensorFlow) fusions, named by their fusion kind and root op
      * (xla/service/gpu: loop_<op>_fusion[_N], input_<op>_fusion[_N], wrapped_<op>,
      * fusion[_N]); gemm_fusion_dot* are its Triton GEMMs. cuBLAS/CUTLASS GEMMs it calls keep
      * their library rows below --- */
-    {"xla-gemm-fusion", "^gemm_fusion_dot|^gemm_fusion", FAM_GEMM, "gemm", R_VENDOR, RL_NONE,
-     NULL},
+    {"xla-gemm-fusion", "^gemm_fusion_dot|^gemm_fusion", FAM_GEMM, "gemm", R_VENDOR, RL_NONE, NULL},
     {"xla-concatenate-fusion", "^input_concatenate|^loop_concatenate & fusion", FAM_INDEX,
      "xla_concatenate_fusion", 0, RL_NONE, NULL},
-    {"xla-reduce-fusion", "^input_|^loop_ & reduce & fusion", FAM_REDUCTION, NULL, R_XLA,
-     RL_NONE, NULL},
-    {"xla-loop-fusion", "^loop_ & fusion", FAM_ELEMENTWISE, NULL, R_XLA | R_FUSIBLE, RL_NONE,
+    {"xla-reduce-fusion", "^input_|^loop_ & reduce & fusion", FAM_REDUCTION, NULL, R_XLA, RL_NONE,
      NULL},
+    {"xla-loop-fusion", "^loop_ & fusion", FAM_ELEMENTWISE, NULL, R_XLA | R_FUSIBLE, RL_NONE, NULL},
     {"xla-wrapped", "^wrapped_", FAM_ELEMENTWISE, NULL, R_XLA | R_FUSIBLE, RL_NONE, NULL},
     {"xla-input-fusion", "^input_ & fusion", FAM_OTHER, NULL, R_XLA, RL_NONE, NULL},
     {"xla-fusion", "^fusion", FAM_OTHER, "xla_fusion", 0, RL_NONE, NULL},
@@ -114,6 +112,9 @@ static const struct sem_rule rules[] = {
      * checks one byte a thread */
     {"xla-redzone-check", "RedzoneAllocatorKernel", FAM_OTHER, "xla_redzone_check", 0, RL_NONE,
      NULL},
+    /* buffer_comparator_kernel.cu: xla_fp_comparison<T>(T* a, T* b, float tol, uint64 n,
+     * int* mismatches): one element a thread */
+    {"xla-fp-comparison", "xla_fp_comparison", FAM_OTHER, "xla_fp_comparison", 0, RL_NONE, NULL},
 
     /* --- attention: aten/src/ATen/native/transformers/cuda/flash_attn (pytorch_flash::) --- */
     {"flash-attention-bwd", "pytorch_flash::|flash_ & _bwd_|bwd_kernel", FAM_ATTENTION,
@@ -742,15 +743,15 @@ static void classify_triton(const char *base, struct op_sem *out)
 static const struct {
 	const char *ufunc, *op;
 } cupy_ops[] = {
-    {"multiply", "mul"},   {"subtract", "sub"}, {"true_divide", "div"}, {"divide", "div"},
-    {"negative", "neg"},   {"maximum", "max"},  {"minimum", "min"},     {"power", "pow"},
-    {"absolute", "abs"},   {"copy", "copy"},
+    {"multiply", "mul"}, {"subtract", "sub"}, {"true_divide", "div"}, {"divide", "div"},
+    {"negative", "neg"}, {"maximum", "max"},  {"minimum", "min"},     {"power", "pow"},
+    {"absolute", "abs"}, {"copy", "copy"},
 };
 
 static const struct dtype_word cupy_types[] = {
-    {"float32", DT_F32}, {"float16", DT_F16}, {"float64", DT_F64}, {"bfloat16", DT_BF16},
-    {"int64", DT_I64},   {"int32", DT_I32},   {"int8", DT_I8},     {"uint8", DT_U8},
-    {"bool", DT_BOOL},
+    {"float32", DT_F32},   {"float16", DT_F16}, {"float64", DT_F64},
+    {"bfloat16", DT_BF16}, {"int64", DT_I64},   {"int32", DT_I32},
+    {"int8", DT_I8},       {"uint8", DT_U8},    {"bool", DT_BOOL},
 };
 
 static void classify_cupy(const char *base, struct op_sem *out)
@@ -1436,14 +1437,15 @@ uint64_t sem_launch_bound(const struct op_sem *s, int role, uint64_t blocks, uin
 		return role == ROLE_WRITE ? blocks * esize : UINT64_MAX;
 	if (!strcmp(s->rule, "xla-redzone-check"))
 		return threads; /* one byte a thread */
-	if (!strcmp(s->rule, "cupy-ufunc"))
+	if (!strcmp(s->rule, "cupy-ufunc") || !strcmp(s->rule, "xla-fp-comparison"))
 		per = 1;
 	else if (!strcmp(s->rule, "xla-loop-fusion") || !strcmp(s->rule, "xla-wrapped"))
 		per = 16;
-	else if (!strcmp(s->rule, "xla-gemm-fusion"))
-		per = 64; /* Triton's tiles: BLOCK_M x BLOCK_N over 32-256 threads, K in steps */
+	else if (!strcmp(s->rule, "xla-gemm-fusion") || !strcmp(s->rule, "xla-fusion"))
+		per = 64; /* Triton's tiles (XLA's GEMM fusions): BLOCK_M x BLOCK_N over 32-256
+		           * threads, K in steps */
 	else if (s->family == FAM_GEMM)
-		per = 4096;
+		per = 1024;
 	else if (!strncmp(s->rule, "xla-", 4) || s->family == FAM_OTHER)
 		per = 1024; /* XLA's other fusions, a kernel of unknown semantics */
 	else
