@@ -41,9 +41,23 @@ struct val *val_get(struct builder *b, long vid)
 	return &DEQ_AT(b->vals, vid);
 }
 
-static uint64_t touch_bytes(const struct rec *o, const struct buf *bf, uint64_t off, size_t esize)
+/*
+ * The bytes an op touches through one pointer (offset off into bf): never more than the
+ * allocation holds past off, nor than the distance to the next pointer into the same
+ * allocation in the same launch (next: UINT64_MAX none), nor than the launch bound (bound:
+ * sem_launch_bound()), nor, where N is known to count elements (esize not 0), than N elements.
+ * With an arena allocator (JAX preallocates 75% of the device as one allocation, CuPy's pool
+ * hands out chunks larger than the array) the allocation's size says nothing about a kernel's
+ * bytes; the launch and the neighbouring pointers do.
+ */
+static uint64_t touch_bytes(const struct rec *o, const struct buf *bf, uint64_t off, size_t esize,
+                            uint64_t next, uint64_t bound)
 {
 	uint64_t n = bf->size > off ? bf->size - off : 0;
+	if (next != UINT64_MAX && next > off && next - off < n)
+		n = next - off;
+	if (bound < n)
+		n = bound;
 	if (o->numel > 0 && esize && (uint64_t)o->numel * esize < n)
 		n = (uint64_t)o->numel * esize;
 	return n;
@@ -108,6 +122,13 @@ static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t 
 static int is_tensor_iterator(const struct op_sem *s)
 {
 	return s->family == FAM_ELEMENTWISE || s->family == FAM_COPY || s->family == FAM_MEMSET;
+}
+
+/* Kernels whose first scalar counts the elements their pointers walk: the above, and CUB's
+ * reductions (num_items, after d_in and d_out). */
+static int counts_elements(const struct op_sem *s)
+{
+	return is_tensor_iterator(s) || (s->rule && !strcmp(s->rule, "cub-device-reduce"));
 }
 
 /*
@@ -351,6 +372,18 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 		accuracy_tally(b, o, f, role, how);
 }
 
+/* The lowest offset above off of an argument pointer of o into alloc (how[] not HOW_SKIP),
+ * UINT64_MAX none. */
+static uint64_t next_ptr(const struct rec *o, const unsigned char *how, int64_t alloc, uint64_t off)
+{
+	uint64_t next = UINT64_MAX;
+	for (int j = 0; j < o->nptr; j++)
+		if (o->p[j].alloc == alloc && how[j] != HOW_SKIP && o->p[j].off > off &&
+		    o->p[j].off < next)
+			next = o->p[j].off;
+	return next;
+}
+
 static struct buf *buf_of(struct builder *b, int64_t alloc)
 {
 	uint64_t v;
@@ -381,18 +414,33 @@ static void dataflow(struct builder *b, struct rec *o)
 		if (bf && bf->size > o->p[i].off && bf->size - o->p[i].off > largest)
 			largest = bf->size - o->p[i].off;
 	}
-	int counted = !f || is_tensor_iterator(&f->sem) || f->sem.family == FAM_OTHER;
+	int counted = !f || counts_elements(&f->sem) || f->sem.family == FAM_OTHER;
 	for (int i = 0; counted && i < o->nscalars && o->numel < 0; i++)
 		if ((uint64_t)o->scalars[i] <= largest)
 			o->numel = o->scalars[i];
 	unsigned char role[n], how[n];
 	roles(b, o, f, role, how);
 	/* bytes capped at numel x element size only where N is known to count elements */
-	size_t esize = f && is_tensor_iterator(&f->sem) ? dtype_size(f->sem.dtype) : 0;
-	/* each allocation once: reads first (an in-place op reads the old version), then writes */
+	size_t esize = f && counts_elements(&f->sem) ? dtype_size(f->sem.dtype) : 0;
+	/* the launch bound, for kernels whose parameters give no extent (sem_launch_bound()) */
+	uint64_t blocks = (uint64_t)(o->grid[0] > 0 ? o->grid[0] : 1) *
+	                  (uint64_t)(o->grid[1] > 0 ? o->grid[1] : 1) *
+	                  (uint64_t)(o->grid[2] > 0 ? o->grid[2] : 1);
+	uint64_t threads = o->grid[0] > 0 && o->block[0] > 0
+	                       ? blocks * (uint64_t)o->block[0] *
+	                             (uint64_t)(o->block[1] > 0 ? o->block[1] : 1) *
+	                             (uint64_t)(o->block[2] > 0 ? o->block[2] : 1)
+	                       : 0;
+	size_t lesize = f ? dtype_size(f->sem.dtype) : 0;
+	if (!lesize && f)
+		lesize = dtype_size(f->sig_dtype);
+	/* each allocation once: reads first (an in-place op reads the old version), then writes;
+	 * several pointers into one allocation (views, an arena's buffers) add up their extents */
 	for (int pass = 0; pass < 2; pass++) {
+		int want = pass ? ROLE_WRITE : ROLE_READ;
+		uint64_t bound =
+		    f ? sem_launch_bound(&f->sem, want, blocks, threads, lesize) : UINT64_MAX;
 		for (int i = 0; i < n; i++) {
-			int want = pass ? ROLE_WRITE : ROLE_READ;
 			if (!(role[i] & want))
 				continue;
 			struct buf *bf = buf_of(b, o->p[i].alloc);
@@ -404,7 +452,22 @@ static void dataflow(struct builder *b, struct rec *o)
 					dup = 1;
 			if (dup)
 				continue;
-			uint64_t nb = touch_bytes(o, bf, o->p[i].off, esize);
+			uint64_t nb = 0;
+			for (int j = i; j < n; j++) {
+				if (o->p[j].alloc != o->p[i].alloc || !(role[j] & want))
+					continue;
+				int seen = 0; /* the same offset twice counts once */
+				for (int k = i; k < j; k++)
+					if (o->p[k].alloc == o->p[j].alloc && (role[k] & want) &&
+					    o->p[k].off == o->p[j].off)
+						seen = 1;
+				if (!seen)
+					nb += touch_bytes(
+					    o, bf, o->p[j].off, esize,
+					    next_ptr(o, how, o->p[j].alloc, o->p[j].off), bound);
+			}
+			if (nb > bf->size)
+				nb = bf->size;
 			if (pass)
 				do_write(b, o, bf, nb, (enum edge_how)how[i]);
 			else

@@ -33,12 +33,15 @@
 #include <string.h>
 
 /* row flags */
-#define R_BWD     0x01 /* a backward kernel */
-#define R_FUSIBLE 0x02 /* may join an elementwise chain */
-#define R_FUNCTOR 0x04 /* family and op from functors[] */
-#define R_VENDOR  0x08 /* dtype from vendor tokens (GEMM, conv, attention, NCCL) */
-#define R_TRITON  0x10 /* op from the Triton kernel name */
-#define R_NCCL    0x20 /* op from the NCCL collective's name */
+#define R_BWD     0x01  /* a backward kernel */
+#define R_FUSIBLE 0x02  /* may join an elementwise chain */
+#define R_FUNCTOR 0x04  /* family and op from functors[] */
+#define R_VENDOR  0x08  /* dtype from vendor tokens (GEMM, conv, attention, NCCL) */
+#define R_TRITON  0x10  /* op from the Triton kernel name */
+#define R_NCCL    0x20  /* op from the NCCL collective's name */
+#define R_CUPY    0x40  /* op and dtype from the CuPy ufunc's name */
+#define R_XLA     0x80  /* op from the XLA fusion's name */
+#define R_CUB     0x100 /* op from the CUB reduction's operator */
 
 /* How the pointer arguments of a row's kernels are used; see sem_roles(). */
 enum role_layout {
@@ -80,6 +83,38 @@ static const struct sem_rule rules[] = {
     /* --- NCCL: ncclDevKernel_AllReduce_Sum_bf16_RING_LL (2.19+), ncclKernel_* (older) --- */
     {"nccl", "^ncclDevKernel_|^ncclKernel_|ncclDevKernel_|ncclKernel_", FAM_NCCL, NULL,
      R_NCCL | R_VENDOR, RL_NONE, NULL},
+
+    /* --- CuPy's ufuncs (cupy/_core/_kernel.pyx): extern "C" cupy_<ufunc>__<in types>_<out
+     * types>(CArray in..., CArray out..., CIndexer): outputs last ("cupy_tanh__float32_float32",
+     * "cupy_multiply__float32_float32_float32") --- */
+    {"cupy-ufunc", "^cupy_", FAM_ELEMENTWISE, NULL, R_CUPY | R_FUSIBLE, RL_LAST_W, NULL},
+    /* --- CUB's device reductions (cub/device/dispatch/dispatch_reduce.cuh):
+     * DeviceReduceKernel<...>(d_in, d_out, num_items, even_share, op, init): one partial per
+     * block into d_out; DeviceReduceSingleTileKernel<...>(d_in, d_out, num_items, op, init):
+     * the partials to the result. CuPy's cp.sum and Thrust use them --- */
+    {"cub-device-reduce", "cub:: & DeviceReduceKernel|DeviceReduceSingleTileKernel", FAM_REDUCTION,
+     NULL, R_CUB, RL_LAST_W, NULL},
+    /* --- XLA (JAX, TensorFlow) fusions, named by their fusion kind and root op
+     * (xla/service/gpu: loop_<op>_fusion[_N], input_<op>_fusion[_N], wrapped_<op>,
+     * fusion[_N]); gemm_fusion_dot* are its Triton GEMMs. cuBLAS/CUTLASS GEMMs it calls keep
+     * their library rows below --- */
+    {"xla-gemm-fusion", "^gemm_fusion_dot|^gemm_fusion", FAM_GEMM, "gemm", R_VENDOR, RL_NONE, NULL},
+    {"xla-concatenate-fusion", "^input_concatenate|^loop_concatenate & fusion", FAM_INDEX,
+     "xla_concatenate_fusion", 0, RL_NONE, NULL},
+    {"xla-reduce-fusion", "^input_|^loop_ & reduce & fusion", FAM_REDUCTION, NULL, R_XLA, RL_NONE,
+     NULL},
+    {"xla-loop-fusion", "^loop_ & fusion", FAM_ELEMENTWISE, NULL, R_XLA | R_FUSIBLE, RL_NONE, NULL},
+    {"xla-wrapped", "^wrapped_", FAM_ELEMENTWISE, NULL, R_XLA | R_FUSIBLE, RL_NONE, NULL},
+    {"xla-input-fusion", "^input_ & fusion", FAM_OTHER, NULL, R_XLA, RL_NONE, NULL},
+    {"xla-fusion", "^fusion", FAM_OTHER, "xla_fusion", 0, RL_NONE, NULL},
+    /* XLA's autotuner (stream_executor/gpu/redzone_allocator_kernel_cuda.cc):
+     * RedzoneAllocatorKernelImpl(uint8* redzone, uint8 pattern, uint64 size, uint32* count)
+     * checks one byte a thread */
+    {"xla-redzone-check", "RedzoneAllocatorKernel", FAM_OTHER, "xla_redzone_check", 0, RL_NONE,
+     NULL},
+    /* buffer_comparator_kernel.cu: xla_fp_comparison<T>(T* a, T* b, float tol, uint64 n,
+     * int* mismatches): one element a thread */
+    {"xla-fp-comparison", "xla_fp_comparison", FAM_OTHER, "xla_fp_comparison", 0, RL_NONE, NULL},
 
     /* --- attention: aten/src/ATen/native/transformers/cuda/flash_attn (pytorch_flash::) --- */
     {"flash-attention-bwd", "pytorch_flash::|flash_ & _bwd_|bwd_kernel", FAM_ATTENTION,
@@ -700,6 +735,83 @@ static void classify_triton(const char *base, struct op_sem *out)
 		out->library_form = NULL;
 }
 
+/*
+ * CuPy ufunc names: cupy_<ufunc>__<dtype>_<dtype>...; the op is the ufunc in the analyzer's
+ * words where they differ (multiply: mul), else the ufunc's own name; the element type is the
+ * first dtype token.
+ */
+static const struct {
+	const char *ufunc, *op;
+} cupy_ops[] = {
+    {"multiply", "mul"}, {"subtract", "sub"}, {"true_divide", "div"}, {"divide", "div"},
+    {"negative", "neg"}, {"maximum", "max"},  {"minimum", "min"},     {"power", "pow"},
+    {"absolute", "abs"}, {"copy", "copy"},
+};
+
+static const struct dtype_word cupy_types[] = {
+    {"float32", DT_F32},   {"float16", DT_F16}, {"float64", DT_F64},
+    {"bfloat16", DT_BF16}, {"int64", DT_I64},   {"int32", DT_I32},
+    {"int8", DT_I8},       {"uint8", DT_U8},    {"bool", DT_BOOL},
+};
+
+static void classify_cupy(const char *base, struct op_sem *out)
+{
+	const char *p = base + 5; /* after "cupy_" */
+	const char *sep = strstr(p, "__");
+	size_t n = sep ? (size_t)(sep - p) : strcspn(p, "(<");
+	out->op = n && n < 100 ? intern(p, n) : "elementwise";
+	for (size_t i = 0; i < ARRAY_SIZE(cupy_ops); i++)
+		if (strlen(cupy_ops[i].ufunc) == n && !strncmp(p, cupy_ops[i].ufunc, n))
+			out->op = cupy_ops[i].op;
+	if (!strcmp(out->op, "copy"))
+		out->family = FAM_COPY;
+	if (sep)
+		for (size_t i = 0; i < ARRAY_SIZE(cupy_types); i++) {
+			size_t w = strlen(cupy_types[i].word);
+			if (!strncmp(sep + 2, cupy_types[i].word, w) &&
+			    (sep[2 + w] == '_' || sep[2 + w] == '\0')) {
+				out->dtype = cupy_types[i].t;
+				break;
+			}
+		}
+}
+
+/*
+ * XLA fusion names: <kind>_<root op>[_<op>...]_fusion[_N]; the op is "xla_" + the name
+ * without its number ("xla_loop_multiply_fusion"), so findings name XLA's own fusions.
+ */
+static void classify_xla(const char *base, struct op_sem *out)
+{
+	size_t n = strcspn(base, "(<");
+	size_t e = n;
+	while (e && isdigit((unsigned char)base[e - 1]))
+		e--;
+	if (e && e < n && base[e - 1] == '_')
+		n = e - 1;
+	char buf[128];
+	if (n == 0 || n + 5 > sizeof(buf)) {
+		out->op = "xla_fusion";
+		return;
+	}
+	memcpy(buf, "xla_", 4);
+	memcpy(buf + 4, base, n);
+	out->op = intern(buf, n + 4);
+}
+
+/* CUB reductions: the operator in the template arguments (cuda::std::plus: sum) */
+static const char *cub_op(const char *name)
+{
+	if (strstr(name, "plus<") || strstr(name, "Sum"))
+		return "sum";
+	if (strstr(name, "maximum<") || strstr(name, "Max"))
+		return "max";
+	if (strstr(name, "minimum<") || strstr(name, "Min"))
+		return "min";
+	if (strstr(name, "multiplies<"))
+		return "prod";
+	return "reduce";
+}
+
 /* NCCL: ncclDevKernel_<Coll>_<RedOp>_<type>_<algo>_<proto>, ncclKernel_<Coll>_... */
 static const struct {
 	const char *word;
@@ -841,6 +953,19 @@ static void classify_demangled(const char *name, struct op_sem *out)
 		out->elementwise_fusible = !!(r->flags & R_FUSIBLE);
 		if (r->flags & R_TRITON) {
 			classify_triton(base, out);
+			return;
+		}
+		if (r->flags & R_CUPY) {
+			classify_cupy(base, out);
+			return;
+		}
+		if (r->flags & R_XLA) {
+			classify_xla(base, out);
+			return;
+		}
+		if (r->flags & R_CUB) {
+			out->op = cub_op(name);
+			out->dtype = kernel_template_dtype(base);
 			return;
 		}
 		if (r->flags & R_NCCL)
@@ -1288,6 +1413,46 @@ int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const stru
 	if (!strcmp(s->rule, "torch-multi-tensor-apply"))
 		multi_tensor_roles(name, nptrs, ptr, role);
 	return 1;
+}
+
+/* ---------------------------------------------------------------- extents */
+
+/*
+ * Elements one thread touches at most, per pointer, by row: CuPy launches one thread per
+ * element (linear_launch: grid = ceil(size / block)); XLA's loop emitter unrolls at most 4 and
+ * its reductions walk a row tile per thread; CUTLASS/cuBLAS/Triton GEMM threads stream their
+ * A and B panels over K. Generous on purpose: the bound only has to stop an arena's size
+ * (JAX preallocates 75% of the device) from standing for a kernel's bytes.
+ */
+uint64_t sem_launch_bound(const struct op_sem *s, int role, uint64_t blocks, uint64_t threads,
+                          size_t esize)
+{
+	if (!s || !s->rule || !threads)
+		return UINT64_MAX;
+	if (!esize)
+		esize = 4;
+	uint64_t per;
+	if (!strcmp(s->rule, "cub-device-reduce"))
+		/* d_out: one partial per block (the single-tile pass: blocks = 1) */
+		return role == ROLE_WRITE ? blocks * esize : UINT64_MAX;
+	if (!strcmp(s->rule, "xla-redzone-check"))
+		return threads; /* one byte a thread */
+	if (!strcmp(s->rule, "cupy-ufunc") || !strcmp(s->rule, "xla-fp-comparison"))
+		per = 1;
+	else if (!strcmp(s->rule, "xla-loop-fusion") || !strcmp(s->rule, "xla-wrapped"))
+		per = 16;
+	else if (!strcmp(s->rule, "xla-gemm-fusion") || !strcmp(s->rule, "xla-fusion"))
+		per = 64; /* Triton's tiles (XLA's GEMM fusions): BLOCK_M x BLOCK_N over 32-256
+		           * threads, K in steps */
+	else if (s->family == FAM_GEMM)
+		per = 1024;
+	else if (!strncmp(s->rule, "xla-", 4) || s->family == FAM_OTHER)
+		per = 1024; /* XLA's other fusions, a kernel of unknown semantics */
+	else
+		return UINT64_MAX; /* PyTorch's kernels: their parameters say */
+	if (threads > UINT64_MAX / per / esize)
+		return UINT64_MAX;
+	return threads * per * esize;
 }
 
 /* ---------------------------------------------------------------- names */

@@ -4,7 +4,8 @@
  * kernels; cuBLAS/cuBLASLt GEMMs; cuDNN convolutions; flash/efficient attention; Triton;
  * NCCL; memcpy/memset). The analyzer asks it which pointer arguments a kernel writes, what
  * its elements are, and how many FLOPs it does. Unknown kernels get FAM_OTHER and conservative
- * roles. Pure C, no CUDA headers; every rule is a row of the table in semantics.c with the
+ * roles. CuPy's ufuncs and CUB's reductions, and XLA's fusions by their names (JAX), are rows
+ * as well. Pure C, no CUDA headers; every rule is a row of the table in semantics.c with the
  * pattern it matches written above it.
  */
 #ifndef AICPROF_SEMANTICS_H
@@ -101,6 +102,17 @@ struct sem_ptr {
  */
 int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const struct sem_ptr *ptr,
                  unsigned char *role);
+
+/*
+ * The most bytes one pointer argument (role: its ROLE_*) of a launch of a kernel classified as
+ * *s can touch, from the launch alone: blocks and threads are the launch's totals (grid, and
+ * grid x block), esize the element size (0 unknown: 4 is taken). It bounds kernels whose
+ * parameters give no extent (CuPy, CUB, XLA fusions, GEMMs, kernels of unknown semantics) where the
+ * allocation pointed into is a pool or arena; UINT64_MAX where the launch says nothing
+ * (PyTorch's own kernels, whose extents come from their parameters).
+ */
+uint64_t sem_launch_bound(const struct op_sem *s, int role, uint64_t blocks, uint64_t threads,
+                          size_t esize);
 
 /* Bytes per element of t (0 when unknown). Static name of t ("bf16"). Family name ("gemm"). */
 size_t dtype_size(enum dtype t);

@@ -1,0 +1,34 @@
+#!/bin/sh
+# t-beyond-frameworks.sh - golden tests on the JAX and CuPy sample traces recorded on an H200:
+# JAX preallocates 75% of the device as one arena (one 112 GB allocation), so bytes must come
+# from each launch (semantics.c: sem_launch_bound(); flow.c: the next pointer into the same
+# allocation), not from the allocation: no value in jax_train's step is 1 GiB or more (the
+# model's largest tensor is 512x4096 float32, 8 MiB) and XLA's fusions are named by their
+# kinds. CuPy's ufuncs are read from their names (tanh, mul, add) and chained; CUB's
+# reduction writes one partial per block and is not called dead.
+. "$(dirname "$0")/lib.sh"
+S=$top/samples/traces
+A=$B/aicprof
+q() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); C=s['candidates']; N=s['nodes']; V=s['ledger']['values']; sys.exit(0 if ($2) else 1)" "$1"; }
+
+for t in jax_train cupy_loop; do
+	"$A" analyze -q --no-report "$S/$t.aicp.jsonl" -o "$tmp/$t"
+done
+JX=$tmp/jax_train/summary.json CP=$tmp/cupy_loop/summary.json
+
+check "jax: no value of 1 GiB or more" q "$JX" "V and max(max(v['size'],v['bytes_written']) for v in V) < (1<<30)"
+check "jax: no dead finding of 1 GiB or more" \
+	q "$JX" "all(c['bytes_saved_per_step'] < (1<<30) for c in C if c['kind']=='dead')"
+check "jax: XLA loop fusions are elementwise, named xla_loop_*" \
+	q "$JX" "any(n['family']=='elementwise' and n['op'].startswith('xla_loop_') for n in N) and not any(n['name'].startswith('loop_') and n['op']=='unknown' for n in N)"
+check "jax: a chain of XLA fusions names them" \
+	q "$JX" "any(c['kind']=='elementwise-chain' and 'xla_loop_' in c['why'] for c in C)"
+check "cupy: tanh, mul, add read from the ufunc names, float32" \
+	q "$CP" "{n['op'] for n in N if n['name'].startswith('cupy_')}=={'tanh','mul','add'} and all(n['dtype']=='f32' for n in N if n['name'].startswith('cupy_'))"
+CH="[c for c in C if c['kind']=='elementwise-chain']"
+check "cupy: every iteration is one chain holding tanh, mul and add" \
+	q "$CP" "len($CH)==8 and all(['tanh','mul','add']==[N[i]['op'] for i in c['nodes'] if N[i]['op'] in ('tanh','mul','add')] for c in $CH)"
+check "cupy: CUB's reductions are sums, not dead" \
+	q "$CP" "all(N[i]['family']=='reduction' and N[i]['op']=='sum' for i in range(len(N)) if 'DeviceReduce' in N[i]['name']) and not any(c['kind']=='dead' and any('DeviceReduce' in N[i]['name'] for i in c['nodes']) for c in C)"
+check "cupy: a partial buffer is one float per block" \
+	q "$CP" "all(n['bytes_written']==n['grid'][0]*4 for n in N if 'DeviceReduceKernel' in n['name'])"
