@@ -3,7 +3,9 @@
  * and how to finish.
  *
  * Start: the constructor reads AICPROF_* (bad values: one line each, defaults kept), sets
- * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set it, and points
+ * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set it (and, for JAX,
+ * XLA_PYTHON_CLIENT_PREALLOCATE=false and XLA_PYTHON_CLIENT_ALLOCATOR=platform unless the user
+ * set either), and points
  * CUDA_INJECTION64_PATH at this library, so that the driver calls InitializeInjection() from
  * cuInit in processes that use CUDA, and only in them: a process that never touches CUDA never
  * loads CUPTI and writes nothing. Where another tool already injects (Nsight Systems sets
@@ -40,6 +42,7 @@ static int init_done, start_done, start_ok;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t t_start;
 static char alloc_note[256] = "default";
+static char xla_note[256] = "default";
 static char self_path[PATH_MAX];
 static pid_t trace_pid; /* the process whose trace this is */
 
@@ -122,6 +125,7 @@ static void header(struct jbuf *b)
 	jb_key(b, "activity"), jb_i64(b, c->activity);
 	jb_s(b, "}");
 	jb_key(b, "alloc_backend"), jb_str(b, alloc_note);
+	jb_key(b, "xla_allocator"), jb_str(b, xla_note);
 }
 
 static void finish(const char *reason)
@@ -342,6 +346,18 @@ __attribute__((constructor)) static void aicprof_init(void)
 	} else if (shim_cfg.alloc_backend) {
 		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
 		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
+	}
+	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
+	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */
+	const char *xp = getenv("XLA_PYTHON_CLIENT_PREALLOCATE"),
+	           *xa = getenv("XLA_PYTHON_CLIENT_ALLOCATOR");
+	if ((xp && *xp) || (xa && *xa)) {
+		snprintf(xla_note, sizeof(xla_note), "user: preallocate=%.100s allocator=%.100s",
+		         xp ? xp : "", xa ? xa : "");
+	} else if (shim_cfg.alloc_backend) {
+		setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
+		setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 0);
+		snprintf(xla_note, sizeof(xla_note), "platform, no preallocation (set by aicprof)");
 	}
 
 	Dl_info di;

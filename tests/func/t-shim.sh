@@ -52,6 +52,13 @@ env=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c 
 check "the user's PYTORCH_CUDA_ALLOC_CONF is kept" test "$env" = "expandable_segments:True"
 env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
 check "AICPROF_ALLOC_BACKEND=0 leaves it unset" test "$env" = "None"
+x='import os; print(os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.get("XLA_PYTHON_CLIENT_ALLOCATOR"))'
+env=$(LD_PRELOAD=$S python3 -c "$x")
+check "JAX: preallocation off, platform allocator by default ($env)" test "$env" = "false platform"
+env=$(XLA_PYTHON_CLIENT_PREALLOCATE=true LD_PRELOAD=$S python3 -c "$x")
+check "JAX: the user's choice is kept ($env)" test "$env" = "true None"
+env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c "$x")
+check "JAX: AICPROF_ALLOC_BACKEND=0 leaves XLA's allocator alone ($env)" test "$env" = "None None"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
 
