@@ -1,12 +1,14 @@
 #!/bin/sh
 # make demo: the main job on the bundled sample traces (recorded on an H200): analyze each,
-# write the report, and print where to look; then the two ranks of samples/ddp_train.py
+# write the report, and print where to look: our NVTX samples, then real programs as users
+# write them (no NVTX, models from libraries: transformers GPT-2 and Llama, torchvision
+# ResNet-18, a JAX jit step, a CuPy loop); then the two ranks of samples/ddp_train.py
 # (torchrun, 2x H200) as one job.
 top=$(cd "$(dirname "$0")/.." && pwd)
 A=$top/build/aicprof
 out=$top/out/demo
 status=0
-for t in mlp_train attention_train chain; do
+for t in mlp_train attention_train chain gpt2_train llama_train resnet_train jax_train cupy_loop; do
 	trace=$top/samples/traces/$t.aicp.jsonl
 	echo "== $t ($(grep -c '"t":"kernel"' "$trace") kernels)"
 	if ! "$A" analyze "$trace" -o "$out/$t"; then
