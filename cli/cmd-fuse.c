@@ -13,6 +13,7 @@
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
+#include "lib/lock.h"
 #include "lib/parseopt.h"
 
 #include <cJSON.h>
@@ -477,7 +478,7 @@ int cmd_fuse(int argc, char **argv)
 		}
 	} else if (from_summary(outdir, &run))
 		rc = -1;
-	if (!rc && mkdir_p(fused))
+	if (!rc && (mkdir_p(fused) || outdir_lock(fused)))
 		rc = -1;
 	for (int i = 0; !rc && i < run.nr; i++)
 		if (run.e[i].name && fusion_write_group(fused, &run.e[i].g))
