@@ -13,12 +13,13 @@
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
-#include "lib/lock.h"
 #include "lib/parseopt.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/lock.h" /* after the others: keeps this hunk apart from theirs */
 
 struct fuse_entry {
 	char *name;   /* generated group, or NULL for advice */
