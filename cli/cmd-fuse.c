@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/lock.h" /* after the others: keeps this hunk apart from theirs */
+#include "lib/lock.h"
 
 struct fuse_entry {
 	char *name;   /* generated group, or NULL for advice */
