@@ -15,7 +15,9 @@
  */
 #include "aicprof.h"
 #include "analyzer/job.h"
+#include "analyzer/jobcheck.h"
 #include "analyzer/model.h"
+#include "lib/lock.h"
 #include "lib/parseopt.h"
 #include "lib/util.h"
 #include "report/report.h"
@@ -67,6 +69,12 @@ int cmd_analyze(int argc, char **argv)
 		free(paths);
 		error("'--rank-summary' and '--merge' are the two halves of a job; give one");
 		return 129;
+	}
+	/* one job's traces only; then one run at a time in DIR (lib/lock.h) */
+	if ((!merge && npaths > 1 && job_check(paths, npaths) < 0) || mkdir_p(out) < 0 ||
+	    outdir_lock(out) < 0) {
+		free(paths);
+		return 1;
 	}
 	if (map) {
 		int r = 0;

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/lock.h"
+
 struct fuse_entry {
 	char *name;   /* generated group, or NULL for advice */
 	long cand;    /* candidate id, -1 with --group */
@@ -443,7 +445,7 @@ int cmd_fuse(int argc, char **argv)
 		}
 	} else if (from_summary(outdir, &run))
 		rc = -1;
-	if (!rc && mkdir_p(fused))
+	if (!rc && (mkdir_p(fused) || outdir_lock(fused)))
 		rc = -1;
 	for (int i = 0; !rc && i < run.nr; i++)
 		if (run.e[i].name && fusion_write_group(fused, &run.e[i].g))

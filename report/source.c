@@ -7,12 +7,20 @@
  * text and is treated as absent.
  *
  * The names come from the trace, which is input: a hostile one may say "/etc/shadow",
- * "../../.ssh/id_rsa" or "/proc/self/mem". So a file is read only when (1) its name ends in a
- * source extension (.py, .c, .cu, ...), (2) its real path (symbolic links and ".." resolved
- * by realpath) lies inside the real path of the directory it was looked up in, or, for an
- * absolute name, inside one of the cache's directories, and (3) what was opened is a regular
- * file of at most SRC_MAX bytes: opened with O_NONBLOCK|O_NOCTTY (a FIFO swapped in cannot
- * block), checked with fstat on the open descriptor, and read no further than SRC_MAX.
+ * "../../.ssh/id_rsa" or "/proc/self/mem", and its header's cwd may be "/" or a home. So each
+ * directory the cache is given is a tree of the program only when its real path is none of:
+ * "/", a home directory or a directory holding one (an ancestor of $HOME or of a passwd
+ * entry's home, /root, /home/NAME), a system directory or a directory below one (/usr, /etc,
+ * /proc, /sys, /dev, /boot, /run, /bin, /sbin, /lib*, /var but for its tmp), a shared
+ * directory itself (/tmp, /var/tmp, /opt, /srv, /mnt, /media), nor a path with a hidden
+ * component (".ssh", ".config"). A refused directory is not looked in at all. A file is read
+ * only when (1) its name ends in a source extension (.py, .c, .cu, ...), (2) its real path
+ * (symbolic links and ".." resolved by realpath) lies inside the real path of the directory it
+ * was looked up in, or, for an absolute name, inside one of the accepted trees, with no hidden
+ * component and no site-packages or dist-packages component below the tree (library code is
+ * not the program's), and (3) what was opened is a regular file of at most SRC_MAX bytes:
+ * opened with O_NONBLOCK|O_NOCTTY (a FIFO swapped in cannot block), checked with fstat on the
+ * open descriptor, and read no further than SRC_MAX.
  */
 #include "report/source.h"
 #include "lib/util.h"
@@ -20,6 +28,7 @@
 #include <ctype.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,17 +48,6 @@ void srccache_init(struct srccache *c)
 	memset(c, 0, sizeof(*c));
 }
 
-void srccache_add_dir(struct srccache *c, const char *dir)
-{
-	if (!dir || !*dir)
-		return;
-	for (int i = 0; i < c->nr_dirs; i++)
-		if (!strcmp(c->dirs[i], dir))
-			return;
-	ALLOC_GROW(c->dirs, c->nr_dirs, c->alloc_dirs);
-	c->dirs[c->nr_dirs++] = xstrdup(dir);
-}
-
 void srccache_release(struct srccache *c)
 {
 	for (int i = 0; i < c->nr; i++) {
@@ -58,9 +56,12 @@ void srccache_release(struct srccache *c)
 		free(c->files[i].line);
 	}
 	free(c->files);
-	for (int i = 0; i < c->nr_dirs; i++)
+	for (int i = 0; i < c->nr_dirs; i++) {
 		free(c->dirs[i]);
+		free(c->real[i]);
+	}
 	free(c->dirs);
+	free(c->real);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -106,6 +107,85 @@ static int path_under(const char *p, const char *dir)
 	return !strncmp(p, dir, n) && (p[n] == '/' || p[n] == 0);
 }
 
+/* Whether real path p is an ancestor of dir, or dir itself. */
+static int path_holds(const char *p, const char *dir)
+{
+	return path_under(dir, p);
+}
+
+/* Whether real path p has a component starting with '.' at or after offset from. */
+static int path_hidden(const char *p, size_t from)
+{
+	for (const char *s = p + from; (s = strchr(s, '/')); s++)
+		if (s[1] == '.')
+			return 1;
+	return 0;
+}
+
+/* Whether real path p has a component naming a library install (site-packages, ...). */
+static int path_library(const char *p, size_t from)
+{
+	static const char *const lib[] = {"/site-packages/", "/dist-packages/"};
+	for (size_t i = 0; i < ARRAY_SIZE(lib); i++)
+		if (strstr(p + from, lib[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether real directory p holds or is a home directory (see the header). */
+static int path_holds_home(const char *p)
+{
+	if (!strcmp(p, "/root") || (!strncmp(p, "/home/", 6) && p[6] && !strchr(p + 6, '/')))
+		return 1;
+	const char *env = getenv("HOME");
+	char *h = env && *env ? realpath(env, NULL) : NULL;
+	int hit = h && path_holds(p, h);
+	free(h);
+	if (hit)
+		return 1;
+	struct passwd *pw;
+	setpwent();
+	while (!hit && (pw = getpwent()))
+		if (pw->pw_dir && pw->pw_dir[0] == '/' && strcmp(pw->pw_dir, "/"))
+			hit = path_holds(p, pw->pw_dir);
+	endpwent();
+	return hit;
+}
+
+/* Whether real directory p may be a tree of the program (see the header). */
+static int tree_ok(const char *p)
+{
+	static const char *const sys[] = {"/bin",   "/boot",  "/dev",    "/etc",  "/lib",
+	                                  "/lib32", "/lib64", "/libx32", "/proc", "/run",
+	                                  "/sbin",  "/sys",   "/usr",    "/var"};
+	static const char *const shared[] = {"/tmp", "/var/tmp", "/opt", "/srv", "/mnt", "/media"};
+	for (size_t i = 0; i < ARRAY_SIZE(shared); i++)
+		if (!strcmp(p, shared[i]))
+			return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(sys); i++)
+		if (path_holds(p, sys[i]) || (path_under(p, sys[i]) && !path_under(p, "/var/tmp")))
+			return 0;
+	return !path_hidden(p, 0) && !path_library(p, 0) && !path_holds_home(p);
+}
+
+void srccache_add_dir(struct srccache *c, const char *dir)
+{
+	if (!dir || !*dir)
+		return;
+	for (int i = 0; i < c->nr_dirs; i++)
+		if (!strcmp(c->dirs[i], dir))
+			return;
+	char *real = realpath(dir, NULL);
+	if (real && !tree_ok(real)) {
+		free(real);
+		real = NULL;
+	}
+	ALLOC_GROW(c->dirs, c->nr_dirs, c->alloc_dirs);
+	ALLOC_GROW(c->real, c->nr_real, c->alloc_real);
+	c->dirs[c->nr_dirs++] = xstrdup(dir);
+	c->real[c->nr_real++] = real;
+}
+
 /*
  * Reads path whole if its real path lies under one of the real directories base[0..nbase) and
  * it is a regular file of at most SRC_MAX bytes of text; NULL otherwise.
@@ -117,7 +197,8 @@ static char *read_text(const char *path, char *const *base, int nbase, size_t *l
 		return NULL;
 	int under = 0;
 	for (int i = 0; i < nbase && !under; i++)
-		under = base[i] && path_under(real, base[i]);
+		under = base[i] && path_under(real, base[i]) &&
+		        !path_hidden(real, strlen(base[i])) && !path_library(real, strlen(base[i]));
 	if (!under) {
 		free(real);
 		return NULL;
@@ -161,9 +242,7 @@ static struct srcfile *srccache_open(struct srccache *c, const char *file)
 	size_t len = 0;
 	if (!source_name_ok(file))
 		return sf;
-	char **real = xcalloc(c->nr_dirs ? c->nr_dirs : 1, sizeof(char *));
-	for (int i = 0; i < c->nr_dirs; i++)
-		real[i] = realpath(c->dirs[i], NULL);
+	char **real = c->real;
 	if (file[0] == '/') {
 		sf->text = read_text(file, real, c->nr_dirs, &len);
 	} else {
@@ -175,9 +254,6 @@ static struct srcfile *srccache_open(struct srccache *c, const char *file)
 			free(p);
 		}
 	}
-	for (int i = 0; i < c->nr_dirs; i++)
-		free(real[i]);
-	free(real);
 	if (!sf->text)
 		return sf;
 	long alloc = 0;
