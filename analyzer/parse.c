@@ -252,6 +252,22 @@ static void unknown_ref(struct builder *b)
 		b->unknown_line = b->line;
 }
 
+/*
+ * Times (start, end, ts) are ns in 0..TIME_MAX (2^62 ns: the year 2116), so that the difference
+ * of any two of them, which the later stages take (durations, step times, gaps), fits int64.
+ * One outside is an error at its line (docs/trace-format.md); returns 1 then, else 0.
+ */
+#define TIME_MAX (INT64_C(1) << 62)
+
+static int time_bad(struct builder *b, const char *what, const char *key, int64_t t)
+{
+	if (t >= 0 && t <= TIME_MAX)
+		return 0;
+	error_at(b->file, b->line, "%s record: '%s' is out of range (%lld; times are 0..2^62 ns)",
+	         what, key, (long long)t);
+	return 1;
+}
+
 static int id_ok(struct builder *b, int64_t id, const char *what)
 {
 	if (id < 0 || id > MAX_ID)
@@ -262,13 +278,22 @@ static int id_ok(struct builder *b, int64_t id, const char *what)
 static int parse_header(struct builder *b, const cJSON *rec)
 {
 	int64_t fmt;
-	if (!get_i64(rec, "format", &fmt))
+	double fd;
+	if (!get_i64(rec, "format", &fmt) || !get_num(rec, "format", &fd))
 		return bad(b, "header", "format");
-	if (fmt > 1)
+	if (fd == (double)fmt && fmt > 1)
 		return error_at(
 		    b->file, b->line,
 		    "trace format %lld is newer than this aicprof reads (1); upgrade aicprof",
 		    (long long)fmt);
+	if (fd != 1) {
+		char num[32];
+		for (int prec = 1; prec <= 17; prec++) /* the shortest text that reads back as fd */
+			if (snprintf(num, sizeof(num), "%.*g", prec, fd) && strtod(num, NULL) == fd)
+				break;
+		return error_at(b->file, b->line,
+		                "trace format %s is not a version this aicprof reads (1)", num);
+	}
 	struct trace_info *ti = b->ti;
 	int64_t v;
 	if (get_i64(rec, "pid", &v))
@@ -299,6 +324,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 		const char *nm = get_str(d0, "name"), *cc = get_str(d0, "cc");
 		b->dev->name = text_dup(nm ? nm : "unknown");
 		snprintf(b->dev->cc, sizeof(b->dev->cc), "%s", cc ? cc : "");
+		text_clean(b->dev->cc);
 		double x;
 		if (get_num(d0, "sm_count", &x) && x >= 0 && x <= 1e6)
 			b->dev->sm_count = (int)x;
@@ -431,6 +457,10 @@ static int parse_activity(struct builder *b, const cJSON *rec, int kind, const c
 		rec_free(b, r);
 		return bad(b, what, "end");
 	}
+	if (time_bad(b, what, "start", r->start) || time_bad(b, what, "end", r->end)) {
+		rec_free(b, r);
+		return -1;
+	}
 	if (r->end < r->start) {
 		rec_free(b, r);
 		return error_at(b->file, b->line, "%s record ends before it starts", what);
@@ -539,7 +569,10 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 		rec_free(b, r);
 		return bad(b, what, "c");
 	}
-	get_i64(rec, "ts", &r->ts);
+	if (get_i64(rec, "ts", &r->ts) && time_bad(b, what, "ts", r->ts)) {
+		rec_free(b, r);
+		return -1;
+	}
 	r->stream_h = get_hex(rec, "stream");
 	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID) {
 		r->site = (int)v;
@@ -746,9 +779,14 @@ int builder_record(struct builder *b, const cJSON *rec, const char *raw, size_t 
 	if (!t)
 		return error_at(b->file, line, "record has no type 't'");
 	if (!b->have_header) {
-		if (strcmp(t, "header"))
-			return error_at(b->file, line, "first record is not a header (it is '%s')",
-			                t);
+		if (strcmp(t, "header")) {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_add_esc(&sb, t, 64);
+			error_at(b->file, line, "first record is not a header (it is '%s')",
+			         sb.buf);
+			strbuf_release(&sb);
+			return -1;
+		}
 		b->have_header = 1;
 		return parse_header(b, rec);
 	}
