@@ -6,10 +6,11 @@
  * The builder turns a trace's records into the step graph, in bounded memory. A record travels
  * through five stages, one file each:
  *  1. parse.c: each record is copied into a pooled struct rec; API records go into a reorder
- *     buffer sorted by `seq`, activity records are joined to them by correlation id
- *     (fields.c: the lookup of the current record's fields);
- *  2. flow.c: the lowest `seq` leaves the buffer (drain()); each op gets a global index gi, its
- *     pointer arguments roles, and its reads and writes edges and new buffer versions (values);
+ *     buffer that releases them in exact `seq` order, activity records are joined to them by
+ *     correlation id (fields.c: the lookup of the current record's fields);
+ *  2. flow.c: the released records are processed in seq order (drain()); each op gets a global
+ * index gi, its pointer arguments roles, and its reads and writes edges and new buffer versions
+ * (values);
  *  3. steps.c: repeated NVTX ranges, else the period of the kernel-name sequence, cut the op
  *     stream into steps (struct step: [b, e) in gi);
  *  4. fold.c: a complete step is folded into its class (per position duration samples, one
@@ -30,14 +31,20 @@
 #include <stdint.h>
 #include <string.h>
 
-#define REORDER      4096 /* records the reorder buffer holds before releasing the lowest seq */
-#define SAMPLE_CAP   4096 /* duration samples kept per node (reservoir beyond) */
-#define MAX_ID       (1L << 20) /* str/site ids above this are refused (tables are indexed by id) */
-#define UNLOCKED_CAP 1000000    /* ops held before steps are found: then decide with what is seen */
-#define MAX_CLASSES  256
-#define PIN          6
+#define REORDER 4096 /* records the reorder buffer gathers before it releases what is in order */
+/* The reorder buffer's bound: records held waiting for a missing seq beyond this many, or this
+ * many bytes, give that seq up (docs/trace-format.md; the real samples lag at most 2,622). */
+#define REORDER_MAX       65536
+#define REORDER_MAX_BYTES (64L << 20)
+#define SAMPLE_CAP        4096       /* duration samples kept per node (reservoir beyond) */
+#define MAX_ID            (1L << 20) /* str/site ids above this are refused (tables are indexed by id) */
+#define UNLOCKED_CAP      1000000 /* ops held before steps are found: then decide with what is seen */
+#define MAX_CLASSES       256
+#define PIN               6
 
-enum rtype { R_OP, R_ALLOC, R_FREE, R_PUSH, R_POP, R_RSTART, R_REND, R_EVREC, R_SWAIT };
+/* R_SKIP: a record with a seq that the builder does not use (sync, vmm, coll, ...): it holds its
+ * seq's place in the reorder buffer and is dropped when released. */
+enum rtype { R_OP, R_ALLOC, R_FREE, R_PUSH, R_POP, R_RSTART, R_REND, R_EVREC, R_SWAIT, R_SKIP };
 
 struct ptrarg {
 	int64_t alloc;
@@ -191,12 +198,22 @@ struct builder {
 	size_t rawlen;
 
 	struct rec *pool;
-	struct rec **heap;
-	long nheap, aheap, hhead; /* the reorder buffer: a sorted ring */
+	struct rec **wait; /* the reorder buffer: a binary min-heap by (seq, arrival) */
+	long nwait, await;
+	long wait_bytes;          /* what its records hold (struct rec and pointer arrays) */
+	struct rec **heap;        /* records released in seq order, for drain() (heap_pop()) */
+	long nheap, aheap, hhead; /* a ring */
 	uint64_t last_seq;        /* of the last record out of the heap */
 	uint64_t max_seq;         /* the highest seq read */
 	uint64_t arrivals;
-	int warned_order;
+	int warned_order;  /* set from the start: parse.c's reorder_release() gives the warning */
+	int seq_known;     /* next_seq is set (the lowest seq of the first release) */
+	uint64_t next_seq; /* the lowest seq not yet released: every seq below it is out */
+	long peak_heap;    /* the most records the buffer held */
+	uint64_t gave_up, gave_up_first; /* seqs given up at the bound, the first of them */
+	uint64_t missing, missing_first; /* seqs that never arrived, the first of them */
+	long late;                       /* records that came after their seq was given up */
+	uint64_t late_seq, late_after;   /* the first of them, and the seq it came after */
 
 	struct fninfo *fns;
 	long nfns;
@@ -300,8 +317,15 @@ int bad(struct builder *b, const char *what, const char *key);
 void rec_free(struct builder *b, struct rec *r);
 /* Puts r into the reorder buffer, sorted by (seq, arrival). */
 void heap_push(struct builder *b, struct rec *r);
-/* Takes the lowest record out of the reorder buffer; the buffer must not be empty. */
+/* Takes the lowest released record (reorder_release()); there must be one (b->nheap). */
 struct rec *heap_pop(struct builder *b);
+/* Releases the records of the reorder buffer that are in exact seq order, those up to the first
+ * missing seq, and processes them (drain()). A missing seq is given up when the buffer is over
+ * its bound (REORDER_MAX records or REORDER_MAX_BYTES), and at_end (everything left goes). */
+void reorder_release(struct builder *b, int at_end);
+/* The reorder buffer's warning, once, at the end: seqs given up at the bound, records that came
+ * after, seqs that never arrived (also into b->ti->warnings). Nothing when all were in order. */
+void reorder_warn(struct builder *b);
 
 /* ---------- flow.c: sequencing and data flow ---------- */
 
@@ -312,7 +336,7 @@ struct fninfo *fn_get(struct builder *b, int id);
 struct val *val_get(struct builder *b, long vid);
 /* Fills f->sig and f->sig_dtype from f's demangled C signature (nothing for unmangled names). */
 void parse_signature(struct fninfo *f);
-/* Processes the lowest records of the reorder buffer until it holds keep, then folds the
+/* Processes the released records (heap_pop()) until keep are left, then folds the
  * steps that are complete (try_fold()). */
 void drain(struct builder *b, long keep);
 

@@ -149,7 +149,10 @@ int get_time(const struct builder *b, const cJSON *o, const char *key, const cha
 			p++;
 		char *end;
 		long long x = strtoll(p, &end, 10);
-		if (end > p && (*end == ',' || *end == '}' || *end == ' ') && llabs(x - *v) < 4096)
+		/* the same number (no x - *v: it could overflow when the text is another field's)
+		 */
+		if (end > p && (*end == ',' || *end == '}' || *end == ' ') && x > *v - 4096 &&
+		    x < *v + 4096)
 			*v = x;
 	}
 	return 1;

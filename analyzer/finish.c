@@ -2,7 +2,8 @@
  * finish.c - the graph builder's last stage: the end of the trace, the model's steps and step
  * graph, and the builder's release (builder.h has the stages and the shared struct builder).
  *
- * How it works: builder_finish() drains the reorder buffer, makes activity records that never
+ * How it works: builder_finish() empties the reorder buffer (reorder_release(): what is still
+ * missing is given up, reorder_warn() says so), makes activity records that never
  * met their API record ops of their own, decides the steps if the step finder has not yet
  * (steps.c), folds what is left (fold.c), then takes the dominant class (most steps, then most
  * positions): its warm-up (leading steps of other classes, then leading time outliers above
@@ -57,7 +58,7 @@ int builder_finish(struct builder *b, struct model *m)
 {
 	if (!b->have_header)
 		return error_at(b->file, b->line ? b->line : 1, "trace has no header");
-	drain(b, 0);
+	reorder_release(b, 1);
 	/* activity records whose API record never came: ops of their own, at the end */
 	size_t it = 0;
 	uint64_t k, v;
@@ -91,7 +92,8 @@ int builder_finish(struct builder *b, struct model *m)
 		    xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
 		b->ti->warnings[b->ti->nwarnings++] = sb.buf;
 	}
-	drain(b, 0);
+	reorder_release(b, 1);
+	reorder_warn(b);
 	if (b->locked_key < 0 && b->period == 0) {
 		int key = nvtx_rule_best(&b->nvtx);
 		if (key >= 0)
@@ -223,6 +225,9 @@ void builder_free(struct builder *b)
 		return;
 	while (b->nheap)
 		rec_free(b, heap_pop(b));
+	for (long i = 0; i < b->nwait; i++)
+		rec_free(b, b->wait[i]);
+	free(b->wait);
 	release_before(b, b->next_gi);
 	size_t it = 0;
 	uint64_t k, v;

@@ -9,10 +9,12 @@
  * API record by correlation id `c` (join()), or parked in b->orphans until it arrives. Kernels
  * from CUDA graphs have no launch: they enter the op stream where their activity record is read.
  * Probe records (calibration fingerprints) wait by correlation id for their launch. Definitions
- * (str: kernel names, site: call sites) fill tables indexed by id. When the buffer holds more
- * than REORDER records, drain() (flow.c) releases the lowest seq half, so records written out of
- * order by different threads are seen in the order they happened. Bad input is an error naming
- * the file and line (error_at()), never a crash.
+ * (str: kernel names, site: call sites) fill tables indexed by id. Records with a seq that the
+ * builder does not use hold their seq's place (R_SKIP). When the buffer holds more than REORDER
+ * records, reorder_release() hands drain() (flow.c) those in exact seq order, so records written
+ * out of order by different threads are seen in the order they happened (the reorder buffer,
+ * below, has the bound). Bad input is an error naming the file and line (error_at()), never a
+ * crash.
  */
 #include "analyzer/builder.h"
 
@@ -58,18 +60,70 @@ static inline int before(const struct rec *a, const struct rec *b)
 	return a->seq < b->seq || (a->seq == b->seq && a->ord < b->ord);
 }
 
+/* What a held record costs: the struct and a grown pointer array. */
+static long rec_bytes(const struct rec *r)
+{
+	return (long)sizeof(*r) + (r->p != r->pin ? (long)(r->aptr * sizeof(*r->p)) : 0);
+}
+
 /*
- * Records kept sorted by (seq, arrival) in a ring: the trace is nearly in seq order, so a new
- * record lands at the tail after a step or two back, and the lowest leaves from the head in
- * O(1). A record far out of order costs a shift of at most the buffer (REORDER records).
+ * The reorder buffer. `seq` is one process-wide counter: every record that has one takes the
+ * next number, so the records in the order they happened are exactly seq 0, 1, 2, ... (a forked
+ * child's trace starts where the parent's counter stood). A thread's records reach the trace
+ * when the shim's writer drains its ring, so they can come late by thousands of records. Records
+ * wait in a binary min-heap (b->wait) by (seq, arrival) and leave it only in exact order: the
+ * lowest when its seq is b->next_seq, the next one expected. A seq that does not come holds the
+ * rest back until the buffer is over its bound (REORDER_MAX records or REORDER_MAX_BYTES): then
+ * it is given up (the records after it go on), and whatever comes with a lower seq later is
+ * processed at once, out of order. Records with a made-up seq (kernels of CUDA graphs, activity
+ * without an API record: seq b->max_seq when read, after the record that has it) hold no seq
+ * of their own. The first release takes the lowest seq held as the start. Released records go
+ * to a ring (b->heap) that drain() empties through heap_pop(). Push and pop: O(log n).
  */
-#define RING_AT(b, i) ((b)->heap[((b)->hhead + (i)) & ((b)->aheap - 1)])
+#define WAIT_AT(b, i) ((b)->wait[i])
 
 void heap_push(struct builder *b, struct rec *r)
 {
 	r->ord = b->arrivals++;
-	if (r->seq > b->max_seq)
+	if (r->seq > b->max_seq && (r->has_api || r->type != R_OP))
 		b->max_seq = r->seq;
+	ALLOC_GROW(b->wait, b->nwait, b->await);
+	long i = b->nwait++;
+	while (i > 0 && before(r, b->wait[(i - 1) / 2])) {
+		b->wait[i] = b->wait[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	b->wait[i] = r;
+	b->wait_bytes += rec_bytes(r);
+	if (b->nwait > b->peak_heap)
+		b->peak_heap = b->nwait;
+}
+
+static struct rec *wait_pop(struct builder *b)
+{
+	struct rec *top = b->wait[0], *last = b->wait[--b->nwait];
+	long i = 0, n = b->nwait;
+	for (;;) {
+		long c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && before(b->wait[c + 1], b->wait[c]))
+			c++;
+		if (!before(b->wait[c], last))
+			break;
+		b->wait[i] = b->wait[c];
+		i = c;
+	}
+	if (n)
+		b->wait[i] = last;
+	b->wait_bytes -= rec_bytes(top);
+	return top;
+}
+
+#define RING_AT(b, i) ((b)->heap[((b)->hhead + (i)) & ((b)->aheap - 1)])
+
+static void ring_push(struct builder *b, struct rec *r)
+{
 	if (b->nheap == b->aheap) {
 		long cap = b->aheap ? b->aheap * 2 : 1024;
 		struct rec **a = xmalloc(sizeof(*a) * cap);
@@ -80,12 +134,8 @@ void heap_push(struct builder *b, struct rec *r)
 		b->aheap = cap;
 		b->hhead = 0;
 	}
-	long i = b->nheap++;
-	while (i > 0 && before(r, RING_AT(b, i - 1))) {
-		RING_AT(b, i) = RING_AT(b, i - 1);
-		i--;
-	}
-	RING_AT(b, i) = r;
+	RING_AT(b, b->nheap) = r;
+	b->nheap++;
 }
 
 struct rec *heap_pop(struct builder *b)
@@ -94,6 +144,69 @@ struct rec *heap_pop(struct builder *b)
 	b->hhead = (b->hhead + 1) & (b->aheap - 1);
 	b->nheap--;
 	return top;
+}
+
+void reorder_release(struct builder *b, int at_end)
+{
+	if (b->nwait && !b->seq_known) {
+		b->next_seq = b->wait[0]->seq;
+		b->seq_known = 1;
+	}
+	while (b->nwait) {
+		struct rec *r = b->wait[0];
+		int own = r->has_api || r->type != R_OP; /* a seq of its own, not a made-up one */
+		if (own && r->seq == b->next_seq) {
+			b->next_seq++;
+		} else if (r->seq < b->next_seq) {
+			/* late: after its seq was given up (else a repeated seq, accepted as is) */
+			if (own && b->gave_up && r->seq >= b->gave_up_first && !b->late++) {
+				b->late_seq = r->seq;
+				b->late_after = b->next_seq - 1;
+			}
+		} else if (at_end || b->nwait > REORDER_MAX || b->wait_bytes > REORDER_MAX_BYTES) {
+			/* seqs next_seq .. r->seq - 1 are missing: give them up */
+			uint64_t n = r->seq - b->next_seq;
+			uint64_t *cnt = at_end ? &b->missing : &b->gave_up;
+			uint64_t *first = at_end ? &b->missing_first : &b->gave_up_first;
+			if (n && !*cnt)
+				*first = b->next_seq;
+			*cnt += n;
+			b->next_seq = r->seq + !own;
+			continue;
+		} else {
+			break;
+		}
+		ring_push(b, wait_pop(b));
+	}
+	if (b->nheap)
+		drain(b, 0);
+}
+
+void reorder_warn(struct builder *b)
+{
+	struct strbuf sb = STRBUF_INIT;
+	if (b->gave_up) {
+		strbuf_addf(&sb,
+		            "records out of order beyond the reorder bound (%d records or %ld MiB "
+		            "held): %llu seqs given up from seq %llu",
+		            REORDER_MAX, REORDER_MAX_BYTES >> 20, (unsigned long long)b->gave_up,
+		            (unsigned long long)b->gave_up_first);
+		if (b->late)
+			strbuf_addf(&sb,
+			            ", %ld records came later (the first: seq %llu after %llu)",
+			            b->late, (unsigned long long)b->late_seq,
+			            (unsigned long long)b->late_after);
+	}
+	if (b->missing)
+		strbuf_addf(&sb, "%s%llu seqs never arrived (the first: seq %llu)",
+		            sb.len ? "; " : "", (unsigned long long)b->missing,
+		            (unsigned long long)b->missing_first);
+	if (!sb.len)
+		return;
+	strbuf_adds(&sb, "; data flow may be wrong there");
+	warning("'%s': %s", b->file, sb.buf);
+	b->ti->warnings = xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
+	b->ti->warnings[b->ti->nwarnings++] = sb.buf;
 }
 
 /*
@@ -139,6 +252,22 @@ static void unknown_ref(struct builder *b)
 		b->unknown_line = b->line;
 }
 
+/*
+ * Times (start, end, ts) are ns in 0..TIME_MAX (2^62 ns: the year 2116), so that the difference
+ * of any two of them, which the later stages take (durations, step times, gaps), fits int64.
+ * One outside is an error at its line (docs/trace-format.md); returns 1 then, else 0.
+ */
+#define TIME_MAX (INT64_C(1) << 62)
+
+static int time_bad(struct builder *b, const char *what, const char *key, int64_t t)
+{
+	if (t >= 0 && t <= TIME_MAX)
+		return 0;
+	error_at(b->file, b->line, "%s record: '%s' is out of range (%lld; times are 0..2^62 ns)",
+	         what, key, (long long)t);
+	return 1;
+}
+
 static int id_ok(struct builder *b, int64_t id, const char *what)
 {
 	if (id < 0 || id > MAX_ID)
@@ -149,13 +278,22 @@ static int id_ok(struct builder *b, int64_t id, const char *what)
 static int parse_header(struct builder *b, const cJSON *rec)
 {
 	int64_t fmt;
-	if (!get_i64(rec, "format", &fmt))
+	double fd;
+	if (!get_i64(rec, "format", &fmt) || !get_num(rec, "format", &fd))
 		return bad(b, "header", "format");
-	if (fmt > 1)
+	if (fd == (double)fmt && fmt > 1)
 		return error_at(
 		    b->file, b->line,
 		    "trace format %lld is newer than this aicprof reads (1); upgrade aicprof",
 		    (long long)fmt);
+	if (fd != 1) {
+		char num[32];
+		for (int prec = 1; prec <= 17; prec++) /* the shortest text that reads back as fd */
+			if (snprintf(num, sizeof(num), "%.*g", prec, fd) && strtod(num, NULL) == fd)
+				break;
+		return error_at(b->file, b->line,
+		                "trace format %s is not a version this aicprof reads (1)", num);
+	}
 	struct trace_info *ti = b->ti;
 	int64_t v;
 	if (get_i64(rec, "pid", &v))
@@ -186,6 +324,7 @@ static int parse_header(struct builder *b, const cJSON *rec)
 		const char *nm = get_str(d0, "name"), *cc = get_str(d0, "cc");
 		b->dev->name = text_dup(nm ? nm : "unknown");
 		snprintf(b->dev->cc, sizeof(b->dev->cc), "%s", cc ? cc : "");
+		text_clean(b->dev->cc);
 		double x;
 		if (get_num(d0, "sm_count", &x) && x >= 0 && x <= 1e6)
 			b->dev->sm_count = (int)x;
@@ -318,6 +457,10 @@ static int parse_activity(struct builder *b, const cJSON *rec, int kind, const c
 		rec_free(b, r);
 		return bad(b, what, "end");
 	}
+	if (time_bad(b, what, "start", r->start) || time_bad(b, what, "end", r->end)) {
+		rec_free(b, r);
+		return -1;
+	}
 	if (r->end < r->start) {
 		rec_free(b, r);
 		return error_at(b->file, b->line, "%s record ends before it starts", what);
@@ -426,7 +569,10 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 		rec_free(b, r);
 		return bad(b, what, "c");
 	}
-	get_i64(rec, "ts", &r->ts);
+	if (get_i64(rec, "ts", &r->ts) && time_bad(b, what, "ts", r->ts)) {
+		rec_free(b, r);
+		return -1;
+	}
 	r->stream_h = get_hex(rec, "stream");
 	if (get_i64(rec, "site", &v) && v >= 0 && v <= MAX_ID) {
 		r->site = (int)v;
@@ -633,13 +779,19 @@ int builder_record(struct builder *b, const cJSON *rec, const char *raw, size_t 
 	if (!t)
 		return error_at(b->file, line, "record has no type 't'");
 	if (!b->have_header) {
-		if (strcmp(t, "header"))
-			return error_at(b->file, line, "first record is not a header (it is '%s')",
-			                t);
+		if (strcmp(t, "header")) {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_add_esc(&sb, t, 64);
+			error_at(b->file, line, "first record is not a header (it is '%s')",
+			         sb.buf);
+			strbuf_release(&sb);
+			return -1;
+		}
 		b->have_header = 1;
 		return parse_header(b, rec);
 	}
 	int r = 0;
+	uint64_t arrivals = b->arrivals;
 	switch (t[0]) {
 	case 'l':
 		if (!strcmp(t, "launch"))
@@ -704,8 +856,16 @@ int builder_record(struct builder *b, const cJSON *rec, const char *raw, size_t 
 	}
 	if (r < 0)
 		return -1;
-	if (b->nheap > REORDER)
-		drain(b, REORDER / 2);
+	int64_t seq;
+	if (b->arrivals == arrivals && get_i64(rec, "seq", &seq)) {
+		/* a record the builder does not use (sync, vmm, coll, ...) holds its seq's place */
+		struct rec *k = rec_new(b);
+		k->type = R_SKIP;
+		k->seq = (uint64_t)seq;
+		heap_push(b, k);
+	}
+	if (b->nwait > REORDER)
+		reorder_release(b, 0);
 	return 0;
 }
 
@@ -716,6 +876,7 @@ struct builder *builder_new(const char *file, struct trace_info *ti, struct devi
 	b->ti = ti;
 	b->dev = dev;
 	b->locked_key = -1;
+	b->warned_order = 1; /* flow.c's check: reorder_warn() says what went out of order */
 	nvtx_rule_init(&b->nvtx);
 	b->how = "whole";
 	b->rng = 0x853c49e6748fea9bULL;

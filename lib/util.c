@@ -231,6 +231,24 @@ void strbuf_add_json(struct strbuf *sb, const char *s)
 	strbuf_add(sb, "\"", 1);
 }
 
+void strbuf_add_esc(struct strbuf *sb, const char *s, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	for (; p[i] && (i < max || (p[i] & 0xc0) == 0x80); i++) { /* ends a character */
+		int c1 = p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f;
+		if (p[i] < 0x20 || p[i] == 0x7f || p[i] == '\\' || c1) {
+			strbuf_addf(sb, "\\x%02x", p[i]);
+			if (c1)
+				strbuf_addf(sb, "\\x%02x", p[++i]);
+		} else {
+			strbuf_add(sb, &p[i], 1);
+		}
+	}
+	if (p[i])
+		strbuf_adds(sb, "...");
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len)
 {
 	/* mkostemp: a fresh name no one could have planted (O_EXCL; a link there is never

@@ -65,6 +65,11 @@ void strbuf_release(struct strbuf *sb);
 void strbuf_add_html(struct strbuf *sb, const char *s);
 /* Appends s as a JSON string literal, quotes included. */
 void strbuf_add_json(struct strbuf *sb, const char *s);
+/* Appends s for a message on a terminal: control characters (ESC, CR, OSC's BEL, ...), DEL,
+ * UTF-8's C1 controls and the backslash as \xNN escapes, everything else as is; at most max
+ * bytes of s (to the end of a character), then "...". Text from a trace goes into a message only
+ * through this. */
+void strbuf_add_esc(struct strbuf *sb, const char *s, size_t max);
 
 /*
  * Writes len bytes to path whole or not at all: to a temporary file beside it under a fresh

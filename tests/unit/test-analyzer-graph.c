@@ -353,6 +353,23 @@ static void test_bad_record(void **state)
 	assert_null(run());
 }
 
+/* strbuf_add_esc(): controls, DEL, C1 controls and '\\' escaped; cut at a character's end */
+static void test_add_esc(void **state)
+{
+	(void)state;
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add_esc(&sb, "a\x1b]0;t\x07\r\x7f\\ \xc2\x9b\xc3\xa9", 100);
+	assert_string_equal(sb.buf, "a\\x1b]0;t\\x07\\x0d\\x7f\\x5c \\xc2\\x9b\xc3\xa9");
+	strbuf_reset(&sb);
+	/* the cut falls inside the 2-byte e-acute */
+	strbuf_add_esc(&sb, "ab\xc3\xa9" "cd", 3);
+	assert_string_equal(sb.buf, "ab\xc3\xa9...");
+	strbuf_reset(&sb);
+	strbuf_add_esc(&sb, "abc", 3);
+	assert_string_equal(sb.buf, "abc");
+	strbuf_release(&sb);
+}
+
 static void test_hmap(void **state)
 {
 	struct hmap m;
@@ -391,6 +408,7 @@ int main(void)
 	    cmocka_unit_test(test_chain_rejected_when_nothing_removed),
 	    cmocka_unit_test(test_bad_record),
 	    cmocka_unit_test(test_hmap),
+	    cmocka_unit_test(test_add_esc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
