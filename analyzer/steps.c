@@ -210,7 +210,10 @@ void find_period(struct builder *b, int at_end)
 	uint32_t *x = xmalloc(sizeof(uint32_t) * (size_t)n);
 	for (long i = 0; i < n; i++) {
 		struct rec *o = DEQ_AT(b->ops, base + i);
-		x[i] = o->kind == NK_KERNEL ? (uint32_t)o->fn + 16u : (uint32_t)o->kind;
+		/* a copy's key tells its direction: device or host on each side */
+		x[i] = o->kind == NK_KERNEL ? (uint32_t)o->fn + 16u
+		                            : (uint32_t)o->kind * 4u + (o->src_alloc >= 0) * 2u +
+		                                  (o->dst_alloc >= 0);
 	}
 	struct period_result r;
 	period_find(x, (size_t)n, &r);

@@ -22,10 +22,11 @@
 #define AICPROF_STEPS_H
 
 /*
- * A range is a step candidate only when it holds at least this many ops: ranges around one
- * kernel (XLA's "Thunk:" ranges) or none (its compile passes) repeat too, and are not steps.
+ * A range is a step candidate only when it holds at least this many ops: ranges around no op
+ * (XLA's compile passes, a logging range) repeat too, and are not steps. (Frameworks' own
+ * ranges around single kernels, XLA's "Thunk:", are known by their text: steps.c.)
  */
-#define NVTX_STEP_MIN_OPS 4
+#define NVTX_STEP_MIN_OPS 1
 
 #define NVTX_MAX_KEYS 4096 /* keys held; texts beyond them have no key */
 
