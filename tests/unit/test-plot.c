@@ -4,7 +4,9 @@
  * tensor cores, the fp32 one does not claim them; kernels without FLOPs are counted in a note;
  * and numbers far outside any range (1e300, -1e300, 1e19 stream and node ids, a dur_us of
  * 1e308) give a plot without undefined behaviour (the test is built with UBSan; its options
- * here make the first float-cast overflow end it).
+ * here make the first float-cast overflow end it). And the page's lead (report/lead.c): a
+ * step of short kernels with gaps says the GPU is idle first, with bounded figures; a busy
+ * step says it is GPU-bound in one line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "report/lead.h"
 #include "report/plot.h"
 
 #include <stdlib.h>
@@ -120,12 +123,63 @@ static void test_huge_numbers(void **state)
 	free(svg);
 }
 
+static char *lead(const char *json)
+{
+	cJSON *root = cJSON_Parse(json);
+	assert_non_null(root);
+	struct rmodel m;
+	rmodel_init(&m, root);
+	struct strbuf sb = STRBUF_INIT;
+	report_lead_section(&m, &sb);
+	rmodel_release(&m);
+	cJSON_Delete(root);
+	return sb.buf ? sb.buf : strdup("");
+}
+
+static void test_lead_idle(void **state)
+{
+	/* 4 kernels of 5 us with 45 us gaps, overlapping streams, in a 1000 us step: busy 20 us */
+	char *h = lead("{\"steps\":{\"times_us\":[1000]},\"timeline\":{\"step\":0,\"events\":["
+	               "{\"kind\":\"kernel\",\"start_us\":0,\"dur_us\":5,\"name\":\"a\"},"
+	               "{\"kind\":\"kernel\",\"start_us\":1,\"dur_us\":4,\"name\":\"a2\"},"
+	               "{\"kind\":\"kernel\",\"start_us\":50,\"dur_us\":5,\"name\":\"b\"},"
+	               "{\"kind\":\"kernel\",\"start_us\":100,\"dur_us\":5,\"name\":\"c\"},"
+	               "{\"kind\":\"kernel\",\"start_us\":150,\"dur_us\":5,\"name\":\"<d>\"}]},"
+	               "\"candidates\":[{\"kind\":\"invariant\",\"sources\":[\"train.py:42\"],"
+	               "\"evidence\":{\"what\":\"host-sync\",\"stall_us\":1e300}}]}");
+	assert_non_null(strstr(h, "The GPU is idle 98% of the step</strong> (kernels busy 20.0 µs "
+	                          "of 1.00 ms)"));
+	assert_non_null(strstr(h, "5 of 5 kernels run under 10 µs, with a median gap of 45.0 µs"));
+	assert_non_null(strstr(h, "a sync at <code>train.py:42</code>"));
+	assert_non_null(strstr(h, "reduce-overhead"));
+	assert_non_null(strstr(h, "up to 129.0 µs (13% of the step)"));
+	assert_non_null(
+	    strstr(h, "980.0 µs of stall (98%)")); /* the huge stall: at most the idle */
+	assert_null(strstr(h, "<d>"));
+	free(h);
+}
+
+static void test_lead_busy(void **state)
+{
+	char *h = lead("{\"timeline\":{\"step\":0,\"events\":["
+	               "{\"kind\":\"kernel\",\"start_us\":0,\"dur_us\":800},"
+	               "{\"kind\":\"kernel\",\"start_us\":810,\"dur_us\":1e300}]}}");
+	assert_non_null(strstr(h, "GPU-bound"));
+	assert_null(strstr(h, "idle"));
+	free(h);
+	h = lead("{\"timeline\":{\"events\":[]}}");
+	assert_string_equal(h, "");
+	free(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roofline_ceilings_and_gemms),
 	    cmocka_unit_test(test_roofline_close_labels_apart),
 	    cmocka_unit_test(test_huge_numbers),
+	    cmocka_unit_test(test_lead_idle),
+	    cmocka_unit_test(test_lead_busy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
