@@ -1245,27 +1245,97 @@ static int lib_sdpa(struct pctx *x, const cJSON *cand, struct patch_lib *pl, str
 	return rc;
 }
 
-/* A per-parameter optimizer -> fused=True on its constructor. */
+/*
+ * The optimizer the candidate's kernels belong to, from their names: PyTorch's fused
+ * optimizers name their functors (FusedSgdMathFunctor, FusedAdamMathFunctor, fused_adamw);
+ * the foreach forms are generic functors, but only Adam's update takes a square root, a lerp
+ * (exp_avg) or an addcdiv (PointwiseOpScalarList divides), and SGD's is adds and multiplies
+ * alone. "SGD", "Adam" (Adam or AdamW: the source tells which) or NULL unknown.
+ */
+static const char *optim_of_kernels(const struct pctx *x, const cJSON *cand)
+{
+	int sgd = 0, adam = 0, generic = 0, n = 0;
+	const cJSON *id;
+	cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(cand, "nodes"))
+	{
+		if (!cJSON_IsNumber(id))
+			continue;
+		const cJSON *nd;
+		const char *name = NULL;
+		cJSON_ArrayForEach(nd, x->nodes)
+		{
+			const cJSON *i = cJSON_GetObjectItemCaseSensitive(nd, "id");
+			if (cJSON_IsNumber(i) && i->valuedouble == id->valuedouble) {
+				const cJSON *fn = cJSON_GetObjectItemCaseSensitive(nd, "full_name");
+				const cJSON *sn = cJSON_GetObjectItemCaseSensitive(nd, "name");
+				name = cJSON_IsString(fn)   ? fn->valuestring
+				       : cJSON_IsString(sn) ? sn->valuestring
+				                            : NULL;
+				break;
+			}
+		}
+		if (!name)
+			continue;
+		n++;
+		if (strcasestr(name, "sgd"))
+			sgd++;
+		else if (strcasestr(name, "adam") || strstr(name, "Sqrt") || strstr(name, "Lerp") ||
+		         strstr(name, "PointwiseOpScalarListFunctor"))
+			adam++;
+		else if (strstr(name, "multi_tensor_apply"))
+			generic++;
+	}
+	if (sgd && !adam)
+		return "SGD";
+	if (adam && !sgd)
+		return "Adam";
+	if (n && generic == n) /* adds and multiplies only: SGD (momentum, weight decay) */
+		return "SGD";
+	return NULL;
+}
+
+/* A per-parameter optimizer -> fused=True on its constructor: the program's own optimizer, as
+ * its kernels say (SGD or Adam/AdamW; any of them when the kernels do not tell). */
 static int lib_fused_optim(struct pctx *x, const cJSON *cand, struct patch_lib *pl,
                            struct strbuf *why)
 {
 	int lo, hi;
-	pl->what = xstrdup("construct the optimizer with `fused=True` (torch.optim.AdamW/Adam: one "
-	                   "kernel for every parameter's update)");
+	static const char *const adam[] = {"optim.AdamW", "optim.Adam", "AdamW", "Adam"};
+	static const char *const sgd[] = {"optim.SGD", "SGD"};
+	static const char *const any[] = {"optim.AdamW", "optim.Adam", "optim.SGD",
+	                                  "AdamW",       "Adam",       "SGD"};
+	const char *fam = optim_of_kernels(x, cand);
+	const char *const *opt = !fam ? any : !strcmp(fam, "SGD") ? sgd : adam;
+	size_t nopt = !fam                  ? ARRAY_SIZE(any)
+	              : !strcmp(fam, "SGD") ? ARRAY_SIZE(sgd)
+	                                    : ARRAY_SIZE(adam);
+	const char *label = !fam ? "Adam/AdamW/SGD" : !strcmp(fam, "SGD") ? "SGD" : "Adam/AdamW";
+	struct strbuf w = STRBUF_INIT;
+	strbuf_addf(&w,
+	            "construct the optimizer with `fused=True` (torch.optim.%s: one kernel for "
+	            "every parameter's update)",
+	            !fam                  ? "AdamW/Adam/SGD"
+	            : !strcmp(fam, "SGD") ? "SGD"
+	                                  : "AdamW/Adam");
+	pl->what = w.buf;
 	struct pfile *f = cand_lines(x, cand, &lo, &hi, why);
 	if (!f)
 		return -1;
-	static const char *const opt[] = {"optim.AdamW", "optim.Adam", "AdamW", "Adam"};
 	int at = -1, n = 0;
+	char found[16] = "";
 	for (int i = 0; i < f->L.n; i++) {
 		struct stmt st;
 		if (stmt_parse(f->L.l[i], &st))
 			continue;
 		char *a[8];
-		int na = call_split(st.rhs, opt, ARRAY_SIZE(opt), a, 8);
+		int na = call_split(st.rhs, opt, nopt, a, 8);
 		if (na >= 1) {
 			n++;
 			at = i;
+			snprintf(found, sizeof(found), "%s",
+			         strstr(st.rhs, "AdamW(")  ? "AdamW"
+			         : strstr(st.rhs, "Adam(") ? "Adam"
+			                                   : "SGD");
 			for (int k = 0; k < na; k++)
 				if (!strncmp(a[k], "fused=", 6) || !strncmp(a[k], "foreach=", 8) ||
 				    !strncmp(a[k], "**", 2))
@@ -1275,9 +1345,16 @@ static int lib_fused_optim(struct pctx *x, const cJSON *cand, struct patch_lib *
 		free(st.rhs);
 	}
 	if (n != 1)
-		return fail(why, "%s has %d one-line Adam/AdamW constructors, not one", f->rel, n);
+		return fail(why, "%s has %d one-line %s constructors, not one", f->rel, n, label);
 	if (at == -2)
 		return fail(why, "the constructor already sets fused, foreach or **kwargs");
+	struct strbuf wf = STRBUF_INIT;
+	strbuf_addf(&wf,
+	            "construct the optimizer with `fused=True` (torch.optim.%s: one kernel for "
+	            "every parameter's update)",
+	            found);
+	free(pl->what);
+	pl->what = wf.buf;
 	if (overlaps(f, at, 1))
 		return fail(why, "its line overlaps another rewrite");
 	const char *s = f->L.l[at];
