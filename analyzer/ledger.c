@@ -8,13 +8,28 @@
  * round trip (bytes of intermediates: written by one node and read straight back by the next
  * ones, never needed after the step), kernel and copy time.
  *
+ * FLOPs: one per element for elementwise kernels where N is known. For a matrix product (GEMM,
+ * and a convolution as its implicit GEMM) from its operand extents: with A and B the two
+ * largest values it reads and C the largest it writes, in elements (bytes / element size of
+ * its dtype), a matmul has A = M*K, B = K*N, C = M*N, so FLOPs = 2*sqrt(A*B*C). That is exact
+ * for a linear layer (a shared weight, whatever the leading dimensions of the activations).
+ * For a batched matmul whose operands are both batched (b*M*K, b*K*N, b*M*N: attention's
+ * Q.K^T and P.V) it gives 2*b^1.5*M*N*K, sqrt(b) times the true 2*b*M*N*K: an upper estimate
+ * (the extents alone cannot tell the batch; GPT-2's 64 heads x batch give 8x). A
+ * convolution's input is not its im2col matrix, so there too it is an estimate; cuBLAS's
+ * split-K reduction kernel is no product and gets none. It never exceeds what the device can
+ * do: at most the dtype's peak TFLOP/s x the node's median time. The node's flops_how says
+ * which rule gave the FLOPs ("numel", "operand extents", NULL unknown).
+ *
  * bound: "latency" when the roofline time is under a quarter of the measured time and the
  * kernel ran under 10 us (launch and tail effects dominate), else "memory" or "compute" by
  * whichever roofline term is larger.
  */
 #include "analyzer/model.h"
+#include "analyzer/vindex.h"
 #include "lib/util.h"
 
+#include <math.h>
 #include <string.h>
 
 static const struct {
@@ -76,15 +91,79 @@ double node_floor_us(const struct model *m, const struct node *n)
 	return tb > tc ? tb : tc;
 }
 
+/* Bytes one reader of v reads: its share of the step's reads, at most the allocation. */
+static double read_bytes(const struct value *v)
+{
+	double b = v->nreaders > 0 ? (double)v->bytes_read / v->nreaders : 0;
+	if (b <= 0 || (v->size && b > (double)v->size))
+		b = (double)v->size;
+	return b;
+}
+
+/* Bytes its writer wrote to v in the step, at most the allocation. */
+static double write_bytes(const struct value *v)
+{
+	double b = (double)v->bytes_written;
+	if (b <= 0 || (v->size && b > (double)v->size))
+		b = (double)v->size;
+	return b;
+}
+
+/*
+ * A matrix product's FLOPs from its operand extents (the header's rule), capped at its
+ * dtype's peak x its median time; 0 when it reads fewer than two values or writes none.
+ */
+static double gemm_flops(const struct model *m, const struct vindex *x, const struct node *n,
+                         int id)
+{
+	double a = 0, b = 0, c = 0;
+	for (int k = x->rd_off[id]; k < x->rd_off[id + 1]; k++) {
+		double r = read_bytes(&m->values[x->rd[k]]);
+		if (r > a) {
+			b = a;
+			a = r;
+		} else if (r > b) {
+			b = r;
+		}
+	}
+	for (int k = x->wr_off[id]; k < x->wr_off[id + 1]; k++) {
+		double w = write_bytes(&m->values[x->wr[k]]);
+		if (w > c)
+			c = w;
+	}
+	size_t es = dtype_size(n->sem.dtype);
+	if (!es)
+		es = 4;
+	if (a <= 0 || b <= 0 || c <= 0)
+		return 0;
+	a /= (double)es, b /= (double)es, c /= (double)es;
+	double f = 2.0 * sqrt(a) * sqrt(b) * sqrt(c);
+	double cap = node_peak(m, n) * 1e6 * n->median_us; /* TFLOP/s x us */
+	if (cap > 0 && f > cap)
+		f = cap;
+	return isfinite(f) && f > 0 ? f : 0;
+}
+
 void ledger_compute(struct model *m)
 {
 	memset(&m->per_step, 0, sizeof(m->per_step));
+	struct vindex x;
+	int built = 0;
 	for (int i = 0; i < m->nnodes; i++) {
 		struct node *n = &m->nodes[i];
 		double bytes = (double)(n->bytes_read + n->bytes_written);
-		/* FLOPs: one per element for elementwise kernels where N is known; else unknown */
-		if (n->sem.family == FAM_ELEMENTWISE && n->numel > 0 && !n->flops)
+		if (n->sem.family == FAM_ELEMENTWISE && n->numel > 0 && !n->flops) {
 			n->flops = (double)n->numel;
+			n->flops_how = "numel";
+		}
+		if ((n->sem.family == FAM_GEMM || n->sem.family == FAM_CONV) && !n->flops &&
+		    !strstr(n->name ? n->name : "", "splitKreduce")) {
+			if (!built++)
+				vindex_build(m, &x);
+			n->flops = gemm_flops(m, &x, n, i);
+			if (n->flops > 0)
+				n->flops_how = "operand extents";
+		}
 		n->achieved_gbs = n->median_us > 0 ? bytes / (n->median_us * 1e3) : 0;
 		n->intensity = bytes > 0 ? n->flops / bytes : 0;
 		n->roofline_us = node_floor_us(m, n);
@@ -102,6 +181,8 @@ void ledger_compute(struct model *m)
 		else
 			m->per_step.copy_us += n->median_us;
 	}
+	if (built)
+		vindex_free(&x);
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		if (v->intermediate)

@@ -42,7 +42,8 @@ struct node {
 	long count; /* steps in which the node ran (its duration samples) */
 	double median_us, min_us, max_us;
 	uint64_t bytes_read, bytes_written;
-	double flops; /* 0 when unknown */
+	double flops;          /* 0 when unknown */
+	const char *flops_how; /* static: "numel", "operand extents"; NULL unknown (ledger.c) */
 	double achieved_gbs, intensity, roofline_us;
 	const char *bound; /* "memory", "compute" or "latency" */
 	int claimed;       /* candidate id that holds it, -1 none (candidates.c) */

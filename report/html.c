@@ -20,6 +20,7 @@
 #include "report/assets.h"
 #include "report/beyond.h"
 #include "report/job.h"
+#include "report/lead.h"
 #include "report/plot.h"
 #include "report/sha256.h"
 #include "report/source.h"
@@ -1342,6 +1343,7 @@ void html_write(const struct html_input *in, struct strbuf *out)
 	for (size_t i = 0; i < nsec; i++)
 		strbuf_addf(out, "<a href=\"#%s\">%s</a>", sec[i].id, sec[i].nav);
 	strbuf_adds(out, "</nav></header>\n<main>\n");
+	report_lead_section(m, out); /* the GPU idle or busy, before the findings */
 	for (size_t i = 0; i < nsec; i++) {
 		strbuf_addf(out, "<section id=\"%s\">\n<h2>%s</h2>\n<p class=\"q\">%s</p>\n",
 		            sec[i].id, sec[i].title, sec[i].question);

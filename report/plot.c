@@ -4,7 +4,15 @@
  * Roofline: both axes are log10, spanning whole decades that hold every point and every roof.
  * A kernel is a circle whose area follows its share of the step's kernel time, coloured by
  * family. The bandwidth roof is y = peak_bw * x; each compute ceiling is a horizontal line at
- * peak_tflops[dtype] from the point where it meets the bandwidth roof (the ridge).
+ * peak_tflops[dtype] from the point where it meets the bandwidth roof (the ridge). Ceilings of
+ * the same peak share one line and one label ("bf16/fp16 tensor core 989 TFLOP/s"); a label
+ * that would print over the one above goes under its line. Every kernel with a FLOP count is a
+ * point (GEMMs at the FLOPs the analyzer derived from their operand extents); a note says how
+ * many have none (no intensity, so no place on the plot).
+ *
+ * Every number from the summary is checked before it becomes an int or a log: non-finite and
+ * out-of-range values are left out or clamped (decades to [-30, 30], stream and node ids to
+ * int), so a hostile summary gives a plot, never undefined behaviour.
  *
  * Timeline: streams are lanes in the order they first appear; the x axis runs from the first
  * event's start to the last event's end, with ticks at 1, 2 or 5 times a power of ten. Names
@@ -12,7 +20,9 @@
  */
 #include "report/plot.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -62,17 +72,87 @@ static double axis_px(const struct axis *a, double v)
 	return a->px0 + (log10(v) - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
 }
 
+/* v as an int in [lo, hi]: NaN gives lo, values beyond the range its nearer end. */
+static int clamp_int(double v, int lo, int hi)
+{
+	if (!(v >= lo)) /* NaN too */
+		return lo;
+	if (v > hi)
+		return hi;
+	return (int)v;
+}
+
+/* Whether a node is a roofline point: finite positive FLOPs, intensity and time. */
+static int roof_point(const struct rnode *p)
+{
+	return isfinite(p->flops) && isfinite(p->intensity) && isfinite(p->us) && p->flops > 0 &&
+	       p->intensity > 0 && p->us > 0 && isfinite(p->flops / (p->us * 1e-6));
+}
+
+/* A tensor-core dtype's name among the ceilings (fp32 runs on the CUDA cores). */
+static int tensor_dtype(const char *name)
+{
+	return !strcmp(name, "bf16") || !strcmp(name, "fp16") || !strcmp(name, "tf32") ||
+	       !strncmp(name, "fp8", 3) || !strcmp(name, "int8");
+}
+
+struct ceiling {
+	double tflops;
+	char names[64]; /* "bf16/fp16" */
+	int tensor;
+};
+
+/* The device's compute ceilings, those of equal peak (within 0.5%) merged, highest first. */
+static int ceilings(const cJSON *tf, struct ceiling *out, int max)
+{
+	int n = 0;
+	const cJSON *c;
+	cJSON_ArrayForEach(c, tf)
+	{
+		if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble) || c->valuedouble <= 0 ||
+		    c->valuedouble > 1e9 || !c->string)
+			continue;
+		int k = 0;
+		while (k < n && fabs(out[k].tflops - c->valuedouble) > 0.005 * out[k].tflops)
+			k++;
+		if (k == n) {
+			if (n == max)
+				continue;
+			out[n].tflops = c->valuedouble;
+			out[n].names[0] = 0;
+			out[n].tensor = 0;
+			n++;
+		}
+		size_t len = strlen(out[k].names);
+		if (len + strlen(c->string) + 2 < sizeof(out[k].names))
+			snprintf(out[k].names + len, sizeof(out[k].names) - len, "%s%s",
+			         len ? "/" : "", c->string);
+		out[k].tensor |= tensor_dtype(c->string);
+	}
+	for (int i = 1; i < n; i++) /* insertion sort, descending */
+		for (int j = i; j > 0 && out[j].tflops > out[j - 1].tflops; j--) {
+			struct ceiling t = out[j];
+			out[j] = out[j - 1];
+			out[j - 1] = t;
+		}
+	return n;
+}
+
 int plot_roofline(const struct rmodel *m, struct strbuf *out)
 {
 	const cJSON *dev = jobj(m->root, "device");
 	double bw = jnumd(dev, "peak_bw_gbs", -1) * 1e9; /* bytes/s */
+	if (!isfinite(bw) || bw > 1e21)
+		bw = -1;
 	const cJSON *tf = jobj(dev, "peak_tflops");
 	double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak = 0;
-	int n = 0;
+	int n = 0, without = 0;
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *p = &m->nodes[i];
-		if (p->flops <= 0 || p->intensity <= 0 || p->us <= 0)
+		if (!roof_point(p)) {
+			without += !p->kind || !strcmp(p->kind, "kernel");
 			continue;
+		}
 		double y = p->flops / (p->us * 1e-6);
 		xmin = fmin(xmin, p->intensity);
 		xmax = fmax(xmax, p->intensity);
@@ -82,12 +162,10 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	}
 	if (!n)
 		return 0;
-	const cJSON *c;
-	cJSON_ArrayForEach(c, tf)
-	{
-		if (cJSON_IsNumber(c) && c->valuedouble > 0)
-			peak = fmax(peak, c->valuedouble * 1e12);
-	}
+	struct ceiling ceil_of[8];
+	int nceil = ceilings(tf, ceil_of, (int)ARRAY_SIZE(ceil_of));
+	if (nceil)
+		peak = ceil_of[0].tflops * 1e12;
 	if (peak > 0)
 		ymax = fmax(ymax, peak);
 	if (bw > 0 && peak > 0)
@@ -95,8 +173,10 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	ymax *= 3;                            /* room for the ceilings' labels */
 	xmax *= 2;
 	const double W = 760, H = 440, L = 70, R = 24, T = 16, B = 50;
-	struct axis ax = {(int)floor(log10(xmin)), (int)ceil(log10(xmax)), L, W - R};
-	struct axis ay = {(int)floor(log10(ymin)), (int)ceil(log10(ymax)), H - B, T};
+	struct axis ax = {clamp_int(floor(log10(xmin)), -30, 30),
+	                  clamp_int(ceil(log10(xmax)), -30, 30), L, W - R};
+	struct axis ay = {clamp_int(floor(log10(ymin)), -30, 30),
+	                  clamp_int(ceil(log10(ymax)), -30, 30), H - B, T};
 	if (ax.hi <= ax.lo)
 		ax.hi = ax.lo + 1;
 	if (ay.hi <= ay.lo)
@@ -161,28 +241,34 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 			            "bandwidth roof %.0f GB/s</text>\n",
 			            axis_px(&ax, lx), axis_px(&ay, ly), ang * 180 / M_PI, bw / 1e9);
 	}
-	cJSON_ArrayForEach(c, tf)
-	{
-		if (!cJSON_IsNumber(c) || c->valuedouble <= 0 || !c->string)
-			continue;
-		double f = c->valuedouble * 1e12, xs = bw > 0 ? f / bw : x0;
-		double y = axis_px(&ay, f);
+	double last_label = -INFINITY; /* pixel y of the label above */
+	for (int k = 0; k < nceil; k++) {
+		double f = ceil_of[k].tflops * 1e12, xs = bw > 0 ? f / bw : x0;
+		double y = axis_px(&ay, f), ly = y - 4;
+		if (ly - last_label < 12) /* over the label above: under the line instead */
+			ly = y + 12;
+		if (ly - last_label < 12)
+			ly = last_label + 12;
+		last_label = ly;
 		strbuf_addf(out,
 		            "<line class=\"ceil\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
 		            "y2=\"%.1f\"/><text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
 		            "text-anchor=\"end\">",
-		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, y - 4);
-		strbuf_add_html(out, c->string);
-		strbuf_addf(out, " %.0f TFLOP/s</text>\n", c->valuedouble);
+		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, ly);
+		strbuf_add_html(out, ceil_of[k].names);
+		strbuf_addf(out, "%s %.0f TFLOP/s</text>\n",
+		            ceil_of[k].tensor ? " tensor core" : "", ceil_of[k].tflops);
 	}
 	strbuf_adds(out, "</g>\n");
 	double total = m->kernel_us > 0 ? m->kernel_us : 1;
+	if (!isfinite(total))
+		total = 1;
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *p = &m->nodes[i];
-		if (p->flops <= 0 || p->intensity <= 0 || p->us <= 0)
+		if (!roof_point(p))
 			continue;
 		double y = p->flops / (p->us * 1e-6);
-		double r = 3 + 14 * sqrt(p->us / total);
+		double r = 3 + 14 * sqrt(fmin(p->us / total, 1));
 		strbuf_addf(out,
 		            "<circle class=\"pt\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" "
 		            "fill=\"%s\" data-node=\"%d\"><title>",
@@ -198,6 +284,11 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 		}
 		strbuf_adds(out, "</title></circle>\n");
 	}
+	if (without)
+		strbuf_addf(out,
+		            "<text class=\"tick\" x=\"%.0f\" y=\"%.0f\">%d kernel%s without a FLOP "
+		            "count not drawn</text>\n",
+		            L + 6, T + 14, without, without == 1 ? "" : "s");
 	strbuf_adds(out, "</svg>\n");
 	return n;
 }
@@ -218,19 +309,19 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 	cJSON_ArrayForEach(ev, evs)
 	{
 		double s, dur;
-		if (!jnum(ev, "start_us", &s))
+		if (!jnum(ev, "start_us", &s) || !isfinite(s))
 			continue;
-		dur = jnum(ev, "dur_us", &dur) && dur > 0 ? dur : 0;
+		dur = jnum(ev, "dur_us", &dur) && dur > 0 && isfinite(dur) ? dur : 0;
 		t0 = fmin(t0, s);
 		t1 = fmax(t1, s + dur);
-		int st = jnum(ev, "stream", &d) ? (int)d : 0, known = 0;
+		int st = jnum(ev, "stream", &d) ? clamp_int(d, INT_MIN, INT_MAX) : 0, known = 0;
 		for (int i = 0; i < nr; i++)
 			known |= streams[i] == st;
 		if (!known && nr < (int)ARRAY_SIZE(streams))
 			streams[nr++] = st;
 		n++;
 	}
-	if (!n)
+	if (!n || !isfinite(t1 - t0))
 		return 0;
 	if (t1 <= t0)
 		t1 = t0 + 1;
@@ -268,15 +359,15 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 	cJSON_ArrayForEach(ev, evs)
 	{
 		double s, dur;
-		if (!jnum(ev, "start_us", &s))
+		if (!jnum(ev, "start_us", &s) || !isfinite(s))
 			continue;
-		dur = jnum(ev, "dur_us", &dur) && dur > 0 ? dur : 0;
-		int st = jnum(ev, "stream", &d) ? (int)d : 0, lanei = 0;
+		dur = jnum(ev, "dur_us", &dur) && dur > 0 && isfinite(dur) ? dur : 0;
+		int st = jnum(ev, "stream", &d) ? clamp_int(d, INT_MIN, INT_MAX) : 0, lanei = 0;
 		for (int i = 0; i < nr; i++)
 			if (streams[i] == st)
 				lanei = i;
 		const char *kind = jstr(ev, "kind");
-		int k = jnum(ev, "node", &d) ? rmodel_find(m, (int)d) : -1;
+		int k = jnum(ev, "node", &d) ? rmodel_find(m, clamp_int(d, INT_MIN, INT_MAX)) : -1;
 		const struct rnode *p = k >= 0 ? &m->nodes[k] : NULL;
 		const char *name = jstr(ev, "name");
 		if (!name)
@@ -309,7 +400,7 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 		add_us(out, dur);
 		strbuf_adds(out, "</title></rect>\n");
 		/* The name inside the box when at least 5 characters fit. */
-		int fit = (int)((w - 6) / 6.2);
+		int fit = clamp_int((w - 6) / 6.2, -1, 1 << 20);
 		if (!sync && fit >= 5) {
 			size_t len = strlen(name);
 			strbuf_addf(out, "<text class=\"evlabel\" x=\"%.1f\" y=\"%.0f\">", x + 3,
