@@ -14,8 +14,10 @@
  * its dtype), a matmul has A = M*K, B = K*N, C = M*N, so FLOPs = 2*sqrt(A*B*C). That is exact
  * for a linear layer (a shared weight, whatever the leading dimensions of the activations).
  * For a batched matmul whose operands are both batched (b*M*K, b*K*N, b*M*N: attention's
- * Q.K^T and P.V) it gives 2*b^1.5*M*N*K, sqrt(b) times the true 2*b*M*N*K: an upper estimate
- * (the extents alone cannot tell the batch; GPT-2's 64 heads x batch give 8x). A
+ * Q.K^T and P.V) it gives 2*b^1.5*M*N*K, sqrt(b) times the true 2*b*M*N*K: so when both
+ * operands were computed in the step (no weight among them) and the launch's grid has a z
+ * extent, taken as the batch (cuBLAS's batched kernels put it there), the estimate is divided
+ * by sqrt(gridDim.z); where the batch is elsewhere it stays an upper estimate. A
  * convolution's input is not its im2col matrix, so there too it is an estimate; cuBLAS's
  * split-K reduction kernel is no product and gets none. It never exceeds what the device can
  * do: at most the dtype's peak TFLOP/s x the node's median time. The node's flops_how says
@@ -117,13 +119,15 @@ static double gemm_flops(const struct model *m, const struct vindex *x, const st
                          int id)
 {
 	double a = 0, b = 0, c = 0;
+	int wa = -1, wb = -1; /* the writers of A and B: >= 0 when written in the step */
 	for (int k = x->rd_off[id]; k < x->rd_off[id + 1]; k++) {
-		double r = read_bytes(&m->values[x->rd[k]]);
+		const struct value *v = &m->values[x->rd[k]];
+		double r = read_bytes(v);
 		if (r > a) {
-			b = a;
-			a = r;
+			b = a, wb = wa;
+			a = r, wa = v->writer;
 		} else if (r > b) {
-			b = r;
+			b = r, wb = v->writer;
 		}
 	}
 	for (int k = x->wr_off[id]; k < x->wr_off[id + 1]; k++) {
@@ -138,6 +142,10 @@ static double gemm_flops(const struct model *m, const struct vindex *x, const st
 		return 0;
 	a /= (double)es, b /= (double)es, c /= (double)es;
 	double f = 2.0 * sqrt(a) * sqrt(b) * sqrt(c);
+	/* both operands computed in the step (no weight) and a grid over z: a batched product
+	 * whose batch cuBLAS puts on gridDim.z; take it out (2*sqrt(A*B*C/batch)) */
+	if (wa >= 0 && wb >= 0 && n->grid[2] > 1)
+		f /= sqrt((double)n->grid[2]);
 	double cap = node_peak(m, n) * 1e6 * n->median_us; /* TFLOP/s x us */
 	if (cap > 0 && f > cap)
 		f = cap;

@@ -70,6 +70,7 @@ static cJSON *node_json(const struct model *m, const struct node *n)
 	cJSON_AddNumberToObject(o, "bytes_read", (double)n->bytes_read);
 	cJSON_AddNumberToObject(o, "bytes_written", (double)n->bytes_written);
 	cJSON_AddNumberToObject(o, "flops", n->flops);
+	cJSON_AddStringToObject(o, "flops_how", n->flops_how ? n->flops_how : "unknown");
 	cJSON_AddNumberToObject(o, "achieved_gbs", r3(n->achieved_gbs));
 	cJSON_AddNumberToObject(o, "intensity", r3(n->intensity));
 	cJSON_AddStringToObject(o, "bound", n->bound ? n->bound : "memory");
