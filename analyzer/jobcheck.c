@@ -12,30 +12,35 @@
 #include "analyzer/jobcheck.h"
 #include "lib/util.h"
 
+#include "lib/json.h"
+#include "lib/trace.h"
+
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The header of the trace at path, or NULL when it cannot be read as one. */
+/* Keeps a copy of the first record's line when it is a header. */
+static int take_header(void *ctx, const struct trace_record *rec)
+{
+	if (rec->type == TRACE_HEADER)
+		*(char **)ctx = xstrdup(rec->raw);
+	return 1; /* the first record is all it needs */
+}
+
+/* The header of the trace at path (through the one trace reader), or NULL when it cannot be
+ * read as one. The caller frees it with cJSON_Delete. */
 static cJSON *read_header(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
 	char *line = NULL;
-	size_t cap = 0;
-	cJSON *h = NULL;
-	if (getline(&line, &cap, f) > 0) {
-		h = cJSON_Parse(line);
-		const cJSON *t = cJSON_GetObjectItemCaseSensitive(h, "t");
-		if (!cJSON_IsObject(h) || !cJSON_IsString(t) || strcmp(t->valuestring, "header")) {
-			cJSON_Delete(h);
-			h = NULL;
-		}
-	}
+	struct trace_consumer c = {take_header, &line, TRACE_ALL};
+	trace_read(path, &c, 1, NULL, TRACE_QUIET);
+	if (!line)
+		return NULL;
+	struct strbuf err = STRBUF_INIT;
+	cJSON *h = json_parse_text(path, line, strlen(line), &err);
+	strbuf_release(&err);
 	free(line);
-	fclose(f);
 	return h;
 }
 

@@ -128,4 +128,11 @@ const char *family_name(enum op_family f);
 char *demangle(const char *name);
 char *short_name(const char *name);
 
+/*
+ * The tensor count of a PyTorch elementwise kernel from its name: the K of
+ * "at::detail::Array<char*, K>" when array, else 1 + the arity of the functor's first typed
+ * lambda; 0 when unknown. (semantics.c; also used by layout.c)
+ */
+int elementwise_ntensors(const char *name, int array);
+
 #endif

@@ -156,7 +156,9 @@ static cJSON *last_json_line(const char *text)
 		const char *nl = strchr(p, '\n');
 		size_t n = nl ? (size_t)(nl - p) : strlen(p);
 		if (*p == '{') {
-			cJSON *k = cJSON_ParseWithLength(p, n);
+			struct strbuf err = STRBUF_INIT;
+			cJSON *k = json_parse_text("the harness's output", p, n, &err);
+			strbuf_release(&err);
 			if (k) {
 				cJSON_Delete(j);
 				j = k;
