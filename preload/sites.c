@@ -535,7 +535,7 @@ struct bid_find {
 	uintptr_t addr;
 	char *hex;
 	size_t hexsz, len;
-	int found;
+	int found, is_main;
 };
 
 /* Appends the hex of the first NT_GNU_BUILD_ID note in [p, end) (notes aligned to align). */
@@ -576,6 +576,7 @@ static int bid_cb(struct dl_phdr_info *info, size_t size, void *data)
 	if (!inside)
 		return 0;
 	f->found = 1;
+	f->is_main = !info->dlpi_name || !info->dlpi_name[0];
 	for (int i = 0; i < info->dlpi_phnum && !f->len; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_NOTE)
@@ -592,8 +593,18 @@ size_t sites_build_id(const void *addr, char *hex, size_t hexsz)
 	if (!hexsz)
 		return 0;
 	hex[0] = 0;
-	struct bid_find f = {(uintptr_t)addr, hex, hexsz, 0, 0};
+	struct bid_find f = {(uintptr_t)addr, hex, hexsz, 0, 0, 0};
 	dl_iterate_phdr(bid_cb, &f);
+	return f.len;
+}
+
+/* As sites_build_id; *is_main = 1 when the module is the program itself. */
+static size_t build_id_of(const void *addr, char *hex, size_t hexsz, int *is_main)
+{
+	hex[0] = 0;
+	struct bid_find f = {(uintptr_t)addr, hex, hexsz, 0, 0, 0};
+	dl_iterate_phdr(bid_cb, &f);
+	*is_main = f.is_main;
 	return f.len;
 }
 
@@ -602,20 +613,35 @@ size_t sites_build_id(const void *addr, char *hex, size_t hexsz)
 static struct {
 	const void *base;
 	char hex[2 * 64 + 1];
+	int is_main;
 } build_ids[BUILD_IDS];
 static int nbuild_ids;
+static char exe_path[1024]; /* the program's file (dladdr names it by argv[0]); "" unknown */
 
-/* The build id of the module loaded at base that holds addr, "" when none; read once. */
-static const char *module_build_id(const void *base, const void *addr)
+/*
+ * The build id of the module loaded at base that holds addr, "" when none; read once. *path is
+ * left alone, except for the program itself, whose file is /proc/self/exe's target (argv[0],
+ * dladdr's name for it, may be relative to a PATH entry).
+ */
+static const char *module_build_id(const void *base, const void *addr, const char **path)
 {
-	for (int i = 0; i < nbuild_ids; i++)
-		if (build_ids[i].base == base)
-			return build_ids[i].hex;
-	if (nbuild_ids == BUILD_IDS)
+	int i = 0;
+	while (i < nbuild_ids && build_ids[i].base != base)
+		i++;
+	if (i == BUILD_IDS)
 		return "";
-	int i = nbuild_ids++;
-	build_ids[i].base = base;
-	sites_build_id(addr, build_ids[i].hex, sizeof(build_ids[i].hex));
+	if (i == nbuild_ids) {
+		nbuild_ids++;
+		build_ids[i].base = base;
+		build_id_of(addr, build_ids[i].hex, sizeof(build_ids[i].hex),
+		            &build_ids[i].is_main);
+		if (build_ids[i].is_main && !exe_path[0]) {
+			ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+			exe_path[n > 0 ? n : 0] = 0;
+		}
+	}
+	if (build_ids[i].is_main && exe_path[0])
+		*path = exe_path;
 	return build_ids[i].hex;
 }
 
@@ -640,18 +666,21 @@ static int native_site(uint32_t *site)
 		jb_u64(&b, id);
 		jb_s(&b, ",\"how\":\"native\",\"native\":[");
 		int k = 0;
-		for (int i = 1; i < n && k < depth + 2; i++) {
+		/* + 8: before the user's frame, a program linked with nvcc has the static CUDA
+		 * runtime's (2-3), nvcc's launch helper and stub, and the kernel's host wrapper */
+		for (int i = 1; i < n && k < depth + 8; i++) {
 			Dl_info di;
 			if (!dladdr(ips[i], &di) || !di.dli_fname || skip_module(di.dli_fname))
 				continue;
+			const char *mod = di.dli_fname;
+			const char *bid = module_build_id(di.dli_fbase, ips[i], &mod);
 			if (k++)
 				jb_s(&b, ",");
-			jb_s(&b, "{\"module\":"), jb_str(&b, rel(di.dli_fname));
+			jb_s(&b, "{\"module\":"), jb_str(&b, rel(mod));
 			jb_key(&b, "offset");
 			jb_hex(&b, (uint64_t)((char *)ips[i] - (char *)di.dli_fbase));
 			if (di.dli_sname)
 				jb_key(&b, "sym"), jb_str(&b, di.dli_sname);
-			const char *bid = module_build_id(di.dli_fbase, ips[i]);
 			if (*bid)
 				jb_key(&b, "build_id"), jb_str(&b, bid);
 			jb_s(&b, "}");
