@@ -103,6 +103,7 @@ void symbolize_reset(void)
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <sys/stat.h>
 
 struct module {
 	char *path, *bid; /* the key: as recorded (bid "" when none was) */
@@ -111,8 +112,9 @@ struct module {
 	GElf_Addr base; /* Dwfl address of offset 0 */
 	int ok;
 };
+#define MAX_MODULES 256 /* a trace naming more (hostile) costs no more than this */
 static struct module *mods;
-static int nmods, amods;
+static int nmods, amods, too_many;
 
 static const Dwfl_Callbacks offline_cb = {
     .find_elf = dwfl_build_id_find_elf,
@@ -130,7 +132,7 @@ void symbolize_reset(void)
 	}
 	free(mods);
 	mods = NULL;
-	nmods = amods = 0;
+	nmods = amods = too_many = 0;
 	nwarnings = 0;
 }
 
@@ -215,8 +217,14 @@ static void module_open(struct module *mo, const char *cwd)
 	}
 	if (!file)
 		file = xstrdup(mo->path);
-	if (access(file, R_OK)) {
+	struct stat st;
+	if (stat(file, &st) || access(file, R_OK)) {
 		warn_module("'%s': no such module file; its native frames keep module+offset",
+		            mo->path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) { /* a FIFO or device named by a trace is never opened */
+		warn_module("'%s': not a regular file; its native frames keep module+offset",
 		            mo->path);
 		goto out;
 	}
@@ -266,6 +274,14 @@ static struct module *module_get(const char *path, const char *bid, const char *
 	for (int i = 0; i < nmods; i++)
 		if (!strcmp(mods[i].path, path) && !strcmp(mods[i].bid, bid))
 			return &mods[i];
+	if (nmods == MAX_MODULES) {
+		if (!too_many)
+			warn_module("more than %d modules in native sites; the others keep "
+			            "module+offset",
+			            MAX_MODULES);
+		too_many = 1;
+		return NULL;
+	}
 	ALLOC_GROW(mods, nmods, amods);
 	struct module *mo = &mods[nmods++];
 	memset(mo, 0, sizeof(*mo));
@@ -365,7 +381,7 @@ int symbolize_native(const cJSON *native, const char *cwd, struct native_src *ou
 		unsigned long long o = off ? strtoull(off, &end, 16) : 0;
 		if (path && *path && off && end != off && !*end && o > 0 && !is_cuda_module(path)) {
 			mo = module_get(path, bid ? bid : "", cwd);
-			if (!mo->ok)
+			if (mo && !mo->ok)
 				mo = NULL;
 		}
 		if (!mo) {
