@@ -9,11 +9,13 @@
  * by (path, recorded build id). The file's address of a frame is offset + the page-aligned
  * p_vaddr of its first PT_LOAD segment (glibc maps the module from there) + the Dwfl bias; one
  * is taken off the return address so the line is the call's. dwfl_module_getsrc/dwfl_lineinfo
- * give file:line, dwfl_module_addrname the function (demangled, short form).
+ * give file:line (a relative file joined to the compilation's directory, then made relative to
+ * the trace's cwd when under it), dwfl_module_addrname the function (demangled, short form).
  *
  * The user frame: a program linked with nvcc carries the CUDA runtime statically, so the
  * innermost frames are cudart's (no line information, or names cudart*, __cudart*,
- * cudaLaunchKernel*), then nvcc's launch stub (__device_stub__..., in a generated
+ * libcudart_static_*, cudaLaunchKernel*), then nvcc's launch stub (__device_stub__..., in a
+ * generated
  * *.cudafe1.stub.c) and the kernel's host wrapper (the function the stub is named after, at the
  * kernel's definition), then the user's call. The first frame with a source file outside the
  * CUDA toolkit (and outside nvcc's generated files) that is none of those is the user's.
@@ -318,7 +320,8 @@ static int is_cudart_name(const char *sym)
 	char b[256];
 	plain_name(sym, b, sizeof(b));
 	return !strncmp(b, "cudart", 6) || !strncmp(b, "__cudart", 8) ||
-	       !strncmp(b, "cudaLaunchKernel", 16) || !strncmp(b, "__cudaLaunchKernel", 18);
+	       !strncmp(b, "libcudart_static_", 17) || !strncmp(b, "cudaLaunchKernel", 16) ||
+	       !strncmp(b, "__cudaLaunchKernel", 18);
 }
 
 static int is_cuda_module(const char *m)
@@ -400,7 +403,15 @@ int symbolize_native(const cJSON *native, const char *cwd, struct native_src *ou
 		const char *file = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
 		if (!file || !*file || is_toolkit_file(file))
 			continue;
-		out->file = xstrdup(rel_to(file, cwd));
+		const char *dir = file[0] != '/' ? dwfl_line_comp_dir(l) : NULL;
+		if (dir && *dir) { /* relative to the compilation's directory */
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "%s/%s", dir, file);
+			out->file = xstrdup(rel_to(sb.buf, cwd));
+			strbuf_release(&sb);
+		} else {
+			out->file = xstrdup(rel_to(file, cwd));
+		}
 		out->line = line;
 		out->func = sym ? short_name(sym) : NULL;
 		return 1;
