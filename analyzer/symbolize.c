@@ -393,8 +393,8 @@ int symbolize_native(const cJSON *native, const char *cwd, struct native_src *ou
 		}
 		GElf_Addr a = mo->base + o - 1; /* a return address: the call is before it */
 		sym = dwfl_module_addrname(mo->mod, a);
-		int skip =
-		    sym && (is_cudart_name(sym) || (inner_mod == mo && is_stub_of(inner_sym, sym)));
+		int skip = sym && (is_cudart_name(sym) || strstr(sym, "__device_stub_") ||
+		                   (inner_mod == mo && is_stub_of(inner_sym, sym)));
 		inner_sym = sym, inner_mod = mo;
 		if (skip)
 			continue;
