@@ -15,10 +15,13 @@ B        := build
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter $(if $(WERROR),-Werror)
 CFLAGS   ?= -O2 -g
-ALLCFLAGS = $(CFLAGS) -MMD -MP -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(EXTRA_CFLAGS)
-PKGS     := libcjson libcgraph libgvc zlib
+ALLCFLAGS = $(CFLAGS) -MMD -MP -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(if $(HAVE_LIBDW),,-DAICPROF_NO_LIBDW) $(EXTRA_CFLAGS)
+# libdw (elfutils) names native sites' lines; on the device (NO_DEPS=1) without it, sites keep
+# module+offset (analyzer/symbolize.c built with AICPROF_NO_LIBDW)
+HAVE_LIBDW := $(if $(NO_DEPS),$(shell pkg-config --exists libdw 2>/dev/null && echo 1),1)
+PKGS     := libcjson libcgraph libgvc zlib $(if $(HAVE_LIBDW),libdw)
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc -lz)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc -lz $(if $(HAVE_LIBDW),-ldw -lelf))
 LDLIBS   := -lm -lpthread -lstdc++ $(EXTRA_LDFLAGS)
 
 SHIM_SRC := $(wildcard preload/*.c)
@@ -35,7 +38,7 @@ SHIM_INC := $(addprefix -I,$(CUDA_INC))
 all: $(B)/libaicprof.so $(B)/aicprof
 
 # make deps: install what is missing from Debian's packages, then find CUDA and CUPTI.
-DEB_PKGS := libcjson-dev zlib1g-dev libunwind-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium clang libclang-rt-14-dev valgrind time
+DEB_PKGS := libcjson-dev zlib1g-dev libunwind-dev libdw-dev libgraphviz-dev libcmocka-dev pkg-config graphviz python3 python3-dev chromium clang libclang-rt-14-dev valgrind time
 deps: $(B)/.deps
 # NO_DEPS=1 (the device machine, which has no package registry): trust the caller's flags.
 $(B)/.deps: Makefile

@@ -17,6 +17,7 @@
  * crash.
  */
 #include "analyzer/builder.h"
+#include "analyzer/symbolize.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -706,6 +707,8 @@ static int parse_site(struct builder *b, const cJSON *rec)
 		return 0;
 	}
 	const cJSON *native = field(rec, "native");
+	if (symbolize_site(s, native, b->ti->cwd)) /* file:line from the module's debug info */
+		return 0;
 	cJSON_ArrayForEach(f, native)
 	{
 		const char *sym = get_str(f, "sym"), *mod = get_str(f, "module");

@@ -20,7 +20,10 @@
  * reused for other code.
  * Native programs: unw_backtrace from libunwind, opened RTLD_LOCAL (its _Unwind_* symbols must
  * never replace libgcc's in the program), keyed by the return addresses; frames in CUDA's own
- * libraries, libc and the shim are skipped, the rest symbolised with dladdr on first sight.
+ * libraries, libc and the shim are skipped, the rest symbolised with dladdr on first sight, and
+ * each frame carries its module's GNU build id, read once per module from the loaded module's
+ * PT_NOTE segments (dl_iterate_phdr; static cache, no allocation), so that `analyze` can name the
+ * line from the module's debug information offline and know when the file has been rebuilt.
  */
 #include "preload/sites.h"
 #include "preload/base.h"
@@ -28,6 +31,8 @@
 #include "preload/writer.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -526,6 +531,120 @@ static int skip_module(const char *m)
 	       !strncmp(b, "libc.so", 7) || !strncmp(b, "libcublas", 9);
 }
 
+struct bid_find {
+	uintptr_t addr;
+	char *hex;
+	size_t hexsz, len;
+	int found, is_main;
+};
+
+/* Appends the hex of the first NT_GNU_BUILD_ID note in [p, end) (notes aligned to align). */
+static size_t note_build_id(const char *p, const char *end, size_t align, char *hex, size_t hexsz)
+{
+	static const char digits[] = "0123456789abcdef";
+	while (p + sizeof(ElfW(Nhdr)) <= end) {
+		const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+		size_t name = (nh->n_namesz + align - 1) & ~(align - 1);
+		size_t desc = (nh->n_descsz + align - 1) & ~(align - 1);
+		const char *np = p + sizeof(*nh), *dp = np + name;
+		if (name > (size_t)(end - np) || desc > (size_t)(end - dp))
+			return 0;
+		if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && !memcmp(np, "GNU", 4) &&
+		    nh->n_descsz) {
+			size_t n = 0;
+			for (size_t i = 0; i < nh->n_descsz && n + 2 < hexsz; i++) {
+				hex[n++] = digits[(unsigned char)dp[i] >> 4];
+				hex[n++] = digits[(unsigned char)dp[i] & 15];
+			}
+			hex[n] = 0;
+			return n;
+		}
+		p = dp + desc;
+	}
+	return 0;
+}
+
+static int bid_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct bid_find *f = data;
+	int inside = 0;
+	for (int i = 0; i < info->dlpi_phnum && !inside; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		inside = ph->p_type == PT_LOAD && f->addr >= lo && f->addr - lo < ph->p_memsz;
+	}
+	if (!inside)
+		return 0;
+	f->found = 1;
+	f->is_main = !info->dlpi_name || !info->dlpi_name[0];
+	for (int i = 0; i < info->dlpi_phnum && !f->len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		f->len =
+		    note_build_id(p, p + ph->p_memsz, ph->p_align == 8 ? 8 : 4, f->hex, f->hexsz);
+	}
+	return 1;
+}
+
+size_t sites_build_id(const void *addr, char *hex, size_t hexsz)
+{
+	if (!hexsz)
+		return 0;
+	hex[0] = 0;
+	struct bid_find f = {(uintptr_t)addr, hex, hexsz, 0, 0, 0};
+	dl_iterate_phdr(bid_cb, &f);
+	return f.len;
+}
+
+/* As sites_build_id; *is_main = 1 when the module is the program itself. */
+static size_t build_id_of(const void *addr, char *hex, size_t hexsz, int *is_main)
+{
+	hex[0] = 0;
+	struct bid_find f = {(uintptr_t)addr, hex, hexsz, 0, 0, 0};
+	dl_iterate_phdr(bid_cb, &f);
+	*is_main = f.is_main;
+	return f.len;
+}
+
+/* load address (dladdr's dli_fbase) -> build id; native_lock held */
+#define BUILD_IDS 64
+static struct {
+	const void *base;
+	char hex[2 * 64 + 1];
+	int is_main;
+} build_ids[BUILD_IDS];
+static int nbuild_ids;
+static char exe_path[1024]; /* the program's file (dladdr names it by argv[0]); "" unknown */
+
+/*
+ * The build id of the module loaded at base that holds addr, "" when none; read once. *path is
+ * left alone, except for the program itself, whose file is /proc/self/exe's target (argv[0],
+ * dladdr's name for it, may be relative to a PATH entry).
+ */
+static const char *module_build_id(const void *base, const void *addr, const char **path)
+{
+	int i = 0;
+	while (i < nbuild_ids && build_ids[i].base != base)
+		i++;
+	if (i == BUILD_IDS)
+		return "";
+	if (i == nbuild_ids) {
+		nbuild_ids++;
+		build_ids[i].base = base;
+		build_id_of(addr, build_ids[i].hex, sizeof(build_ids[i].hex),
+		            &build_ids[i].is_main);
+		if (build_ids[i].is_main && !exe_path[0]) {
+			ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+			exe_path[n > 0 ? n : 0] = 0;
+		}
+	}
+	if (build_ids[i].is_main && exe_path[0])
+		*path = exe_path;
+	return build_ids[i].hex;
+}
+
 static int native_site(uint32_t *site)
 {
 	void *ips[32];
@@ -547,17 +666,23 @@ static int native_site(uint32_t *site)
 		jb_u64(&b, id);
 		jb_s(&b, ",\"how\":\"native\",\"native\":[");
 		int k = 0;
-		for (int i = 1; i < n && k < depth + 2; i++) {
+		/* + 8: before the user's frame, a program linked with nvcc has the static CUDA
+		 * runtime's (2-3), nvcc's launch helper and stub, and the kernel's host wrapper */
+		for (int i = 1; i < n && k < depth + 8; i++) {
 			Dl_info di;
 			if (!dladdr(ips[i], &di) || !di.dli_fname || skip_module(di.dli_fname))
 				continue;
+			const char *mod = di.dli_fname;
+			const char *bid = module_build_id(di.dli_fbase, ips[i], &mod);
 			if (k++)
 				jb_s(&b, ",");
-			jb_s(&b, "{\"module\":"), jb_str(&b, rel(di.dli_fname));
+			jb_s(&b, "{\"module\":"), jb_str(&b, rel(mod));
 			jb_key(&b, "offset");
 			jb_hex(&b, (uint64_t)((char *)ips[i] - (char *)di.dli_fbase));
 			if (di.dli_sname)
 				jb_key(&b, "sym"), jb_str(&b, di.dli_sname);
+			if (*bid)
+				jb_key(&b, "build_id"), jb_str(&b, bid);
 			jb_s(&b, "}");
 		}
 		jb_s(&b, "]}");

@@ -6,6 +6,7 @@
 #ifndef AICPROF_SITES_H
 #define AICPROF_SITES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Finds Python and libunwind at run time; depth = user frames per site. Call once. */
@@ -17,6 +18,14 @@ void sites_init(int depth);
  * returns 0 when there is none. Never blocks on a lock the program may hold (see sites.c).
  */
 int sites_current(uint32_t *site, int *inherited);
+
+/*
+ * The GNU build id (NT_GNU_BUILD_ID note) of the loaded module whose segments hold addr, as
+ * lower-case hex into hex (NUL-terminated; "" when none), read from the module's PT_NOTE
+ * segments in memory through dl_iterate_phdr. Returns the number of hex digits written, 0 when
+ * no loaded module holds addr or it has no build id. Allocates nothing; any thread.
+ */
+size_t sites_build_id(const void *addr, char *hex, size_t hexsz);
 
 /* Sites created so far (tests). */
 uint32_t sites_count(void);
