@@ -125,6 +125,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			if (o->kind == NK_SET)
 				nd->sem.family = FAM_MEMSET, nd->sem.op = "memset";
 		}
+		nd->site_id = o->site;
 		if (o->site >= 0 && o->site < b->nsites && b->sites[o->site].source) {
 			struct siteinfo *s = &b->sites[o->site];
 			nd->source = xstrdup(s->source);

@@ -27,6 +27,12 @@ const char *node_kind_name(enum node_kind k);
 
 #define NODE_FP 8 /* pointer entries per node whose fingerprints are kept */
 
+/* A source line: file and function owned (file NULL: none). */
+struct lineref {
+	char *file, *func;
+	int line;
+};
+
 /* One position of the step graph. Durations are in microseconds. */
 struct node {
 	int id;
@@ -59,6 +65,7 @@ struct node {
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
 	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c's window) */
+	int site_id;       /* the trace's site id of the captured op, -1 none (lines.c) */
 	/* launched inside autograd: an inherited site ("inh": an autograd thread's launch) or a
 	 * site whose frames pass through torch/autograd/ (backward()'s seed gradient) */
 	int autograd;
@@ -70,6 +77,13 @@ struct node {
 	unsigned short fp_steps[NODE_FP];
 	unsigned char fp_differ[NODE_FP];
 	int nfp;
+	/* lines.c: the model's own line (innermost frame outside torch), the user's line
+	 * (innermost "user" frame) and the torch op it went through; model_derived 1 when the
+	 * model line was taken from the forward writer of a value a backward kernel reads */
+	struct lineref model_site, user_site;
+	struct lineref own_site; /* the model line of the node's own frames (before derivation) */
+	char *torch_op;          /* owned, NULL unknown */
+	int model_derived;
 };
 
 struct edge {
@@ -107,6 +121,19 @@ struct candidate {
 	void *group;              /* cJSON object (owned), the fusion group description */
 	char *group_why;          /* owned: why group is NULL, or NULL */
 	void *evidence;           /* cJSON object (owned) or NULL: dead/invariant/memory proof */
+};
+
+/*
+ * A finding as a pattern (pattern.c): candidates with the same kind, ops, dtypes, shape class
+ * and model line folded into one; totals are sums over the occurrences (one step's).
+ */
+struct pattern {
+	char *key;   /* owned */
+	int *cands;  /* candidate indices (m->cands), in step order; owned */
+	int ncands;  /* occurrences per step */
+	int rep;     /* the representative occurrence (largest bytes saved, then earliest) */
+	uint64_t bytes_saved;
+	double before_us, after_us, saved_us;
 };
 
 struct rejected {
@@ -172,6 +199,8 @@ struct model {
 
 	struct candidate *cands;
 	int ncands;
+	struct pattern *pats; /* the candidates folded, ranked by bytes saved (pattern.c) */
+	int npats;
 	struct rejected *rejs;
 	int nrejs;
 
@@ -213,6 +242,44 @@ int summary_write(const struct model *m, const char *path);
 struct cJSON *summary_json(const struct model *m);
 
 void model_free(struct model *m);
+
+/*
+ * The site records of a trace, collected by lines_consumer() during the one read of the trace
+ * (summary.c), each reduced to its model line, user line and torch op (lines_pick()).
+ */
+struct lines_sites;
+struct lines_sites *lines_sites_new(void);
+void lines_sites_free(struct lines_sites *ls);
+struct trace_consumer lines_consumer(struct lines_sites *ls);
+
+/*
+ * Fills each node's model_site, user_site, own_site and torch_op from the site of its captured
+ * op (node->site_id) in ls, then attributes backward kernels through the data flow (lines.c's
+ * header). Returns 0; never reads the trace again.
+ */
+int lines_resolve(struct model *m, const struct lines_sites *ls);
+
+/*
+ * The lines of one site record's frames (innermost first): into *model the innermost frame
+ * outside torch's own modules, into *user the innermost frame with "user": true, into *op a
+ * new string, the innermost torch frame's function (NULL when none). Fields left empty
+ * (file NULL) when no frame qualifies. The caller frees the strings (lineref_free()).
+ */
+void lines_pick(const struct cJSON *frames, struct lineref *model, struct lineref *user,
+                char **op);
+/* Frees a line's strings and empties it. */
+void lineref_free(struct lineref *l);
+/* 1 when file is one of torch's own modules (under site-packages/torch/ or torch/). */
+int lines_is_torch(const char *file);
+
+/*
+ * Patterns (pattern.c): folds m->cands into m->pats, ranked by total bytes saved per step
+ * (then time saved, then the first occurrence). The key of a candidate (a new string, the
+ * caller frees) is its kind, each member's op, dtype and size class (numel, else bytes,
+ * rounded up to a power of two), and the distinct own model lines of its members.
+ */
+void patterns_fold(struct model *m);
+char *pattern_key(const struct model *m, const struct candidate *c);
 
 /*
  * Beyond fusion. Each appends candidates of its kind to m->cands (ids continue), with the

@@ -44,6 +44,24 @@ static void add_sources(cJSON *o, const struct model *m, const int *nodes, int n
 	}
 }
 
+/* {"file", "line", "func"[, "derived"]} or null */
+static void add_line(cJSON *o, const char *name, const struct lineref *l, int derived)
+{
+	if (!l->file) {
+		cJSON_AddNullToObject(o, name);
+		return;
+	}
+	cJSON *s = cJSON_AddObjectToObject(o, name);
+	cJSON_AddStringToObject(s, "file", l->file);
+	cJSON_AddNumberToObject(s, "line", l->line);
+	if (l->func)
+		cJSON_AddStringToObject(s, "func", l->func);
+	else
+		cJSON_AddNullToObject(s, "func");
+	if (derived >= 0)
+		cJSON_AddBoolToObject(s, "derived", derived);
+}
+
 static cJSON *node_json(const struct model *m, const struct node *n)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -89,6 +107,126 @@ static cJSON *node_json(const struct model *m, const struct node *n)
 		cJSON_AddNullToObject(s, "text");
 	} else {
 		cJSON_AddNullToObject(o, "site");
+	}
+	add_line(o, "model_site", &n->model_site, n->model_derived);
+	add_line(o, "user_site", &n->user_site, -1);
+	if (n->torch_op)
+		cJSON_AddStringToObject(o, "torch_op", n->torch_op);
+	else
+		cJSON_AddNullToObject(o, "torch_op");
+	return o;
+}
+
+static int same_line(const struct lineref *a, const struct lineref *b)
+{
+	return a->line == b->line &&
+	       ((!a->file && !b->file) || (a->file && b->file && !strcmp(a->file, b->file)));
+}
+
+/* The member whose line (user or model) is the most frequent among c's members, -1 none. */
+static int common_member(const struct model *m, const struct candidate *c, int user)
+{
+	int best = -1, bestn = 0;
+	for (int i = 0; i < c->nnodes; i++) {
+		const struct node *a = &m->nodes[c->nodes[i]];
+		const struct lineref *la = user ? &a->user_site : &a->model_site;
+		if (!la->file)
+			continue;
+		int n = 0;
+		for (int j = 0; j < c->nnodes; j++) {
+			const struct node *b = &m->nodes[c->nodes[j]];
+			n += same_line(la, user ? &b->user_site : &b->model_site);
+		}
+		if (n > bestn)
+			best = c->nodes[i], bestn = n;
+	}
+	return best;
+}
+
+static cJSON *cand_json(const struct model *m, const struct candidate *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddNumberToObject(o, "id", c->id);
+	cJSON_AddStringToObject(o, "kind", c->kind);
+	cJSON_AddItemToObject(o, "nodes", int_array(c->nodes, c->nnodes));
+	cJSON_AddItemToObject(o, "values_removed", int_array(c->removed, c->nremoved));
+	cJSON_AddItemToObject(o, "values_kept", int_array(c->kept, c->nkept));
+	cJSON_AddNumberToObject(o, "bytes_saved_per_step", (double)c->bytes_saved);
+	cJSON_AddNumberToObject(o, "time_before_us", r3(c->before_us));
+	cJSON_AddNumberToObject(o, "time_after_us", r3(c->after_us));
+	cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(c->saved_us));
+	add_sources(o, m, c->nodes, c->nnodes);
+	if (c->library_form)
+		cJSON_AddStringToObject(o, "library_form", c->library_form);
+	else
+		cJSON_AddNullToObject(o, "library_form");
+	cJSON_AddItemToObject(o, "group",
+	                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
+	if (c->group_why)
+		cJSON_AddStringToObject(o, "group_why", c->group_why);
+	else
+		cJSON_AddNullToObject(o, "group_why");
+	cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
+	if (c->evidence)
+		cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
+	return o;
+}
+
+static void set_num(cJSON *o, const char *name, double v)
+{
+	cJSON_ReplaceItemInObjectCaseSensitive(o, name, cJSON_CreateNumber(v));
+}
+
+/*
+ * One pattern: its representative occurrence's fields (nodes, values, group: what fusion/
+ * generates from) with the totals over the occurrences, and the pattern's own fields.
+ */
+static cJSON *pattern_json(const struct model *m, const struct pattern *p)
+{
+	const struct candidate *rep = &m->cands[p->rep];
+	cJSON *o = cand_json(m, rep);
+	set_num(o, "bytes_saved_per_step", (double)p->bytes_saved);
+	set_num(o, "time_before_us", r3(p->before_us));
+	set_num(o, "time_after_us", r3(p->after_us));
+	set_num(o, "time_saved_us_per_step", r3(p->saved_us));
+	if (p->ncands > 1) {
+		char b1[32];
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_addf(&sb, "%s; the same pattern %d times a step (%s a step in all)",
+		            rep->why ? rep->why : "", p->ncands,
+		            fmt_bytes((double)p->bytes_saved, b1));
+		cJSON_ReplaceItemInObjectCaseSensitive(o, "why", cJSON_CreateString(sb.buf));
+		strbuf_release(&sb);
+	}
+	cJSON_AddStringToObject(o, "key", p->key);
+	cJSON_AddNumberToObject(o, "count_per_step", p->ncands);
+	/* the line: the first occurrence whose members' common line is not backward()'s own */
+	int mm = common_member(m, rep, 0), um = common_member(m, rep, 1);
+	for (int k = 0;
+	     k < p->ncands && mm >= 0 && m->nodes[mm].autograd && !m->nodes[mm].model_derived;
+	     k++) {
+		int x = common_member(m, &m->cands[p->cands[k]], 0);
+		if (x >= 0 && (!m->nodes[x].autograd || m->nodes[x].model_derived))
+			mm = x;
+	}
+	static const struct lineref none;
+	add_line(o, "model_site", mm >= 0 ? &m->nodes[mm].model_site : &none,
+	         mm >= 0 ? m->nodes[mm].model_derived : 0);
+	add_line(o, "user_site", um >= 0 ? &m->nodes[um].user_site : &none, -1);
+	int om = mm >= 0 ? mm : rep->nnodes ? rep->nodes[0] : -1;
+	if (om >= 0 && m->nodes[om].torch_op)
+		cJSON_AddStringToObject(o, "torch_op", m->nodes[om].torch_op);
+	else
+		cJSON_AddNullToObject(o, "torch_op");
+	cJSON *occ = cJSON_AddArrayToObject(o, "occurrences");
+	for (int k = 0; k < p->ncands; k++) {
+		const struct candidate *c = &m->cands[p->cands[k]];
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddNumberToObject(e, "id", c->id);
+		cJSON_AddItemToObject(e, "nodes", int_array(c->nodes, c->nnodes));
+		cJSON_AddNumberToObject(e, "bytes_saved_per_step", (double)c->bytes_saved);
+		cJSON_AddNumberToObject(e, "time_saved_us_per_step", r3(c->saved_us));
+		cJSON_AddItemToArray(occ, e);
 	}
 	return o;
 }
@@ -269,34 +407,12 @@ cJSON *summary_json(const struct model *m)
 	add_ledger(root, m);
 
 	cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
-	for (int i = 0; i < m->ncands; i++) {
-		const struct candidate *c = &m->cands[i];
-		cJSON *o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "id", c->id);
-		cJSON_AddStringToObject(o, "kind", c->kind);
-		cJSON_AddItemToObject(o, "nodes", int_array(c->nodes, c->nnodes));
-		cJSON_AddItemToObject(o, "values_removed", int_array(c->removed, c->nremoved));
-		cJSON_AddItemToObject(o, "values_kept", int_array(c->kept, c->nkept));
-		cJSON_AddNumberToObject(o, "bytes_saved_per_step", (double)c->bytes_saved);
-		cJSON_AddNumberToObject(o, "time_before_us", r3(c->before_us));
-		cJSON_AddNumberToObject(o, "time_after_us", r3(c->after_us));
-		cJSON_AddNumberToObject(o, "time_saved_us_per_step", r3(c->saved_us));
-		add_sources(o, m, c->nodes, c->nnodes);
-		if (c->library_form)
-			cJSON_AddStringToObject(o, "library_form", c->library_form);
-		else
-			cJSON_AddNullToObject(o, "library_form");
-		cJSON_AddItemToObject(o, "group",
-		                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
-		if (c->group_why)
-			cJSON_AddStringToObject(o, "group_why", c->group_why);
-		else
-			cJSON_AddNullToObject(o, "group_why");
-		cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
-		if (c->evidence)
-			cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
-		cJSON_AddItemToArray(cands, o);
-	}
+	if (m->pats)
+		for (int i = 0; i < m->npats; i++)
+			cJSON_AddItemToArray(cands, pattern_json(m, &m->pats[i]));
+	else
+		for (int i = 0; i < m->ncands; i++)
+			cJSON_AddItemToArray(cands, cand_json(m, &m->cands[i]));
 	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
 	for (int i = 0; i < m->nrejs; i++) {
 		cJSON *o = cJSON_CreateObject();
@@ -360,6 +476,10 @@ void model_free(struct model *m)
 		free(m->nodes[i].source);
 		free(m->nodes[i].site_file);
 		free(m->nodes[i].site_func);
+		lineref_free(&m->nodes[i].model_site);
+		lineref_free(&m->nodes[i].user_site);
+		lineref_free(&m->nodes[i].own_site);
+		free(m->nodes[i].torch_op);
 	}
 	free(m->nodes);
 	free(m->edges);
@@ -376,6 +496,11 @@ void model_free(struct model *m)
 		cJSON_Delete(m->cands[i].evidence);
 	}
 	free(m->cands);
+	for (int i = 0; i < m->npats; i++) {
+		free(m->pats[i].key);
+		free(m->pats[i].cands);
+	}
+	free(m->pats);
 	for (int i = 0; i < m->nrejs; i++) {
 		free(m->rejs[i].nodes);
 		free(m->rejs[i].reason);
@@ -393,17 +518,20 @@ static int feed_builder(void *ctx, const struct trace_record *r)
 
 /*
  * One trace into m (first) or into a scratch model whose graph is dropped (the others), in one
- * pass of the reader that feeds the graph builder and *ml, the memory plan's log (new, owned
- * by the caller even on failure).
+ * pass of the reader that feeds the graph builder, *ml, the memory plan's log, and *ls, the
+ * site records for the source lines (both new, owned by the caller even on failure).
  */
-static int analyse_one(const char *path, struct trace_info *ti, struct model *m, struct memlog **ml)
+static int analyse_one(const char *path, struct trace_info *ti, struct model *m, struct memlog **ml,
+                       struct lines_sites **ls)
 {
 	/* messages name standard input as the reader's do */
 	struct builder *b = builder_new(strcmp(path, "-") ? ti->path : "<stdin>", ti, &m->dev);
 	*ml = memlog_new();
-	struct trace_consumer cons[2] = {{feed_builder, b, TRACE_ALL}, memlog_consumer(*ml)};
+	*ls = lines_sites_new();
+	struct trace_consumer cons[3] = {
+	    {feed_builder, b, TRACE_ALL}, memlog_consumer(*ml), lines_consumer(*ls)};
 	struct trace_stats st = {0};
-	int r = trace_read(path, cons, 2, &st, 0);
+	int r = trace_read(path, cons, 3, &st, 0);
 	ti->records += st.records;
 	ti->truncated |= st.truncated;
 	for (int i = 0; i < st.nwarnings; i++) {
@@ -421,6 +549,7 @@ struct model *analysis_run(char **paths, int npaths)
 {
 	struct model *m = xcalloc(1, sizeof(*m));
 	struct memlog *ml = NULL; /* m's */
+	struct lines_sites *ls = NULL;
 	m->traces = xcalloc(npaths ? npaths : 1, sizeof(struct trace_info));
 	m->ntraces = npaths;
 	for (int i = 0; i < npaths; i++) {
@@ -430,14 +559,15 @@ struct model *analysis_run(char **paths, int npaths)
 	int first = 1;
 	for (int i = 0; i < npaths; i++) {
 		if (first) {
-			if (analyse_one(paths[i], &m->traces[i], m, &ml) < 0)
+			if (analyse_one(paths[i], &m->traces[i], m, &ml, &ls) < 0)
 				goto fail;
 			first = 0;
 			continue;
 		}
 		struct model *s = xcalloc(1, sizeof(*s));
 		struct memlog *sml;
-		int r = analyse_one(paths[i], &m->traces[i], s, &sml);
+		struct lines_sites *sls;
+		int r = analyse_one(paths[i], &m->traces[i], s, &sml, &sls);
 		/* the model is that of the lowest rank */
 		if (r == 0 && m->traces[i].rank >= 0 &&
 		    (m->traces[0].rank < 0 || m->traces[i].rank < m->traces[0].rank)) {
@@ -454,22 +584,31 @@ struct model *analysis_run(char **paths, int npaths)
 			struct memlog *tml = ml;
 			ml = sml;
 			sml = tml;
+			struct lines_sites *tls = ls;
+			ls = sls;
+			sls = tls;
 		}
 		model_free(s);
 		memlog_free(sml);
+		lines_sites_free(sls);
 		if (r < 0)
 			goto fail;
 	}
 	ledger_compute(m);
+	lines_resolve(m, ls);
+	lines_sites_free(ls);
+	ls = NULL;
 	candidates_find(m);
 	deadwork_find(m);
 	invariant_find(m);
 	if (memplan_compute(m, ml) < 0)
 		goto fail;
 	memlog_free(ml);
+	patterns_fold(m);
 	return m;
 fail:
 	memlog_free(ml);
+	lines_sites_free(ls);
 	model_free(m);
 	return NULL;
 }

@@ -544,6 +544,36 @@ static void cand_nodes_list(struct page *pg, struct strbuf *o, const cJSON *ids)
 	strbuf_adds(o, "</ul>");
 }
 
+/* A pattern's three lines (model, torch op, user) and its count, where summary.json has them. */
+static void cand_lines(struct strbuf *o, const cJSON *c)
+{
+	static const char *const names[] = {"model_site", "user_site"};
+	static const char *const labels[] = {"model line", "user line"};
+	double cnt;
+	if (jnum(c, "count_per_step", &cnt) && cnt > 1)
+		strbuf_addf(o, "</dd>\n<dt>occurrences</dt><dd>%.0f a step (one pattern)", cnt);
+	for (int i = 0; i < 2; i++) {
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(c, names[i]);
+		if (!cJSON_IsObject(l) || !jstr(l, "file"))
+			continue;
+		strbuf_addf(o, "</dd>\n<dt>%s</dt><dd><code>", labels[i]);
+		H(o, jstr(l, "file"));
+		strbuf_addf(o, ":%.0f</code>", jnumd(l, "line", 0));
+		if (jstr(l, "func")) {
+			strbuf_adds(o, " in <code>");
+			H(o, jstr(l, "func"));
+			strbuf_adds(o, "</code>");
+		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "derived")))
+			strbuf_adds(o, " (derived: the forward op whose values it reads)");
+		if (i == 0 && jstr(c, "torch_op")) {
+			strbuf_adds(o, "</dd>\n<dt>torch op</dt><dd><code>");
+			H(o, jstr(c, "torch_op"));
+			strbuf_adds(o, "</code>");
+		}
+	}
+}
+
 static void section_candidates(struct page *pg, struct strbuf *o)
 {
 	struct rmodel *m = pg->m;
@@ -618,6 +648,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		}
 		if (!ns)
 			unknown(o);
+		cand_lines(o, c);
 		strbuf_adds(o, "</dd>\n<dt>what to do</dt><dd class=\"todo\">");
 		const char *lib = jstr(c, "library_form");
 		if (lib && *lib && comm) {

@@ -41,7 +41,7 @@ for s in ${REAL_SAMPLES:-gpt2_train resnet_train llama_train vit_train jax_train
 	tail -3 "$W/$s.bare.err"
 done
 if [ "${REAL_XLA:-1}" = 1 ]; then # what XLA's platform allocator (the shim's default for JAX) costs
-	for r in 1 2 3; do
+	for r in ${REAL_XLA_ROUNDS:-1 2 3}; do
 		a=$($PY samples/jax_train.py --steps 12 2>/dev/null | sed -n 's/^step_ms //p')
 		p=$(XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform $PY samples/jax_train.py --steps 12 2>/dev/null | sed -n 's/^step_ms //p')
 		echo "# jax allocator round $r: default (arena) step $a ms, platform allocator step $p ms"
