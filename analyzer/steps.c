@@ -16,6 +16,7 @@
  */
 #include "analyzer/builder.h"
 #include "analyzer/period.h"
+#include "lib/stats.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -200,6 +201,45 @@ void range_closed(struct builder *b, int key, int depth, long s, long e)
  * UNLOCKED_CAP ops before any step), the steady period continues uniformly from the last
  * step's end. Without a period the whole run is one step ("whole").
  */
+/*
+ * The phase of the steps: the finder knows the order of the ops, not the host's time. A step
+ * begins after the host waited (a sync on the loss, data loading), so all boundaries are moved
+ * by the one shift in (-period/2, period/2) that puts the largest median host gap (time between
+ * consecutive launches, over the boundaries) at them; a boundary that cuts a step's work in two costs its pattern an
+ * occurrence. Returns the shift (0 when none gains); the steps stay inside [0, n).
+ */
+static long boundary_shift(struct builder *b, const struct period_result *r, long n)
+{
+	long P = (long)r->period, lo = -(P / 2), hi = P / 2;
+	long first = (long)r->steps[0].start, last = (long)r->steps[r->nsteps - 1].end;
+	if (lo < -first)
+		lo = -first;
+	if (hi > n - last)
+		hi = n - last;
+	long best = 0;
+	double best_gap = -1;
+	double *g = xmalloc(sizeof(double) * r->nsteps);
+	for (long d = lo; d <= hi; d++) {
+		size_t ng = 0;
+		for (size_t k = 0; k < r->nsteps; k++) {
+			long i = (long)r->steps[k].start + d;
+			if (i <= 0 || i >= n)
+				continue;
+			const struct rec *o = DEQ_AT(b->ops, b->ops.base + i),
+			                 *q = DEQ_AT(b->ops, b->ops.base + i - 1);
+			g[ng++] = o->ts > q->ts ? (double)(o->ts - q->ts) : 0;
+		}
+		/* the median boundary's gap: step 0's warm-up stalls must not pull every boundary */
+		double med = ng ? stats_median(g, ng) : 0;
+		if (med > best_gap || (med == best_gap && labs(d) < labs(best))) {
+			best_gap = med;
+			best = d;
+		}
+	}
+	free(g);
+	return best;
+}
+
 void find_period(struct builder *b, int at_end)
 {
 	long n = b->ops.n, base = b->ops.base;
@@ -219,12 +259,13 @@ void find_period(struct builder *b, int at_end)
 	period_find(x, (size_t)n, &r);
 	free(x);
 	if (!strcmp(r.method, "periodic") && r.nsteps >= 2) {
+		long d = boundary_shift(b, &r, n);
 		for (size_t k = 0; k < r.nsteps; k++)
-			add_step(b, base + (long)r.steps[k].start, base + (long)r.steps[k].end);
+			add_step(b, base + (long)r.steps[k].start + d, base + (long)r.steps[k].end + d);
 		b->period = (long)r.period;
-		b->phase = base + (long)r.steps[0].start;
+		b->phase = base + (long)r.steps[0].start + d;
 		b->next_boundary =
-		    at_end ? LONG_MAX / 2 : base + (long)r.steps[r.nsteps - 1].end;
+		    at_end ? LONG_MAX / 2 : base + (long)r.steps[r.nsteps - 1].end + d;
 		b->how = "periodic";
 		b->steps_confidence = r.confidence;
 		snprintf(b->steps_reason, sizeof(b->steps_reason), "%s", r.reason);
