@@ -397,6 +397,39 @@ static void find_gemm_epilogues(struct cctx *x)
 	free(grp);
 }
 
+/*
+ * The library form for the program's own optimizer, from its kernels' names: PyTorch's fused
+ * and foreach kernels name SGD or Adam, or betray Adam by a square root, lerp or addcdiv;
+ * foreach kernels that only add and multiply are SGD's (momentum). Unknown: Adam/AdamW/SGD.
+ */
+static const char *optimizer_form(const struct model *m, const int *grp, int n)
+{
+	int sgd = 0, adam = 0;
+	for (int k = 0; k < n; k++) {
+		const struct node *nd = &m->nodes[grp[k]];
+		const char *name = nd->full_name ? nd->full_name : nd->name ? nd->name : "";
+		if (strcasestr(name, "sgd"))
+			sgd++;
+		else if (strcasestr(name, "adam") || strstr(name, "Sqrt") || strstr(name, "Lerp") ||
+		         strstr(name, "PointwiseOpScalarListFunctor"))
+			adam++;
+	}
+	if (adam && !sgd)
+		return "torch.optim.AdamW(fused=True)";
+	if (sgd && !adam)
+		return "torch.optim.SGD(fused=True)";
+	if (!adam && !sgd) {
+		/* foreach kernels that only add and multiply: SGD with momentum */
+		int ew = 0;
+		for (int k = 0; k < n; k++)
+			ew += strstr(m->nodes[grp[k]].full_name ? m->nodes[grp[k]].full_name : "",
+			             "multi_tensor_apply") != NULL;
+		if (ew == n)
+			return "torch.optim.SGD(fused=True)";
+	}
+	return "the optimizer's fused=True (torch.optim.AdamW/Adam/SGD)";
+}
+
 static void find_optimizer(struct cctx *x)
 {
 	struct model *m = x->m;
@@ -418,7 +451,7 @@ static void find_optimizer(struct cctx *x)
 		i = j > i ? j : i + 1;
 	}
 	if (n >= 2)
-		add_candidate(x, "optimizer-horizontal", grp, n, "torch.optim.AdamW(fused=True)");
+		add_candidate(x, "optimizer-horizontal", grp, n, optimizer_form(m, grp, n));
 	free(grp);
 }
 
