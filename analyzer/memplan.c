@@ -33,6 +33,7 @@
  */
 #include "analyzer/beyond.h"
 #include "analyzer/trace.h"
+#include "analyzer/vindex.h"
 #include "lib/hmap.h"
 #include "lib/util.h"
 
@@ -121,25 +122,31 @@ struct hostop {
 static void ideal_curve(struct model *m, struct memplan *mp)
 {
 	int n = m->nnodes;
+	/* per buffer (a vindex group): persistent (a version from before the step, not fresh)
+	 * and its largest version (ties: the first); the curve through a difference array, so the
+	 * whole pass is linear in values and reads (it scanned every value per value) */
+	struct vindex x;
+	vindex_build(m, &x);
+	char *persist = xcalloc((size_t)x.ngroups + 1, 1);
+	int *largest = xmalloc(sizeof(int) * ((size_t)x.ngroups + 1));
+	for (int g = 0; g <= x.ngroups; g++)
+		largest[g] = -1;
+	for (int i = 0; i < m->nvalues; i++) {
+		const struct value *u = &m->values[i];
+		int g = x.grp_of[i];
+		if (u->writer < 0 && u->how != HOW_FRESH)
+			persist[g] = 1;
+		if (largest[g] < 0 || u->size > m->values[largest[g]].size)
+			largest[g] = i;
+	}
+	int64_t *diff = xcalloc((size_t)n + 1, sizeof(int64_t));
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
-		int persistent = 0;
-		for (int j = 0; j < m->nvalues; j++) {
-			const struct value *u = &m->values[j];
-			if (u->buffer == v->buffer && u->writer < 0 && u->how != HOW_FRESH)
-				persistent = 1;
-		}
+		int persistent = persist[x.grp_of[i]];
 		/* a persistent buffer counts once, at its largest version, for the whole step */
 		int s, e;
 		if (persistent) {
-			int largest = 1;
-			for (int j = 0; j < m->nvalues; j++) {
-				const struct value *u = &m->values[j];
-				if (u->buffer == v->buffer &&
-				    (u->size > v->size || (u->size == v->size && j < i)))
-					largest = 0;
-			}
-			if (!largest)
+			if (largest[x.grp_of[i]] != i)
 				continue;
 			s = 0, e = n - 1;
 		} else {
@@ -151,9 +158,22 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 			if (v->live_after_step)
 				e = n - 1;
 		}
-		for (int k = s; k <= e && k < n; k++)
-			mp->ideal[k] += v->size;
+		if (s >= n)
+			continue;
+		if (e >= n)
+			e = n - 1;
+		diff[s] += (int64_t)v->size;
+		diff[e + 1] -= (int64_t)v->size;
 	}
+	int64_t run = 0;
+	for (int k = 0; k < n; k++) {
+		run += diff[k];
+		mp->ideal[k] += (uint64_t)run;
+	}
+	free(diff);
+	free(persist);
+	free(largest);
+	vindex_free(&x);
 	for (int k = 0; k < n; k++)
 		if (mp->ideal[k] > mp->ideal_peak)
 			mp->ideal_peak = mp->ideal[k], mp->ideal_peak_at = k;
@@ -162,6 +182,36 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 	mp->at_peak = cJSON_CreateArray();
 	mp->by_cand = cJSON_CreateArray();
 	uint64_t *freed = xcalloc(m->ncands ? m->ncands : 1, sizeof(uint64_t));
+	/* value id -> the candidates (not dead work) that remove it, in ascending order: a list
+	 * per value, built once, instead of every candidate scanned for every value at the peak */
+	struct hmap rm_first;
+	hmap_init(&rm_first);
+	long nrm = 0;
+	for (int c = 0; c < m->ncands; c++)
+		nrm += m->cands[c].nremoved;
+	int *rm_cand = xmalloc(sizeof(int) * (size_t)(nrm ? nrm : 1));
+	long *rm_next = xmalloc(sizeof(long) * (size_t)(nrm ? nrm : 1));
+	{
+		struct hmap last;
+		hmap_init(&last);
+		long q = 0;
+		for (int c = 0; c < m->ncands; c++) {
+			if (!strcmp(m->cands[c].kind, "dead"))
+				continue;
+			for (int j = 0; j < m->cands[c].nremoved; j++, q++) {
+				uint64_t key = (uint64_t)(int64_t)m->cands[c].removed[j], prev;
+				rm_cand[q] = c;
+				rm_next[q] = -1;
+				if (hmap_get(&last, key, &prev))
+					rm_next[prev] = q;
+				else
+					hmap_put(&rm_first, key, (uint64_t)q);
+				hmap_put(&last, key, (uint64_t)q);
+			}
+		}
+		hmap_release(&last);
+	}
+
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		int s = v->writer < 0 ? 0 : v->writer, e = s;
@@ -183,15 +233,14 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 		else
 			cJSON_AddNullToObject(o, "source");
 		cJSON *fc = cJSON_CreateNull();
-		for (int c = 0; c < m->ncands; c++) {
-			for (int j = 0; j < m->cands[c].nremoved; j++)
-				if (m->cands[c].removed[j] == v->id &&
-				    strcmp(m->cands[c].kind, "dead")) {
-					freed[c] += v->size;
-					cJSON_Delete(fc);
-					fc = cJSON_CreateNumber(c);
-				}
-		}
+		uint64_t at;
+		if (hmap_get(&rm_first, (uint64_t)(int64_t)v->id, &at))
+			for (long q = (long)at; q >= 0; q = rm_next[q]) {
+				int c = rm_cand[q];
+				freed[c] += v->size;
+				cJSON_Delete(fc);
+				fc = cJSON_CreateNumber(c);
+			}
 		cJSON_AddItemToObject(o, "removed_by", fc);
 		cJSON_AddItemToArray(mp->at_peak, o);
 	}
@@ -207,6 +256,9 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 		cJSON_AddNumberToObject(m->cands[c].evidence, "peak_bytes_freed", (double)freed[c]);
 	}
 	free(freed);
+	hmap_release(&rm_first);
+	free(rm_cand);
+	free(rm_next);
 }
 
 /* ---------------------------------------------------------------- the log */

@@ -18,6 +18,7 @@
  * representative's id.
  */
 #include "analyzer/model.h"
+#include "lib/hmap.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -98,11 +99,27 @@ void patterns_fold(struct model *m)
 	char **keys = xcalloc(m->ncands ? m->ncands : 1, sizeof(char *));
 	m->pats = xcalloc(m->ncands ? m->ncands : 1, sizeof(struct pattern));
 	m->npats = 0;
+	/* key hash -> the first pattern with it; chains through pnext (a hash map instead of a
+	 * scan of every pattern per candidate: 200k candidates took minutes) */
+	struct hmap byhash;
+	hmap_init(&byhash);
+	int *pnext = xmalloc(sizeof(int) * (size_t)(m->ncands ? m->ncands : 1));
 	for (int i = 0; i < m->ncands; i++) {
 		keys[i] = pattern_key(m, &m->cands[i]);
-		int p = 0;
-		while (p < m->npats && strcmp(m->pats[p].key, keys[i]))
-			p++;
+		uint64_t h = 1469598103934665603ull, first;
+		for (const char *k = keys[i]; *k; k++)
+			h = (h ^ (unsigned char)*k) * 1099511628211ull;
+		int p = m->npats;
+		if (hmap_get(&byhash, h, &first))
+			for (int q = (int)first; q >= 0; q = pnext[q])
+				if (!strcmp(m->pats[q].key, keys[i])) {
+					p = q;
+					break;
+				}
+		if (p == m->npats) {
+			pnext[p] = hmap_get(&byhash, h, &first) ? (int)first : -1;
+			hmap_put(&byhash, h, (uint64_t)p);
+		}
 		struct pattern *pt = &m->pats[p];
 		if (p == m->npats) {
 			m->npats++;
@@ -123,6 +140,8 @@ void patterns_fold(struct model *m)
 	for (int i = 0; i < m->ncands; i++)
 		free(keys[i]);
 	free(keys);
+	free(pnext);
+	hmap_release(&byhash);
 	sort_m = m;
 	for (int p = 0; p < m->npats; p++)
 		qsort(m->pats[p].cands, m->pats[p].ncands, sizeof(int), cmp_occ);
