@@ -119,6 +119,16 @@ struct hostop {
 	const char *api;
 };
 
+/* a + b, saturating at INT64_MAX / INT64_MIN: a trace's sizes are untrusted (eight
+ * allocations of 2^62 bytes wrapped "held at start" to 0) */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static void ideal_curve(struct model *m, struct memplan *mp)
 {
 	int n = m->nnodes;
@@ -162,13 +172,15 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 			continue;
 		if (e >= n)
 			e = n - 1;
-		diff[s] += (int64_t)v->size;
-		diff[e + 1] -= (int64_t)v->size;
+		int64_t sz = v->size > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->size;
+		diff[s] = sat_add(diff[s], sz);
+		diff[e + 1] = sat_add(diff[e + 1], -sz);
 	}
 	int64_t run = 0;
 	for (int k = 0; k < n; k++) {
-		run += diff[k];
-		mp->ideal[k] += (uint64_t)run;
+		run = sat_add(run, diff[k]);
+		uint64_t r = run > 0 ? (uint64_t)run : 0;
+		mp->ideal[k] = mp->ideal[k] > UINT64_MAX - r ? UINT64_MAX : mp->ideal[k] + r;
 	}
 	free(diff);
 	free(persist);
@@ -454,17 +466,18 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 			continue;
 		}
 		if (!in) {
-			held += d;
+			held = sat_add(held, d);
 			continue;
 		}
-		delta[pos_of(m, af[i].seq)] += d;
+		int p = pos_of(m, af[i].seq);
+		delta[p] = sat_add(delta[p], d);
 		ALLOC_GROW(evs, nevs, aevs);
 		evs[nevs++] = (struct memev){af[i].seq, d};
 	}
 	free(af);
 	mp->held_at_start = held > 0 ? (uint64_t)held : 0;
 	for (int k = 0; k < n; k++) {
-		held += delta[k];
+		held = sat_add(held, delta[k]);
 		mp->held[k] = held > 0 ? (uint64_t)held : 0;
 		if (mp->held[k] > mp->held_peak)
 			mp->held_peak = mp->held[k], mp->held_peak_at = k;
@@ -476,7 +489,7 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 	int64_t run = (int64_t)mp->held_at_start;
 	mp->held_peak_any = mp->held_at_start;
 	for (long i = 0; i < nevs; i++) {
-		run += evs[i].delta;
+		run = sat_add(run, evs[i].delta);
 		if (run > 0 && (uint64_t)run > mp->held_peak_any)
 			mp->held_peak_any = (uint64_t)run;
 	}
