@@ -186,8 +186,8 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a0[rb + c]);\n", n->arg[0]);
 	for (int a = 1; a < n->nargs; a++)
 		if (first_use(n, a))
-			strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n", n->arg[a],
-			            a);
+			strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n",
+			            n->arg[a], a);
 	strbuf_addf(sb, "\t\t\tout[rb + c] = aic_from_float<%s>(",
 	            fdtype_ctype(g->values[n->out].dtype));
 	emit_apply(sb, g, "v%d");
