@@ -308,7 +308,10 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 		if (gv[i] < 0)
 			continue;
 		int v = gv[i];
-		if (v < b->ninputs) /* the gradient is an input as it came: copy it */
+		int dup = v < b->ninputs; /* the gradient is an input as it came: copy it */
+		for (int w = 0; w < b->nwrites; w++)
+			dup |= b->writes[w].value == v; /* add(a, b): one value, two gradients */
+		if (dup)
 			v = scale(&x, v, 1.0);
 		grad_of[i] = b->nwrites;
 		b->writes[b->nwrites++] = (struct fwrite){v, g->values[i].dtype, 0};

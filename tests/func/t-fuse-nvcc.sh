@@ -31,6 +31,7 @@ for s in $SAMPLES; do
 	# same chain in every layer) compile alike, so only the first of them is compiled
 	: >"$tmp/$s.list"
 	for gd in "$tmp/$s.f"/*/; do
+		[ -d "$gd" ] || continue
 		g=$(basename "$gd")
 		G=$(echo "$g" | tr a-z A-Z)
 		h=$(cat "$gd"*.cu "$gd"*.h | sed "s/$g/GROUP/g; s/$G/GROUP/g" | md5sum | cut -c1-32)

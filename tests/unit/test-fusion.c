@@ -485,6 +485,22 @@ static void test_model_ops(void **state)
 	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), -1);
 	assert_non_null(strstr(err.buf, "'threshold_backward' has no backward rule"));
 	fgroup_release(&g);
+
+	/* scale(add(a, b)): both gradients are one computed value; each is written from a value
+	 * of its own (GPT-2's residual add + dropout backward declared one write twice) */
+	cJSON *j = cJSON_Parse(
+	    "{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 64, \"inputs\": "
+	    "[{\"name\": \"a\"}, {\"name\": \"b\"}], \"ops\": [{\"op\": \"add\", \"args\": "
+	    "[\"a\", \"b\"], \"out\": \"t\"}, {\"op\": \"scale\", \"args\": [\"t\"], "
+	    "\"scalar\": 2, \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}");
+	assert_non_null(j);
+	assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_int_equal(b.nwrites, 2);
+	assert_true(b.writes[0].value != b.writes[1].value);
+	fgroup_release(&b);
+	fgroup_release(&g);
+	cJSON_Delete(j);
 	strbuf_release(&err);
 }
 
