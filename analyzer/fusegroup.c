@@ -416,6 +416,22 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
 	}
+	if ((!strcmp(op, "softmax") || !strcmp(op, "log_softmax")) && !n->sem.backward &&
+	    strstr(full, "cunn_SoftMaxForward") && na == 1) {
+		/* cunn_SoftMaxForward<..., Epilogue, ...>(out, in, long classes): one row a block
+		 */
+		uint64_t len;
+		int lg = strstr(full, "LogSoftMaxForwardEpilogue") != NULL;
+		if (!lg && !strstr(full, "<float, float, float, SoftMaxForwardEpilogue"))
+			return fail(g, "node %d: cannot tell the softmax's form from '%s'", n->id,
+			            n->name);
+		if (!param(n, 2, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
+			return fail(g, "node %d: softmax's row length is not in the trace", n->id);
+		*row_cols = (double)(int64_t)len;
+		*row_rows = (double)(g->numel / (long)len);
+		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
+		return 0;
+	}
 	if (!strcmp(op, "mse_loss_backward"))
 		return fail(
 		    g,
@@ -620,6 +636,10 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 					cols = (double)(int32_t)raw;
 				else if (n->sem.family == FAM_SOFTMAX && param(n, 4, 4, &raw))
 					cols = (double)(int32_t)raw;
+				else if (n->sem.family == FAM_SOFTMAX && n->full_name &&
+				         strstr(n->full_name, "cunn_SoftMaxForward") &&
+				         param(n, 2, 8, &raw))
+					cols = (double)(int64_t)raw;
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
 			cJSON_AddNumberToObject(root, "cols", cols);

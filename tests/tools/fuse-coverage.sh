@@ -6,58 +6,61 @@
 # over the candidates of kind elementwise-chain and reduction-epilogue in summary.json (the
 # elementwise and reduction candidates; attention, GEMM epilogues, optimizers and dead or
 # invariant work are the library's or not fusion); the numerator sums those whose group fuse
-# generated and verified: every generated .cu but the PyTorch binding compiles with nvcc
-# -arch=sm_90 -c, and the CPU checks (fused math against the op-by-op double evaluation, forward
-# and fused backward) build and pass. Groups whose files differ only in the group's name are
-# verified once. Prints one line per sample: name, bytes, verified bytes, percent. Needs nvcc
-# (CUDA_HOME, else /usr/local/cuda); no GPU.
+# generated and verified: its kernels (forward, and fused backward where there is one) compile
+# with nvcc -arch=sm_90 -c, and its CPU checks (the fused math against the op-by-op double
+# evaluation, forward and fused backward) build and pass. Groups whose files differ only in the
+# group's name are verified once; two at a time. (The C ABI and the bench harness are compiled
+# by tests/func/t-fuse-nvcc.sh.) Prints one line per sample: name, bytes, verified bytes,
+# percent, groups generated, groups verified. Needs nvcc (CUDA_HOME, else /usr/local/cuda).
 set -u
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [ "${1:-}" = --verify ]; then # --verify GROUPDIR: prints "HASH ok|fail"
+	d=$2 h=$3
+	g=$(basename "$d")
+	cd "$d" || exit 1
+	r=ok
+	for f in "${g}_kernel.cu" "${g}_bwd_kernel.cu"; do
+		[ -f "$f" ] || continue
+		"$NVCC" -arch=sm_90 -c "$f" -o "$f.o" >"$f.log" 2>&1 || r=fail
+	done
+	for c in cpucheck bwd_cpucheck; do
+		[ -f "${g}_$c.cu" ] || continue
+		{ "$NVCC" -o "$c" "${g}_$c.cu" >"$c.log" 2>&1 && "./$c" >"$c.out" 2>&1; } || r=fail
+	done
+	echo "$h $r"
+	exit 0
+fi
 A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 top=$(cd "$(dirname "$0")/../.." && pwd)
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 [ $# -gt 0 ] || set -- gpt2_train llama_train resnet_train mlp_train attention_train
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-verify() { # verify GROUPDIR: exit 0 when every file compiles and the CPU checks pass
-	d=$1
-	g=$(basename "$d")
-	cd "$d" || return 1
-	for f in *.cu; do
-		case $f in *_binding.cu) continue ;; esac
-		"$NVCC" -arch=sm_90 -c "$f" -o "$f.o" >"$f.log" 2>&1 || return 1
-	done
-	"$NVCC" -o cpucheck "${g}_cpucheck.cu" >/dev/null 2>&1 && ./cpucheck >/dev/null 2>&1 ||
-		return 1
-	if [ -f "${g}_bwd_cpucheck.cu" ]; then
-		"$NVCC" -o bwdcheck "${g}_bwd_cpucheck.cu" >/dev/null 2>&1 &&
-			./bwdcheck >/dev/null 2>&1 || return 1
-	fi
-	return 0
-}
-
+: >"$tmp/todo"
 for s in "$@"; do
 	(cd "$top" && "$A" analyze -q --no-report "samples/traces/$s.aicp.jsonl" -o "$tmp/$s.a") ||
 		exit 1
 	"$A" fuse "$tmp/$s.a" -o "$tmp/$s.f" >/dev/null 2>&1
-	: >"$tmp/$s.ok"
+	: >"$tmp/$s.groups"
 	for gd in "$tmp/$s.f"/*/; do
 		[ -d "$gd" ] || continue
 		g=$(basename "$gd")
 		G=$(echo "$g" | tr a-z A-Z)
 		h=$(cat "$gd"*.cu "$gd"*.h | sed "s/$g/GROUP/g; s/$G/GROUP/g" | md5sum | cut -c1-32)
-		r=$(grep "^$h " "$tmp/verdicts" 2>/dev/null | cut -d' ' -f2)
-		if [ -z "$r" ]; then
-			if (verify "$gd"); then r=ok; else r=fail; fi
-			echo "$h $r" >>"$tmp/verdicts"
-		fi
-		[ "$r" = ok ] && echo "$g" >>"$tmp/$s.ok"
+		echo "$g $h" >>"$tmp/$s.groups"
+		grep -q " $h\$" "$tmp/todo" || echo "$gd $h" >>"$tmp/todo"
 	done
-	python3 - "$tmp/$s.a/summary.json" "$tmp/$s.ok" "$s" <<'EOF'
+done
+xargs -P 2 -L 1 sh "$self" --verify <"$tmp/todo" >"$tmp/verdicts"
+for s in "$@"; do
+	python3 - "$tmp/$s.a/summary.json" "$tmp/$s.groups" "$tmp/verdicts" "$s" <<'EOF'
 import json, sys
 s = json.load(open(sys.argv[1]))
-ok = set(open(sys.argv[2]).read().split())
+verdict = dict(l.split() for l in open(sys.argv[3]))
+groups = dict(l.split() for l in open(sys.argv[2]))
+ok = {g for g, h in groups.items() if verdict.get(h) == "ok"}
 tot = ver = 0
 for c in s["candidates"]:
     if c["kind"] not in ("elementwise-chain", "reduction-epilogue"):
@@ -66,6 +69,7 @@ for c in s["candidates"]:
     g = c.get("group")
     if g and g["name"] in ok:
         ver += c["bytes_saved_per_step"]
-print("%-16s %12d %12d %6.1f%%" % (sys.argv[3], tot, ver, 100.0 * ver / tot if tot else 0))
+print("%-16s %12d %12d %6.1f%% %4d %4d" % (sys.argv[4], tot, ver, 100.0 * ver / tot if tot else 0,
+                                          len(groups), len(ok)))
 EOF
 done
