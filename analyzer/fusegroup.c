@@ -87,6 +87,23 @@ static float f32_of(uint32_t bits)
 	return f;
 }
 
+/* The 16-bit type the writer or a reader of v names (a GEMM's bf16 output cast to f32 by a
+ * member whose own name hides its source type), DT_UNKNOWN when none does. */
+static enum dtype neighbour_half(const struct model *m, const struct value *v)
+{
+	if (v->writer >= 0) {
+		enum dtype t = m->nodes[v->writer].sem.dtype;
+		if (t == DT_BF16 || t == DT_F16)
+			return t;
+	}
+	for (int i = 0; i < v->nreaders; i++) {
+		enum dtype t = m->nodes[v->readers[i]].sem.dtype;
+		if (t == DT_BF16 || t == DT_F16)
+			return t;
+	}
+	return DT_UNKNOWN;
+}
+
 /*
  * Storage type of value v in the group: by its size against the group's elements, then as a
  * broadcast input of the reading node's type. Sets *vnumel (elements). DT_UNKNOWN on a fault.
@@ -101,6 +118,8 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 	if (v->size == N) /* one byte an element: a mask */
 		return DT_BOOL;
 	if (v->size == N * 2) {
+		if (g->half == DT_UNKNOWN)
+			g->half = neighbour_half(g->m, v);
 		if (g->half == DT_UNKNOWN)
 			fail(g, "value %d holds 16-bit elements but no member says bf16 or f16",
 			     v->id);
@@ -191,6 +210,99 @@ static const char *gelu_form(const struct node *n, const char *impl, int backwar
 	return NULL; /* the tanh form's backward is not in the vocabulary; tanh forward below */
 }
 
+/* ATen's unary kernels whose math is the op of the same name in fusion's vocabulary. */
+static const struct {
+	const char *op, *kernel;
+} unary_kernels[] = {
+    {"tanh", "::tanh_kernel_cuda"}, {"sigmoid", "::sigmoid_kernel_cuda"},
+    {"exp", "::exp_kernel_cuda"},   {"log", "::log_kernel_cuda"},
+    {"sqrt", "::sqrt_kernel_cuda"}, {"rsqrt", "::rsqrt_kernel_cuda"},
+    {"neg", "::neg_kernel_cuda"},   {"silu", "::silu_kernel"},
+    {"abs", "::abs_kernel_cuda"},   {"sin", "::sin_kernel_cuda"},
+    {"cos", "::cos_kernel_cuda"},
+};
+
+/* ATen's backward kernels (dy, y) or (dy, x), in ATen's argument order, as fusion's ops. */
+static const struct {
+	const char *op, *kernel;
+} backward_kernels[] = {
+    {"tanh_backward", "tanh_backward_kernel_cuda"},
+    {"sigmoid_backward", "sigmoid_backward_kernel_cuda"},
+    {"silu_backward", "silu_backward_kernel"},
+};
+
+/*
+ * The rules for ATen's pointwise kernels whose numbers are in their functor (a 8-byte
+ * parameter, recorded by value) or in their name: returns 1 with *r the rule's result (0, or
+ * -1 after fail()) when one applies, 0 when none does.
+ *   AUnaryFunctor/BUnaryFunctor<..., MulFunctor> (tensor * scalar): scale by the float in the
+ *     functor's upper four bytes (its first member is the empty MulFunctor);
+ *   CUDAFunctorOnSelf_add (tensor + scalar): add_scalar of other_ * alpha_ (two floats);
+ *   pow_tensor_scalar_kernel_impl's lambdas #1, #2, #3 (exponent 2, 3, -2; ATen's
+ *     PowKernel.cu computes them as products): pow with that exponent;
+ *   threshold_kernel_impl reading (x, dy), named relu_backward by semantics (relu's backward,
+ *     threshold_backward(dy, y, 0): x <= 0 ? 0 : dy): threshold_backward with threshold 0;
+ *   the unary and backward kernels of the tables above.
+ */
+static int aten_rule(struct gb *g, const struct node *n, const char *op, const char *full,
+                     const char **a, int na, char *res, size_t rsz, int *r)
+{
+	uint64_t raw;
+	*r = 0;
+	if (!strcmp(op, "mul") && na == 1 && strstr(full, "MulFunctor") &&
+	    (strstr(full, "AUnaryFunctor") || strstr(full, "BUnaryFunctor"))) {
+		if (!param(n, 1, 8, &raw)) {
+			*r = fail(g, "node %d: the scalar of a tensor * scalar is not in the trace",
+			          n->id);
+			return 1;
+		}
+		cJSON *o = add_op(g, "scale", a, 1, res, rsz);
+		cJSON_AddNumberToObject(o, "scalar", (double)f32_of((uint32_t)(raw >> 32)));
+		return 1;
+	}
+	if (!strcmp(op, "add") && na == 1 && strstr(full, "CUDAFunctorOnSelf_add<float>")) {
+		if (!param(n, 1, 8, &raw)) {
+			*r = fail(g, "node %d: the scalar of a tensor + scalar is not in the trace",
+			          n->id);
+			return 1;
+		}
+		float other = f32_of((uint32_t)raw), alpha = f32_of((uint32_t)(raw >> 32));
+		cJSON *o = add_op(g, "add_scalar", a, 1, res, rsz);
+		cJSON_AddNumberToObject(o, "scalar", (double)(float)(alpha * other));
+		return 1;
+	}
+	if (!strcmp(op, "pow") && na == 1 && strstr(full, "pow_tensor_scalar_kernel_impl")) {
+		static const char *lam[] = {"{lambda(float)#1}", "{lambda(float)#2}",
+		                            "{lambda(float)#3}"};
+		static const double ex[] = {2, 3, -2};
+		for (int i = 0; i < 3; i++)
+			if (strstr(full, lam[i])) {
+				cJSON *o = add_op(g, "pow", a, 1, res, rsz);
+				cJSON_AddNumberToObject(o, "scalar", ex[i]);
+				return 1;
+			}
+		*r = fail(g, "node %d: pow's exponent is not in the trace", n->id);
+		return 1;
+	}
+	if (!strcmp(op, "relu_backward") && na == 2 && strstr(full, "threshold_kernel_impl")) {
+		cJSON *o = add_op(g, "threshold_backward", a, 2, res, rsz); /* (x, dy) */
+		cJSON_AddNumberToObject(o, "scalar", 0);
+		return 1;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(unary_kernels); i++)
+		if (na == 1 && strstr(full, unary_kernels[i].kernel) && !strstr(full, "backward")) {
+			add_op(g, unary_kernels[i].op, a, 1, res, rsz);
+			return 1;
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(backward_kernels); i++)
+		if (na == 2 && !strcmp(op, backward_kernels[i].op) &&
+		    strstr(full, backward_kernels[i].kernel)) {
+			add_op(g, backward_kernels[i].op, a, 2, res, rsz);
+			return 1;
+		}
+	return 0;
+}
+
 /*
  * Emits the ops of member n reading args a[0..na-1]; the result's name goes to res. Returns
  * 0, or -1 after fail() when the member has no exact rule.
@@ -200,6 +312,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 {
 	const char *op = n->sem.op ? n->sem.op : "unknown";
 	const char *full = n->full_name ? n->full_name : "";
+	int r;
 	if (n->sem.family == FAM_OTHER || !strcmp(op, "unknown"))
 		return fail(g,
 		            "node %d ('%s') is a kernel of unknown semantics: its math cannot be "
@@ -261,6 +374,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, "mul", a, 2, res, rsz);
 		return 0;
 	}
+	if (aten_rule(g, n, op, full, a, na, res, rsz, &r))
+		return r;
 	if (!strcmp(op, "mse_loss") && na == 2 && strstr(full, "mse_kernel_cuda")) {
 		char t[16];
 		add_op(g, "sub", a, 2, t, sizeof(t));
@@ -268,7 +383,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, "mul", ta, 2, res, rsz); /* (a - b) * (a - b) */
 		return 0;
 	}
-	if (!strcmp(op, "cast") && na == 1) {
+	if ((!strcmp(op, "cast") || (!strcmp(op, "copy") && strstr(full, "direct_copy_kernel"))) &&
+	    na == 1) {
 		/* the storage type is the result's; the caller rounds to it */
 		snprintf(res, rsz, "%s", a[0]);
 		return 1;
@@ -297,6 +413,22 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			            n->id);
 		*row_cols = (double)(int32_t)len;
 		*row_rows = (double)(int32_t)rows;
+		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
+		return 0;
+	}
+	if ((!strcmp(op, "softmax") || !strcmp(op, "log_softmax")) && !n->sem.backward &&
+	    strstr(full, "cunn_SoftMaxForward") && na == 1) {
+		/* cunn_SoftMaxForward<..., Epilogue, ...>(out, in, long classes): one row a block
+		 */
+		uint64_t len;
+		int lg = strstr(full, "LogSoftMaxForwardEpilogue") != NULL;
+		if (!lg && !strstr(full, "<float, float, float, SoftMaxForwardEpilogue"))
+			return fail(g, "node %d: cannot tell the softmax's form from '%s'", n->id,
+			            n->name);
+		if (!param(n, 2, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
+			return fail(g, "node %d: softmax's row length is not in the trace", n->id);
+		*row_cols = (double)(int64_t)len;
+		*row_rows = (double)(g->numel / (long)len);
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
 	}
@@ -504,6 +636,10 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 					cols = (double)(int32_t)raw;
 				else if (n->sem.family == FAM_SOFTMAX && param(n, 4, 4, &raw))
 					cols = (double)(int32_t)raw;
+				else if (n->sem.family == FAM_SOFTMAX && n->full_name &&
+				         strstr(n->full_name, "cunn_SoftMaxForward") &&
+				         param(n, 2, 8, &raw))
+					cols = (double)(int64_t)raw;
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
 			cJSON_AddNumberToObject(root, "cols", cols);

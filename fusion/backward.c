@@ -20,10 +20,12 @@
  *   exp: dy * y     log(x): dy / x     sqrt: (dy / y) * 0.5     rsqrt: dy * y * y * y * -0.5
  *   scale: dy * s   add_scalar, cast: dy                 masked_fill(x, m): masked_fill(dy, m, 0)
  *   dropout: dropout(dy) with the forward's uniforms (the same mask and 1 / (1 - p))
+ *   pow(x, e): (dy * e) * pow(x, e - 1)   sin: dy * cos(x)   cos: -(dy * sin(x))
+ *   gt, lt, ge, le, eq, ne: none (a comparison passes no gradient)
  *
  * No fused backward (the binding then recomputes through PyTorch's ops, or the patch falls back
  * under autograd): a row group, a broadcast input (its gradient is a sum), an op without a rule
- * (where, gelu_tanh, the *_backward ops themselves).
+ * (where, gelu_tanh, abs, the *_backward ops themselves).
  */
 #include "fusion/fusion.h"
 
@@ -124,7 +126,8 @@ static int reads_of(const struct fopnode *n)
 		return 3;
 	if (!strcmp(o, "div"))
 		return 2 | 8;
-	if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu") || !strcmp(o, "log"))
+	if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu") || !strcmp(o, "log") ||
+	    !strcmp(o, "pow") || !strcmp(o, "sin") || !strcmp(o, "cos"))
 		return 1;
 	if (!strcmp(o, "sigmoid") || !strcmp(o, "tanh") || !strcmp(o, "exp") ||
 	    !strcmp(o, "sqrt") || !strcmp(o, "rsqrt"))
@@ -134,9 +137,16 @@ static int reads_of(const struct fopnode *n)
 	return 0;
 }
 
+static int is_cmp(const char *o)
+{
+	return !strcmp(o, "gt") || !strcmp(o, "lt") || !strcmp(o, "ge") || !strcmp(o, "le") ||
+	       !strcmp(o, "eq") || !strcmp(o, "ne");
+}
+
 static const char *const rules[] = {
     "add", "sub", "mul",  "div",   "neg",   "relu",       "silu", "gelu",        "sigmoid", "tanh",
-    "exp", "log", "sqrt", "rsqrt", "scale", "add_scalar", "cast", "masked_fill", "dropout"};
+    "exp", "log", "sqrt", "rsqrt", "scale", "add_scalar", "cast", "masked_fill", "dropout", "pow",
+    "sin", "cos", "gt",   "lt",    "ge",    "le",         "eq",   "ne"};
 
 static int has_rule(const char *op)
 {
@@ -267,6 +277,17 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 			acc(&x, gv, a0,
 			    scale(&x, op2(&x, "mul", op2(&x, "mul", op2(&x, "mul", dy, y), y), y),
 			          -0.5));
+		} else if (!strcmp(o, "pow")) {
+			/* dy * e * x^(e-1) */
+			struct fopnode like = {.drop = -1, .num = n->num - 1};
+			int p = add_op(&x, "pow", 1, &fv[a0], &like);
+			acc(&x, gv, a0, op2(&x, "mul", scale(&x, dy, n->num), p));
+		} else if (!strcmp(o, "sin")) {
+			acc(&x, gv, a0, op2(&x, "mul", dy, op1(&x, "cos", fv[a0])));
+		} else if (!strcmp(o, "cos")) {
+			acc(&x, gv, a0, op1(&x, "neg", op2(&x, "mul", dy, op1(&x, "sin", fv[a0]))));
+		} else if (is_cmp(o)) {
+			/* no gradient through a comparison */
 		} else if (!strcmp(o, "scale")) {
 			acc(&x, gv, a0, scale(&x, dy, n->num));
 		} else if (!strcmp(o, "add_scalar") || !strcmp(o, "cast")) {
@@ -287,7 +308,10 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 		if (gv[i] < 0)
 			continue;
 		int v = gv[i];
-		if (v < b->ninputs) /* the gradient is an input as it came: copy it */
+		int dup = v < b->ninputs; /* the gradient is an input as it came: copy it */
+		for (int w = 0; w < b->nwrites; w++)
+			dup |= b->writes[w].value == v; /* add(a, b): one value, two gradients */
+		if (dup)
 			v = scale(&x, v, 1.0);
 		grad_of[i] = b->nwrites;
 		b->writes[b->nwrites++] = (struct fwrite){v, g->values[i].dtype, 0};

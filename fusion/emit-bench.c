@@ -70,6 +70,15 @@ static int uses_causal(const struct fopnode *n)
 	return n->causal;
 }
 
+/* Is argument a of n the first to name its value (mul(x, x) declares v<x> once)? */
+static int first_use(const struct fopnode *n, int a)
+{
+	for (int b = 0; b < a; b++)
+		if (n->arg[b] == n->arg[a])
+			return 0;
+	return 1;
+}
+
 /* The reference kernel of elementwise op k: vectors of V elements, i % m for each argument. */
 static void emit_ref_ew(struct strbuf *sb, const struct fgroup *g, int k)
 {
@@ -95,7 +104,8 @@ static void emit_ref_ew(struct strbuf *sb, const struct fgroup *g, int k)
 	if (uses_causal(n))
 		strbuf_adds(sb, "\t\tconst long row = (i + j) / COLS, col = (i + j) % COLS;\n");
 	for (int a = 0; a < n->nargs; a++)
-		strbuf_addf(sb, "\t\tconst float v%d = x%d[j];\n", n->arg[a], a);
+		if (first_use(n, a)) /* mul(x, x): one declaration */
+			strbuf_addf(sb, "\t\tconst float v%d = x%d[j];\n", n->arg[a], a);
 	if (n->drop >= 0)
 		strbuf_addf(sb, "\t\tfloat u[%d];\n\t\tu[%d] = ud[j];\n", n->drop + 1, n->drop);
 	strbuf_adds(sb, "\t\ty[j] = ");
@@ -175,7 +185,9 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	            "\t\t(void)s0;\n\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n");
 	strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a0[rb + c]);\n", n->arg[0]);
 	for (int a = 1; a < n->nargs; a++)
-		strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n", n->arg[a], a);
+		if (first_use(n, a))
+			strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n",
+			            n->arg[a], a);
 	strbuf_addf(sb, "\t\t\tout[rb + c] = aic_from_float<%s>(",
 	            fdtype_ctype(g->values[n->out].dtype));
 	emit_apply(sb, g, "v%d");

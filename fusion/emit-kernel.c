@@ -125,6 +125,10 @@ static const char prelude[] =
     "\treturn 1.f / sqrtf(x);\n"
     "#endif\n"
     "}\n"
+    "AIC_HD float aic_pow(float x, float e)\n"
+    "{\n"
+    "\treturn e == 2.f ? x * x : e == 3.f ? x * x * x : e == -2.f ? 1.f / (x * x) : powf(x, e);\n"
+    "}\n"
     "#endif\n";
 
 /* Emits "const float vN = expr;" for ops [from, to). */

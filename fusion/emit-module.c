@@ -194,11 +194,12 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 		           {"div", "(%s / %s)"}};
 		static const struct {
 			const char *op, *fn;
-		} un[] = {{"neg", "torch.neg"},         {"relu", "torch.relu"},
-		          {"gelu", "F.gelu"},           {"silu", "F.silu"},
-		          {"sigmoid", "torch.sigmoid"}, {"tanh", "torch.tanh"},
-		          {"exp", "torch.exp"},         {"log", "torch.log"},
-		          {"sqrt", "torch.sqrt"},       {"rsqrt", "torch.rsqrt"}};
+		} un[] = {
+		    {"neg", "torch.neg"},     {"relu", "torch.relu"},       {"gelu", "F.gelu"},
+		    {"silu", "F.silu"},       {"sigmoid", "torch.sigmoid"}, {"tanh", "torch.tanh"},
+		    {"exp", "torch.exp"},     {"log", "torch.log"},         {"sqrt", "torch.sqrt"},
+		    {"rsqrt", "torch.rsqrt"}, {"abs", "torch.abs"},         {"sin", "torch.sin"},
+		    {"cos", "torch.cos"}};
 		int done = 0;
 		for (size_t t = 0; t < ARRAY_SIZE(bin) && !done; t++)
 			if (!strcmp(o, bin[t].op)) {
@@ -213,6 +214,10 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 		if (done) {
 		} else if (!strcmp(o, "gelu_tanh")) {
 			strbuf_addf(sb, "F.gelu(%s, approximate='tanh')", a[0]);
+		} else if (!strcmp(o, "pow")) {
+			strbuf_addf(sb, "torch.pow(%s, ", a[0]);
+			py_num(sb, n->num);
+			strbuf_adds(sb, ")");
 		} else if (!strcmp(o, "scale") || !strcmp(o, "add_scalar")) {
 			strbuf_addf(sb, "(%s %s ", a[0], o[0] == 's' ? "*" : "+");
 			py_num(sb, n->num);

@@ -51,6 +51,22 @@ const struct fop fop_table[] = {
     {"log", 1, 1, EW, 0, "logf($0)", "log($0)"},
     {"sqrt", 1, 1, EW, 0, "sqrtf($0)", "sqrt($0)"},
     {"rsqrt", 1, 1, EW, 0, "aic_rsqrt($0)", "(1.0 / sqrt($0))"},
+    {"abs", 1, 1, EW, 0, "fabsf($0)", "fabs($0)"},
+    {"sin", 1, 1, EW, 0, "sinf($0)", "sin($0)"},
+    {"cos", 1, 1, EW, 0, "cosf($0)", "cos($0)"},
+    /* pow(x, scalar exponent): ATen's products for 2, 3 and -2, powf otherwise (aic_pow) */
+    {"pow", 1, 1, EW, FOP_NEED_SCALAR, "aic_pow($0, $s)", "pow($0, (double)$s)"},
+    /* threshold_backward(x, dy) with threshold $s, as ATen's threshold_kernel_impl for
+     * relu's backward (value 0): x <= threshold ? 0 : dy */
+    {"threshold_backward", 2, 2, EW, FOP_NEED_SCALAR, "($0 <= $s ? 0.f : $1)",
+     "($0 <= (double)$s ? 0.0 : $1)"},
+    /* comparisons: 1 or 0 (a bool when stored) */
+    {"gt", 2, 2, EW, 0, "($0 > $1 ? 1.f : 0.f)", "($0 > $1 ? 1.0 : 0.0)"},
+    {"lt", 2, 2, EW, 0, "($0 < $1 ? 1.f : 0.f)", "($0 < $1 ? 1.0 : 0.0)"},
+    {"ge", 2, 2, EW, 0, "($0 >= $1 ? 1.f : 0.f)", "($0 >= $1 ? 1.0 : 0.0)"},
+    {"le", 2, 2, EW, 0, "($0 <= $1 ? 1.f : 0.f)", "($0 <= $1 ? 1.0 : 0.0)"},
+    {"eq", 2, 2, EW, 0, "($0 == $1 ? 1.f : 0.f)", "($0 == $1 ? 1.0 : 0.0)"},
+    {"ne", 2, 2, EW, 0, "($0 != $1 ? 1.f : 0.f)", "($0 != $1 ? 1.0 : 0.0)"},
     {"scale", 1, 1, EW, FOP_NEED_SCALAR, "($0 * $s)", "($0 * (double)$s)"},
     {"add_scalar", 1, 1, EW, FOP_NEED_SCALAR, "($0 + $s)", "($0 + (double)$s)"},
     /* rounds to the target type and back: compute stays fp32 */

@@ -89,7 +89,18 @@ static void test_optable(void **state)
 	                              "relu_backward",
 	                              "silu_backward",
 	                              "sigmoid_backward",
-	                              "tanh_backward"};
+	                              "tanh_backward",
+	                              "abs",
+	                              "sin",
+	                              "cos",
+	                              "pow",
+	                              "threshold_backward",
+	                              "gt",
+	                              "lt",
+	                              "ge",
+	                              "le",
+	                              "eq",
+	                              "ne"};
 	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
 		const struct fop *op = fop_lookup(vocab[i]);
 		assert_non_null(op);
@@ -422,6 +433,77 @@ static void test_backward(void **state)
 	strbuf_release(&err);
 }
 
+/* The ops real models need (GPT-2's tanh GELU, Llama's pow/rsqrt/silu/sin/cos, the ATen
+ * backward kernels): their fp32 and double math, and the backward rules of pow, sin, cos. */
+static void test_model_ops(void **state)
+{
+	(void)state;
+	struct fgroup g, b;
+	struct strbuf err = STRBUF_INIT;
+	int grad_of[8];
+	parse_ok("gelu_tanh_chain.json", &g);
+	assert_int_equal(g.nops, 8);
+	assert_true(g.ops[0].num == 3);
+	char *m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= aic_pow(v0, 3.f); /* t0 = pow */"));
+	assert_non_null(strstr(m, "= tanhf(v4); /* t4 = tanh */"));
+	free(m);
+	m = emit(emit_cpucheck, &g);
+	assert_non_null(strstr(m, "pow(v0, (double)3.f)"));
+	free(m);
+	/* d/dx: tanh's rule on its result, then pow's (dy * 3) * pow(x, 2) */
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	m = emit(emit_math, &b);
+	assert_non_null(strstr(m, "(1.f - v6 * v6)); /* d9 = tanh_backward */"));
+	assert_non_null(strstr(m, "= aic_pow(v0, 2.f); /* d13 = pow */"));
+	assert_non_null(strstr(m, "= (v14 * 3.f); /* d14 = scale */"));
+	assert_non_null(strstr(m, "= (v16 * v15); /* d15 = mul */"));
+	free(m);
+	fgroup_release(&b);
+	fgroup_release(&g);
+
+	parse_ok("ops_chain.json", &g);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= sinf(v3); /* t2 = sin */"));
+	assert_non_null(strstr(m, "= cosf(v1); /* t3 = cos */"));
+	free(m);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_int_equal(b.nwrites, 2);
+	m = emit(emit_math, &b);
+	assert_non_null(strstr(m, "= cosf(v4); /* d37 = cos */")); /* sin: dy * cos(x) */
+	free(m);
+	fgroup_release(&b);
+	fgroup_release(&g);
+
+	/* the backward kernels and comparisons: math, and no backward of a backward */
+	parse_ok("ops_nobwd.json", &g);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= (v0 <= 0.f ? 0.f : v1); /* t0 = threshold_backward */"));
+	assert_non_null(strstr(m, "= (v0 > v2 ? 1.f : 0.f); /* c0 = gt */"));
+	assert_non_null(strstr(m, "= aic_pow(v9, 1.5f); /* t7 = pow */"));
+	free(m);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), -1);
+	assert_non_null(strstr(err.buf, "'threshold_backward' has no backward rule"));
+	fgroup_release(&g);
+
+	/* scale(add(a, b)): both gradients are one computed value; each is written from a value
+	 * of its own (GPT-2's residual add + dropout backward declared one write twice) */
+	cJSON *j = cJSON_Parse(
+	    "{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 64, \"inputs\": "
+	    "[{\"name\": \"a\"}, {\"name\": \"b\"}], \"ops\": [{\"op\": \"add\", \"args\": "
+	    "[\"a\", \"b\"], \"out\": \"t\"}, {\"op\": \"scale\", \"args\": [\"t\"], "
+	    "\"scalar\": 2, \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}");
+	assert_non_null(j);
+	assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_int_equal(b.nwrites, 2);
+	assert_true(b.writes[0].value != b.writes[1].value);
+	fgroup_release(&b);
+	fgroup_release(&g);
+	cJSON_Delete(j);
+	strbuf_release(&err);
+}
+
 static void test_write_group(void **state)
 {
 	(void)state;
@@ -456,7 +538,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_rows),  cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_emit_chain),
 	    cmocka_unit_test(test_emit_rows),   cmocka_unit_test(test_write_group),
-	    cmocka_unit_test(test_backward),
+	    cmocka_unit_test(test_backward),    cmocka_unit_test(test_model_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,76 @@
+#!/bin/sh
+# Every generated CUDA file compiles: analyze and fuse each sample trace, then compile every .cu
+# that fuse wrote (the forward and backward kernels, the C ABI, the CPU checks and the bench
+# harness; not the PyTorch binding, which needs torch's headers) with nvcc -arch=sm_90 -c, two
+# at a time; of groups whose files differ only in the group's name (one chain in every layer)
+# the first is compiled. Needs the CUDA toolkit (CUDA_HOME, else /usr/local/cuda, else PATH), no GPU; without
+# nvcc every line is a skip. One line per sample; a failing file is named with nvcc's first
+# error as TAP diagnostics. Then the CPU checks of the fixtures of the ops real models need
+# (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json) are built and run.
+. "$(dirname "$0")/lib.sh"
+A=$B/aicprof
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
+SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop"
+
+if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
+	for s in $SAMPLES; do ok "$s: generated .cu files compile with nvcc # skip no nvcc"; done
+	exit 0
+fi
+
+total=0
+for s in $SAMPLES; do
+	(cd "$top" && "$A" analyze -q --no-report "samples/traces/$s.aicp.jsonl" -o "$tmp/$s.a") &&
+		"$A" fuse "$tmp/$s.a" -o "$tmp/$s.f" >"$tmp/$s.out" 2>&1
+	if [ $? != 0 ]; then
+		nok "$s: analyze and fuse exit 0"
+		sed 's/^/# /' "$tmp/$s.out" | head -5
+		continue
+	fi
+	# one group of each text: groups whose files are the same but for the group's name (the
+	# same chain in every layer) compile alike, so only the first of them is compiled
+	: >"$tmp/$s.list"
+	for gd in "$tmp/$s.f"/*/; do
+		[ -d "$gd" ] || continue
+		g=$(basename "$gd")
+		G=$(echo "$g" | tr a-z A-Z)
+		h=$(cat "$gd"*.cu "$gd"*.h | sed "s/$g/GROUP/g; s/$G/GROUP/g" | md5sum | cut -c1-32)
+		grep -qx "$h" "$tmp/seen" 2>/dev/null && continue
+		echo "$h" >>"$tmp/seen"
+		ls "$gd"*.cu | grep -v '_binding\.cu$' >>"$tmp/$s.list"
+	done
+	n=$(wc -l <"$tmp/$s.list")
+	total=$((total + n))
+	# each file: nvcc -c, its log beside it, FAIL <file> on stdout when it does not compile
+	xargs -P 2 -I{} sh -c '"$1" -arch=sm_90 -c "$2" -o "$2.o" >"$2.log" 2>&1 || echo "FAIL $2"' \
+		sh "$NVCC" {} <"$tmp/$s.list" >"$tmp/$s.fail"
+	if [ -s "$tmp/$s.fail" ]; then
+		nok "$s: the $n generated .cu files (one group of each text) compile with nvcc -arch=sm_90"
+		while read -r _ f; do
+			echo "# ${f#"$tmp/"}: $(grep -m1 'error' "$f.log")"
+		done <"$tmp/$s.fail"
+	else
+		ok "$s: the $n generated .cu files (one group of each text) compile with nvcc -arch=sm_90"
+	fi
+done
+# the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
+# backward's, against an op-by-op double evaluation) build and pass
+for f in gelu_tanh_chain ops_chain ops_nobwd; do
+	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
+	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
+	g=$(basename "$gd")
+	check "$f: the CPU check of $g passes" sh -c \
+		'cd "$1" && "$2" -o cpucheck "$3_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1' \
+		sh "$gd" "$NVCC" "$g"
+	if [ -f "$gd${g}_bwd_cpucheck.cu" ]; then
+		check "$f: the CPU check of its fused backward passes" sh -c \
+			'cd "$1" && "$2" -o bwdcheck "$3_bwd_cpucheck.cu" >b.log 2>&1 && ./bwdcheck >b.out 2>&1' \
+			sh "$gd" "$NVCC" "$g"
+	fi
+done
+check "gelu_tanh_chain and ops_chain have a fused backward, ops_nobwd none" \
+	test -f "$tmp"/fx_gelu_tanh_chain/gpt2_new_gelu/gpt2_new_gelu_bwd_cpucheck.cu -a \
+	-f "$tmp"/fx_ops_chain/ops_chain/ops_chain_bwd_cpucheck.cu -a \
+	! -f "$tmp"/fx_ops_nobwd/ops_nobwd/ops_nobwd_bwd_cpucheck.cu
+# the samples must give something to compile (mlp_train alone generates four groups)
+check "some generated files were compiled ($total)" test "$total" -gt 20
