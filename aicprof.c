@@ -18,14 +18,16 @@ struct subcommand {
 };
 
 static const struct subcommand commands[] = {
-	{"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
-	 "run a program under the shim and write its trace"},
-	{"analyze", cmd_analyze, "analyze TRACE... [-o DIR]",
-	 "rebuild the op graph and VRAM ledger, find fusions, write DIR/summary.json"},
-	{"report", cmd_report, "report DIR", "write report.html, graph.dot/.svg and trace.perfetto.json"},
-	{"fuse", cmd_fuse, "fuse OUTDIR|--group G.json -o FUSEDDIR", "generate fused CUDA kernels"},
-	{"bench", cmd_bench, "bench FUSEDDIR", "build, check, tune and time fused kernels on a GPU"},
-	{"compare", cmd_compare, "compare BEFORE AFTER", "ledger and step time of two runs side by side"},
+    {"record", cmd_record, "record [-o FILE] [--] PROGRAM [ARGS...]",
+     "run a program under the shim and write its trace"},
+    {"analyze", cmd_analyze, "analyze TRACE... [-o DIR]",
+     "rebuild the op graph and VRAM ledger, find fusions, write DIR/summary.json"},
+    {"report", cmd_report, "report DIR",
+     "write report.html, graph.dot/.svg and trace.perfetto.json"},
+    {"fuse", cmd_fuse, "fuse OUTDIR|--group G.json -o FUSEDDIR", "generate fused CUDA kernels"},
+    {"bench", cmd_bench, "bench FUSEDDIR", "build, check, tune and time fused kernels on a GPU"},
+    {"compare", cmd_compare, "compare BEFORE AFTER",
+     "ledger and step time of two runs side by side"},
 };
 
 static void usage(FILE *f)

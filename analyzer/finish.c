@@ -127,8 +127,8 @@ int builder_finish(struct builder *b, struct model *m)
 	m->epilogue_ops = b->epilogue_ops;
 	if (b->locked_key >= 0) {
 		m->steps_confidence = 1;
-		snprintf(m->steps_reason, sizeof(m->steps_reason),
-		         "NVTX ranges '%s': exact", nvtx_rule_text(&b->nvtx, b->locked_key));
+		snprintf(m->steps_reason, sizeof(m->steps_reason), "NVTX ranges '%s': exact",
+		         nvtx_rule_text(&b->nvtx, b->locked_key));
 	} else if (!strcmp(b->how, "periodic")) {
 		m->steps_confidence = b->steps_confidence;
 		snprintf(m->steps_reason, sizeof(m->steps_reason), "%s", b->steps_reason);

@@ -686,7 +686,8 @@ static long nvtx_steps(struct scan *sc, char *key, size_t keysz)
 		long held = launches_before(ls, nls, sc->nv[pairs[i + 1]].seq) -
 		            launches_before(ls, nls, sc->nv[pairs[i]].seq);
 		if (held < NVTX_STEP_MIN_OPS)
-			continue; /* a range around one kernel or none (XLA's thunks, compile passes) */
+			continue; /* a range around one kernel or none (XLA's thunks, compile
+			             passes) */
 		sk = nvtx_rule_closed(&rule, pk[i / 3], (int)pairs[i + 2]);
 	}
 	if (sk < 0)

@@ -245,4 +245,3 @@ int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const stru
 		multi_tensor_roles(name, nptrs, ptr, role);
 	return 1;
 }
-

@@ -57,15 +57,15 @@ struct node {
 	 * parameter order: what fusegroup.c reads a dropout's keep probability or a layer norm's
 	 * N and eps from */
 	struct node_param {
-		short arg;           /* kernel parameter index */
-		unsigned char size;  /* bytes */
-		uint64_t raw;        /* the bytes, little-endian */
+		short arg;          /* kernel parameter index */
+		unsigned char size; /* bytes */
+		uint64_t raw;       /* the bytes, little-endian */
 	} params[8];
 	int nparams;
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
 	int nreads;
-	uint64_t seq;      /* trace `seq` of the captured step's op (memplan.c's window) */
-	int site_id;       /* the trace's site id of the captured op, -1 none (lines.c) */
+	uint64_t seq; /* trace `seq` of the captured step's op (memplan.c's window) */
+	int site_id;  /* the trace's site id of the captured op, -1 none (lines.c) */
 	/* launched inside autograd: an inherited site ("inh": an autograd thread's launch) or a
 	 * site whose frames pass through torch/autograd/ (backward()'s seed gradient) */
 	int autograd;
@@ -128,10 +128,10 @@ struct candidate {
  * and model line folded into one; totals are sums over the occurrences (one step's).
  */
 struct pattern {
-	char *key;   /* owned */
-	int *cands;  /* candidate indices (m->cands), in step order; owned */
-	int ncands;  /* occurrences per step */
-	int rep;     /* the representative occurrence (largest bytes saved, then earliest) */
+	char *key;  /* owned */
+	int *cands; /* candidate indices (m->cands), in step order; owned */
+	int ncands; /* occurrences per step */
+	int rep;    /* the representative occurrence (largest bytes saved, then earliest) */
 	uint64_t bytes_saved;
 	double before_us, after_us, saved_us;
 };
@@ -178,10 +178,10 @@ struct model {
 	const char *steps_how; /* "nvtx", "periodic", "whole" */
 	char *step_key;        /* NVTX text pattern of the step range, or NULL */
 	double step_median_us, step_p10_us, step_p90_us;
-	double *step_us;  /* every step's time, in order; owned */
-	long outside_ops; /* ops that ran outside every step */
-	double steps_confidence; /* how sure the steps are, in [0, 1] (NVTX: 1, whole: 0) */
-	char steps_reason[256];  /* how they were found, in words */
+	double *step_us;                /* every step's time, in order; owned */
+	long outside_ops;               /* ops that ran outside every step */
+	double steps_confidence;        /* how sure the steps are, in [0, 1] (NVTX: 1, whole: 0) */
+	char steps_reason[256];         /* how they were found, in words */
 	long prelude_ops, epilogue_ops; /* periodic: ops before the first, after the last step */
 
 	struct node *nodes;
@@ -265,8 +265,7 @@ int lines_resolve(struct model *m, const struct lines_sites *ls);
  * new string, the innermost torch frame's function (NULL when none). Fields left empty
  * (file NULL) when no frame qualifies. The caller frees the strings (lineref_free()).
  */
-void lines_pick(const struct cJSON *frames, struct lineref *model, struct lineref *user,
-                char **op);
+void lines_pick(const struct cJSON *frames, struct lineref *model, struct lineref *user, char **op);
 /* Frees a line's strings and empties it. */
 void lineref_free(struct lineref *l);
 /* 1 when file is one of torch's own modules (under site-packages/torch/ or torch/). */

@@ -51,8 +51,8 @@ void nvtx_rule_release(struct nvtx_rule *r)
  */
 static int framework_range(const char *text)
 {
-	static const char *const prefixes[] = {"Xla", "Thunk:", "TritonCompile", "Inductor",
-	                                       "torch.compile", "CompiledFunction"};
+	static const char *const prefixes[] = {"Xla",      "Thunk:",        "TritonCompile",
+	                                       "Inductor", "torch.compile", "CompiledFunction"};
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (!strncmp(text, prefixes[i], strlen(prefixes[i])))
 			return 1;
@@ -205,8 +205,9 @@ void range_closed(struct builder *b, int key, int depth, long s, long e)
  * The phase of the steps: the finder knows the order of the ops, not the host's time. A step
  * begins after the host waited (a sync on the loss, data loading), so all boundaries are moved
  * by the one shift in (-period/2, period/2) that puts the largest median host gap (time between
- * consecutive launches, over the boundaries) at them; a boundary that cuts a step's work in two costs its pattern an
- * occurrence. Returns the shift (0 when none gains); the steps stay inside [0, n).
+ * consecutive launches, over the boundaries) at them; a boundary that cuts a step's work in two
+ * costs its pattern an occurrence. Returns the shift (0 when none gains); the steps stay inside [0,
+ * n).
  */
 static long boundary_shift(struct builder *b, const struct period_result *r, long n)
 {
@@ -229,7 +230,8 @@ static long boundary_shift(struct builder *b, const struct period_result *r, lon
 			                 *q = DEQ_AT(b->ops, b->ops.base + i - 1);
 			g[ng++] = o->ts > q->ts ? (double)(o->ts - q->ts) : 0;
 		}
-		/* the median boundary's gap: step 0's warm-up stalls must not pull every boundary */
+		/* the median boundary's gap: step 0's warm-up stalls must not pull every boundary
+		 */
 		double med = ng ? stats_median(g, ng) : 0;
 		if (med > best_gap || (med == best_gap && labs(d) < labs(best))) {
 			best_gap = med;
@@ -261,7 +263,8 @@ void find_period(struct builder *b, int at_end)
 	if (!strcmp(r.method, "periodic") && r.nsteps >= 2) {
 		long d = boundary_shift(b, &r, n);
 		for (size_t k = 0; k < r.nsteps; k++)
-			add_step(b, base + (long)r.steps[k].start + d, base + (long)r.steps[k].end + d);
+			add_step(b, base + (long)r.steps[k].start + d,
+			         base + (long)r.steps[k].end + d);
 		b->period = (long)r.period;
 		b->phase = base + (long)r.steps[0].start + d;
 		b->next_boundary =

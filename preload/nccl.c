@@ -4,13 +4,13 @@
  * How it works: the shim is preloaded, so it is first in symbol lookup for the NCCL entry
  * points that a program's libraries call through the dynamic linker (PyTorch's
  * ProcessGroupNCCL calls libnccl.so.2 this way). Each interposer finds the real function once
- * (real_fn: RTLD_NEXT, else the loaded object that defines it), calls it, and, while the shim records, writes a `comm` record for a
- * new communicator or a `coll` record for a collective. A collective's kernel is launched
- * inside the call (or inside the ncclGroupEnd that closes its group), on the calling thread:
- * while the real call runs, this thread's "current collectives" hold the call's ids, and the
- * launch callback (cupti.c) copies them into the launch record, which ties NCCL's kernel to
- * the operations it carries. Communicators get a `uid` that is the same on every rank (a hash
- * of the ncclUniqueId, or of the parent's uid, the split's index and colour), and each
+ * (real_fn: RTLD_NEXT, else the loaded object that defines it), calls it, and, while the shim
+ * records, writes a `comm` record for a new communicator or a `coll` record for a collective. A
+ * collective's kernel is launched inside the call (or inside the ncclGroupEnd that closes its
+ * group), on the calling thread: while the real call runs, this thread's "current collectives" hold
+ * the call's ids, and the launch callback (cupti.c) copies them into the launch record, which ties
+ * NCCL's kernel to the operations it carries. Communicators get a `uid` that is the same on every
+ * rank (a hash of the ncclUniqueId, or of the parent's uid, the split's index and colour), and each
  * collective the index `n` of the call on its communicator, so that a reader matches the same
  * collective across ranks by (uid, n).
  * The interposers never change what NCCL does: arguments and results pass through untouched,

@@ -331,7 +331,8 @@ static void test_chain_rejected_when_nothing_removed(void **state)
 	assert_non_null(m);
 	int fusion = 0; /* dead/invariant/memory findings are not fusion candidates */
 	for (int i = 0; i < m->ncands; i++)
-		fusion += strcmp(m->cands[i].kind, "dead") && strcmp(m->cands[i].kind, "invariant") &&
+		fusion += strcmp(m->cands[i].kind, "dead") &&
+		          strcmp(m->cands[i].kind, "invariant") &&
 		          strcmp(m->cands[i].kind, "memory");
 	assert_int_equal(fusion, 0);
 	int found = 0;
@@ -362,7 +363,10 @@ static void test_add_esc(void **state)
 	assert_string_equal(sb.buf, "a\\x1b]0;t\\x07\\x0d\\x7f\\x5c \\xc2\\x9b\xc3\xa9");
 	strbuf_reset(&sb);
 	/* the cut falls inside the 2-byte e-acute */
-	strbuf_add_esc(&sb, "ab\xc3\xa9" "cd", 3);
+	strbuf_add_esc(&sb,
+	               "ab\xc3\xa9"
+	               "cd",
+	               3);
 	assert_string_equal(sb.buf, "ab\xc3\xa9...");
 	strbuf_reset(&sb);
 	strbuf_add_esc(&sb, "abc", 3);
