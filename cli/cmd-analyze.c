@@ -105,8 +105,11 @@ int cmd_analyze(int argc, char **argv)
 		char *p = path_join(out, "summary.json");
 		r = summary_write(m, p);
 		if (r == 0 && !util_quiet)
-			fprintf(stderr, "aicprof: %d steps (%s), %d nodes, %d candidates -> %s\n",
-			        m->nsteps, m->steps_how, m->nnodes, m->ncands, p);
+			fprintf(stderr,
+			        "aicprof: %d steps (%s), %d nodes, %d findings (patterns of %d "
+			        "candidates) -> %s\n",
+			        m->nsteps, m->steps_how, m->nnodes, m->npats ? m->npats : m->ncands,
+			        m->ncands, p);
 		free(p);
 	}
 	model_free(m);
