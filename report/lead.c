@@ -90,6 +90,55 @@ static int host_syncs(const struct rmodel *m, struct strbuf *o, double *stall)
 	return n;
 }
 
+/*
+ * How the steps were found and what ran outside them: the findings are about one step, so a
+ * reader must know whether that step is exact (NVTX), found from the launch sequence (how
+ * sure), or the whole run, and how much work (setup, warm-up, compilation, autotuning) was
+ * left out of it.
+ */
+static void steps_paragraph(const struct rmodel *m, struct strbuf *o)
+{
+	const cJSON *st = jobj(m->root, "steps");
+	if (!st)
+		return;
+	const char *how = jstr(st, "how"), *reason = jstr(st, "reason");
+	int count = rmodel_int(jnumd(st, "count", 0));
+	double conf = json_clamp(st, "confidence", -1, -1, 1);
+	long pre = (long)json_clamp(st, "prelude_ops", -1, -1, 1e12);
+	long post = (long)json_clamp(st, "epilogue_ops", -1, -1, 1e12);
+	long outside = (long)json_clamp(st, "outside_ops", -1, -1, 1e12);
+	strbuf_adds(o, "<p class=\"steps\"><strong>Steps:</strong> ");
+	if (how && !strcmp(how, "nvtx"))
+		strbuf_addf(o, "%d, from the program's NVTX ranges (exact).", count);
+	else if (how && !strcmp(how, "periodic"))
+		strbuf_addf(o,
+		            "%d, found without NVTX from the repeating launch sequence "
+		            "(confidence %.2f).",
+		            count, conf < 0 ? 0 : conf);
+	else
+		strbuf_adds(o, "none found: the whole run is analysed as one step, so setup and "
+		               "warm-up are counted as work.");
+	if (reason) {
+		strbuf_adds(o, " <span class=\"why\">");
+		strbuf_add_html(o, reason);
+		strbuf_adds(o, "</span>");
+	}
+	strbuf_adds(o, "</p>\n");
+	if (pre > 0 || post > 0 || outside > 0) {
+		strbuf_adds(o,
+		            "<p class=\"outside\"><strong>Outside the steps</strong> (not in the "
+		            "findings): ");
+		if (pre >= 0 || post >= 0)
+			strbuf_addf(o,
+			            "%ld ops before the first step (setup, warm-up, compilation, "
+			            "autotuning) and %ld after the last",
+			            pre > 0 ? pre : 0, post > 0 ? post : 0);
+		else
+			strbuf_addf(o, "%ld ops ran in no step", outside);
+		strbuf_adds(o, ".</p>\n");
+	}
+}
+
 void report_lead_section(const struct rmodel *m, struct strbuf *o)
 {
 	const cJSON *tl = jobj(m->root, "timeline"), *e;
@@ -155,6 +204,7 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	double median_gap = ng ? gaps[ng / 2] : 0;
 	free(gaps);
 	strbuf_adds(o, "<section id=\"lead\">\n");
+	steps_paragraph(m, o);
 	if (step <= 0 || busy > 0.5 * step) {
 		strbuf_adds(
 		    o, "<p class=\"lead\"><strong>The step is GPU-bound:</strong> kernels busy ");

@@ -1,0 +1,32 @@
+# Golden tests on the real programs' traces (samples/*.py as users write them, no NVTX, models
+# from libraries; recorded on an H200): the steps are found from the launch sequence, findings
+# are patterns that name the model's own lines in library code, and the report says how the
+# steps were found and what ran outside them.
+. "$(dirname "$0")/lib.sh"
+S=$top/samples/traces
+A=$B/aicprof
+q() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); C=s['candidates']; st=s['steps']; ms=lambda c: (c.get('model_site') or {}); sys.exit(0 if ($2) else 1)" "$1"; }
+
+for t in gpt2_train llama_train resnet_train jax_train cupy_loop; do
+	"$A" analyze -q --no-report "$S/$t.aicp.jsonl" -o "$tmp/$t" >/dev/null 2>&1
+	check "$t: 8 steps found without NVTX (periodic), sure of it (confidence >= 0.7)" \
+		q "$tmp/$t/summary.json" "st['count']==8 and st['how']=='periodic' and st['confidence']>=0.7"
+	check "$t: at most 40 findings" q "$tmp/$t/summary.json" "1 <= len(C) <= 40"
+done
+check "gpt2_train: the prelude holds the setup (77 ops before the first step)" \
+	q "$tmp/gpt2_train/summary.json" "st['prelude_ops']==77"
+check "jax_train: XLA's compilation and autotuning are the prelude (over 2000 ops)" \
+	q "$tmp/jax_train/summary.json" "st['prelude_ops']>2000"
+check "resnet_train: one step's graph is ResNet-18's 355 kernels" \
+	q "$tmp/resnet_train/summary.json" "len(s['nodes'])==355"
+check "llama_train: RMSNorm's chain names LlamaRMSNorm.forward in modeling_llama.py" \
+	q "$tmp/llama_train/summary.json" "any(ms(c).get('func')=='LlamaRMSNorm.forward' and ms(c).get('file','').endswith('modeling_llama.py') and c['count_per_step']>=7 for c in C)"
+check "llama_train: the rotary chain names LlamaRotaryEmbedding.forward" \
+	q "$tmp/llama_train/summary.json" "any(ms(c).get('func')=='LlamaRotaryEmbedding.forward' for c in C)"
+check "resnet_train: a residual-add chain names torchvision's BasicBlock.forward" \
+	q "$tmp/resnet_train/summary.json" "any(ms(c).get('func')=='BasicBlock.forward' and 'torchvision' in ms(c).get('file','') for c in C)"
+check "resnet_train: the optimizer finding names SGD, the program's own" \
+	q "$tmp/resnet_train/summary.json" "any(c['kind']=='optimizer-horizontal' and 'SGD' in (c.get('library_form') or '') for c in C)"
+"$A" report "$tmp/resnet_train" >/dev/null 2>&1
+check "resnet_train: the report says how the steps were found" grep -q 'found without NVTX from the repeating launch sequence' "$tmp/resnet_train/report.html"
+check "resnet_train: the report says what ran outside the steps" grep -q 'Outside the steps</strong> (not in the findings): 149 ops before the first step' "$tmp/resnet_train/report.html"
