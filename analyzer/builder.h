@@ -206,7 +206,6 @@ struct builder {
 	uint64_t last_seq;        /* of the last record out of the heap */
 	uint64_t max_seq;         /* the highest seq read */
 	uint64_t arrivals;
-	int warned_order;  /* set from the start: parse.c's reorder_release() gives the warning */
 	int seq_known;     /* next_seq is set (the lowest seq of the first release) */
 	uint64_t next_seq; /* the lowest seq not yet released: every seq below it is out */
 	long peak_heap;    /* the most records the buffer held */

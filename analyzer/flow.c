@@ -480,12 +480,7 @@ static void dataflow(struct builder *b, struct rec *o)
 
 static void process(struct builder *b, struct rec *r)
 {
-	if (r->seq < b->last_seq && !b->warned_order) {
-		b->warned_order = 1;
-		warning("'%s': records out of order beyond the reorder window (seq %llu after "
-		        "%llu); data flow may be wrong there",
-		        b->file, (unsigned long long)r->seq, (unsigned long long)b->last_seq);
-	}
+	/* out-of-order records are parse.c's reorder heap's to report (reorder_warn()) */
 	if (r->seq > b->last_seq)
 		b->last_seq = r->seq;
 	uint64_t v;

@@ -879,7 +879,6 @@ struct builder *builder_new(const char *file, struct trace_info *ti, struct devi
 	b->ti = ti;
 	b->dev = dev;
 	b->locked_key = -1;
-	b->warned_order = 1; /* flow.c's check: reorder_warn() says what went out of order */
 	nvtx_rule_init(&b->nvtx);
 	b->how = "whole";
 	b->rng = 0x853c49e6748fea9bULL;

@@ -14,26 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-__attribute__((format(printf, 2, 3))) static void fail(struct strbuf *err, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (err)
-		strbuf_adds(err, buf);
-	else
-		error("%s", buf);
-}
-
 char *file_read(const char *path, size_t max, size_t *len, struct strbuf *err)
 {
 	/* O_NONBLOCK: a FIFO or a device named where a file was meant must not block the open */
 	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		fail(err, "cannot open '%s': %s", path, strerror(e));
+		error_into(err, "cannot open '%s': %s", path, strerror(e));
 		errno = e;
 		return NULL;
 	}
@@ -41,7 +28,7 @@ char *file_read(const char *path, size_t max, size_t *len, struct strbuf *err)
 	FILE *f = NULL;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "rb"))) {
 		close(fd);
-		fail(err, "cannot read '%s': not a regular file", path);
+		error_into(err, "cannot read '%s': not a regular file", path);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -61,7 +48,7 @@ char *file_read(const char *path, size_t max, size_t *len, struct strbuf *err)
 		int e = errno;
 		fclose(f);
 		strbuf_release(&sb);
-		fail(err, "cannot read '%s': %s", path, strerror(e));
+		error_into(err, "cannot read '%s': %s", path, strerror(e));
 		errno = e;
 		return NULL;
 	}
@@ -73,7 +60,7 @@ char *file_read(const char *path, size_t max, size_t *len, struct strbuf *err)
 	return sb.buf;
 too_big:
 	fclose(f);
-	fail(err, "'%s' is larger than %zu bytes", path, max);
+	error_into(err, "'%s' is larger than %zu bytes", path, max);
 	errno = EFBIG;
 	return NULL;
 }

@@ -156,23 +156,10 @@ double json_clamp(const cJSON *o, const char *key, double dflt, double lo, doubl
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-__attribute__((format(printf, 2, 3))) static void fail(struct strbuf *err, const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	if (err)
-		strbuf_adds(err, buf);
-	else
-		error("%s", buf);
-}
-
 cJSON *json_parse_text(const char *path, const char *text, size_t len, struct strbuf *err)
 {
 	if (!len) {
-		fail(err, "%s: empty file", path);
+		error_into(err, "%s: empty file", path);
 		return NULL;
 	}
 	const char *end = NULL;
@@ -191,7 +178,7 @@ cJSON *json_parse_text(const char *path, const char *text, size_t len, struct st
 	if (at && at >= text && at <= text + len)
 		for (const char *p = text; p < at; p++)
 			line += *p == '\n';
-	fail(err, "%s:%ld: not valid JSON", path, line);
+	error_into(err, "%s:%ld: not valid JSON", path, line);
 	return NULL;
 }
 

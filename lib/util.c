@@ -305,6 +305,20 @@ int write_file_atomic(const char *path, const void *data, size_t len)
 	return 0;
 }
 
+int error_into(struct strbuf *err, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (err)
+		strbuf_adds(err, buf);
+	else
+		error("%s", buf);
+	return -1;
+}
+
 int mkdir_nofollow(const char *path)
 {
 	if (mkdir(path, 0755) == 0)

@@ -24,6 +24,12 @@ __attribute__((format(printf, 3, 4))) int error_at(const char *file, long line, 
                                                    ...);
 __attribute__((format(printf, 3, 4))) void warning_at(const char *file, long line, const char *fmt,
                                                       ...);
+struct strbuf;
+/*
+ * error() for a caller that may collect the message instead: appends it to err when err is
+ * not NULL, else prints it as error() does. Returns -1.
+ */
+__attribute__((format(printf, 2, 3))) int error_into(struct strbuf *err, const char *fmt, ...);
 __attribute__((noreturn)) void bug_fl(const char *file, int line, const char *fmt, ...);
 #define BUG(...) bug_fl(__FILE__, __LINE__, __VA_ARGS__)
 

@@ -19,7 +19,7 @@ with open(src) as f, open(dst, "w") as out:
         out.write(line)
 PY
 }
-derive argv "$r1" 'h["argv"][-1] = "/work/main/samples/other.py"'
+derive argv "$r1" 'h["argv"][-1] = h["argv"][-1].rsplit("/", 1)[0] + "/other.py"'
 derive cwd "$r1" 'h["cwd"] = "/srv/elsewhere"'
 derive world "$r1" 'h["world_size"] = 4'
 derive rank0 "$r1" 'h["rank"] = 0'
@@ -32,7 +32,8 @@ mismatch() {
 		"^aicprof: error: '$tmp/$1.aicp.jsonl' is not a rank of the same job as '$r0' \($2\)$" "$tmp/$1.err"
 	check "$1: nothing written" test ! -e "$tmp/out-$1"
 }
-mismatch argv "argv differs: '/opt/torch/.venv/bin/python3 -u /work/main/samples/ddp_train.py' vs '/opt/torch/.venv/bin/python3 -u /work/main/samples/other.py'"
+argv_of() { python3 -c 'import json, sys; print(" ".join(json.loads(open(sys.argv[1]).readline())["argv"]))' "$1"; }
+mismatch argv "argv differs: '$(argv_of "$r0")' vs '$(argv_of "$tmp/argv.aicp.jsonl")'"
 mismatch cwd "cwd differs: '/tmp/[^']*/rec' vs '/srv/elsewhere'"
 mismatch world "world_size differs: '2' vs '4'"
 mismatch rank0 "both rank 0"
