@@ -69,6 +69,13 @@ static void line_copy(struct lineref *to, const struct lineref *from)
 	to->line = from->line;
 }
 
+/* A frame of Python's standard library (contextlib, functools): never the model's line. */
+static int is_stdlib(const char *file)
+{
+	return (strstr(file, "/lib/python3") || strstr(file, "/lib64/python3")) &&
+	       !strstr(file, "/site-packages/") && !strstr(file, "/dist-packages/");
+}
+
 void lines_pick(const cJSON *frames, struct lineref *model, struct lineref *user, char **op)
 {
 	const cJSON *f;
@@ -85,7 +92,7 @@ void lines_pick(const cJSON *frames, struct lineref *model, struct lineref *user
 			if (cJSON_IsString(func))
 				*op = xstrdup(func->valuestring);
 		}
-		if (!torch && !have_model) {
+		if (!torch && !have_model && !is_stdlib(file->valuestring)) {
 			line_set(model, f);
 			have_model = 1;
 		}

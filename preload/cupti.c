@@ -21,6 +21,7 @@
 #include "preload/ptrmap.h"
 #include "preload/record.h"
 #include "preload/ring.h"
+#include "preload/selftime.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
 
@@ -493,7 +494,9 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	int nargs = shim_cfg.args ? L->nparams : 0;
 	struct r_arg args[MAX_ARGS];
 	struct r_ptr ptrs[MAX_PTRS];
+	uint64_t t0 = selftime_start();
 	int np = nargs ? scan_ptrs(L, l, args, ptrs) : 0;
+	selftime_add(ST_ARGS, t0);
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		/* calibration only: fingerprints before the launch */
 		probe_n = 0;
@@ -533,7 +536,10 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	probe_n = 0;
 
 	uint32_t site = 0;
-	int inh = 0, has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+	int inh = 0;
+	t0 = selftime_start();
+	int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+	selftime_add(ST_SITES, t0);
 	uint32_t coll[NCCL_MAX_IDS];
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
 	size_t len =
@@ -823,7 +829,10 @@ static void on_mem(const CUpti_CallbackData *cb, enum api_idx api)
 		return;
 	}
 	uint32_t site = 0;
-	int inh = 0, has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+	int inh = 0;
+	uint64_t t0 = selftime_start();
+	int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+	selftime_add(ST_SITES, t0);
 	struct r_mem *r = ring_reserve(sizeof(*r));
 	if (!r)
 		return;
@@ -1029,6 +1038,8 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 	(void)ud;
 	if (!shim_enter())
 		return;
+	uint64_t t0 = selftime_start();
+	enum st_part part = ST_CB_OTHER;
 	if (dom == CUPTI_CB_DOMAIN_DRIVER_API && id < 1024 && cbid_to_api[id] >= 0) {
 		const CUpti_CallbackData *cb = data;
 		enum api_idx a = (enum api_idx)cbid_to_api[id];
@@ -1041,18 +1052,23 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 			    (int)*(const CUresult *)cb->functionReturnValue);
 		}
 		if (a <= A_cuLaunchCooperativeKernel_ptsz) {
+			part = ST_CB_LAUNCH;
 			if (shim_recording())
 				on_launch(cb, a);
 		} else if (a <= A_cuMemUnmap) {
+			part = ST_CB_ALLOC;
 			if (a == A_cuGraphLaunch || a == A_cuGraphLaunch_ptsz)
 				; /* its kernels come as activity records */
 			else
 				on_alloc(cb, a); /* always: the map must stay true */
 		} else if (a <= A_cuMemsetD32Async_ptsz) {
+			part = ST_CB_MEM;
 			if (shim_recording())
 				on_mem(cb, a);
-		} else if (shim_recording()) {
-			on_sync(cb, a);
+		} else {
+			part = ST_CB_SYNC;
+			if (shim_recording())
+				on_sync(cb, a);
 		}
 	} else if (dom == CUPTI_CB_DOMAIN_NVTX) {
 		on_nvtx(id, data);
@@ -1065,6 +1081,7 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 		if (p_cuptiActivityFlushAll && !ctx_dead)
 			p_cuptiActivityFlushAll(1);
 	}
+	selftime_add(part, t0);
 	shim_leave();
 }
 
@@ -1125,6 +1142,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 {
 	(void)stream;
 	shim_enter();
+	uint64_t t0 = selftime_start();
 	CUpti_Activity *rec = NULL;
 	while (valid && p_cuptiActivityGetNextRecord(buf, valid, &rec) == CUPTI_SUCCESS) {
 		switch (rec->kind) {
@@ -1169,6 +1187,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 		writer_count_activity_drop(dropped);
 	free(buf);
 	(void)size;
+	selftime_add(ST_ACTIVITY, t0);
 	shim_leave();
 }
 

@@ -23,6 +23,7 @@
 #include "preload/cupti.h"
 #include "preload/ptrmap.h"
 #include "preload/ring.h"
+#include "preload/selftime.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
 
@@ -135,6 +136,7 @@ static void finish(const char *reason)
 	shim_enter_thread();
 	cupti_flush();
 	writer_flush(1, cupti_context_dead() && !strcmp(reason, "exit") ? "cuda-error" : reason);
+	selftime_report();
 }
 
 static void at_exit(void)
@@ -335,6 +337,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 	shim_enter_thread();
 	t_start = shim_now_ns();
 	config_load(&shim_cfg, env_lookup, &cfg_msgs);
+	selftime_on = shim_cfg.selftime;
 	for (int i = 0; i < cfg_msgs.n; i++)
 		shim_say("%s", cfg_msgs.msg[i]);
 	if (shim_cfg.delay_s > 0)

@@ -13,9 +13,10 @@
  *   - any other thread (PyTorch's autograd threads, a second Python thread) is never made to
  *     wait: it inherits the last Python site seen in the process, and the launch says so.
  * Walking: innermost frame outwards, up to 64 frames, keeping the innermost library frame for
- * context and the first `depth` user frames (user = not site-packages, dist-packages, the
- * standard library or <frozen ...>). The key of a stack is a hash of its (code object,
- * instruction offset) pairs; a hash table maps keys to site ids, and only a new key costs
+ * context, the innermost model frame (a library outside torch and the standard library:
+ * transformers, timm, torchvision) and the first `depth` user frames (user = not site-packages,
+ * dist-packages, the standard library or <frozen ...>). The key of a stack is a hash of its (code
+ * object, instruction offset) pairs; a hash table maps keys to site ids, and only a new key costs
  * string work. Code objects in the table are kept alive (Py_IncRef) so an address is never
  * reused for other code.
  * Native programs: unw_backtrace from libunwind, opened RTLD_LOCAL (its _Unwind_* symbols must
@@ -93,6 +94,7 @@ static _Atomic uint32_t last_py_site; /* id + 1; 0 = none */
 struct code_ent {
 	_Atomic(void *) code;
 	int user;
+	int model; /* a library frame outside torch and the standard library (see is_model_file) */
 	char file[256];
 	char name[128];
 };
@@ -209,6 +211,19 @@ static int is_user_file(const char *f)
 	return 1;
 }
 
+/* A library file that is the model's code: site-packages or dist-packages, not torch's own
+ * package (transformers, timm, torchvision, a user's installed package). */
+static int is_model_file(const char *f)
+{
+	const char *p = strstr(f, "/site-packages/");
+	if (!p)
+		p = strstr(f, "/dist-packages/");
+	if (!p)
+		return 0;
+	p = strchr(p + 1, '/') + 1;
+	return strncmp(p, "torch/", 6) != 0;
+}
+
 static void code_str(void *code, const char *attr, char *out, size_t outsz)
 {
 	PyObject *o = py.Object_GetAttrString(code, attr);
@@ -257,6 +272,7 @@ static struct code_ent *code_get(void *code)
 			if (!strcmp(e->name, "?"))
 				code_str(code, "co_name", e->name, sizeof(e->name));
 			e->user = is_user_file(e->file);
+			e->model = !e->user && is_model_file(e->file);
 			py.IncRef(code);
 			atomic_store_explicit(&e->code, code, memory_order_release);
 			break;
@@ -272,23 +288,28 @@ struct pyframe {
 };
 
 /*
- * Chooses the frames a site keeps (the innermost library frame, then up to depth user frames),
- * finds or makes the site, and returns its id. Frames are innermost first. Any thread.
+ * Chooses the frames a site keeps: the innermost library frame (the op's own code, torch's
+ * functional.py for example), the innermost model frame when that is another one
+ * (transformers' GPT2Block.forward that called torch's LayerNorm), then up to depth user
+ * frames; finds or makes the site, and returns its id. Frames are innermost first. Any thread.
  */
 static int site_of(struct pyframe *all, int n, uint32_t *site)
 {
 	struct pyframe fr[24];
-	int k = 0, users = 0, have_lib = 0;
+	int k = 0, users = 0, have_lib = 0, have_model = 0;
 	uint64_t key = 0x1234;
 	for (int i = 0; i < n && users < depth && k < 24; i++) {
-		if (!all[i].ce->user && have_lib)
+		const struct code_ent *ce = all[i].ce;
+		if (!ce->user && have_lib && (have_model || !ce->model))
 			continue;
 		fr[k++] = all[i];
-		key = mix(mix(key, (uint64_t)(uintptr_t)all[i].ce), (uint64_t)all[i].lasti);
-		if (all[i].ce->user)
+		key = mix(mix(key, (uint64_t)(uintptr_t)ce), (uint64_t)all[i].lasti);
+		if (ce->user)
 			users++;
 		else
 			have_lib = 1;
+		if (ce->model)
+			have_model = 1;
 	}
 	if (!users)
 		return 0;

@@ -4,7 +4,8 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
   MODE: bare | shim | profiler (the caller sets LD_PRELOAD and AICPROF_* for the shim modes;
         profiler wraps the run in torch.profiler with CPU and CUDA activities)
   WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
-        200 rounds) or a sample's path, run with ARGS through runpy; the sample prints
+        200 rounds), oopdeep (the same loop called 40 Python frames deep, as a model's
+        modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
         "step_ms X" (median step after warm-up).
 Prints one JSON line: {"mode":..,"what":..,"us_per_launch" or "step_ms":..}.
 """
@@ -23,7 +24,7 @@ if mode == "profiler":
 
     ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
 
-if what == "oop":
+if what in ("oop", "oopdeep"):
     import torch
 
     a = torch.full((256, 256), 0.999, device="cuda")
@@ -39,10 +40,13 @@ if what == "oop":
         torch.cuda.synchronize()
         return (time.perf_counter() - t) / 100 * 1e6
 
+    def deep(k):
+        return deep(k - 1) if k else statistics.median(rnd() for _ in range(200))
+
     with ctx:
         for _ in range(20):
             rnd()
-        us = statistics.median(rnd() for _ in range(200))
+        us = deep(40) if what == "oopdeep" else statistics.median(rnd() for _ in range(200))
     print(json.dumps({"mode": mode, "what": what, "us_per_launch": round(us, 3)}))
 else:
     sys.argv = [what] + sys.argv[3:]

@@ -1,0 +1,93 @@
+#!/bin/sh
+# What the shim costs, part by part, on programs that look like users' (docs/perf.md, the
+# overhead issue). Every mode runs tests/gpu/bench_step.py in its own process; the modes are
+# interleaved, OVH_ROUNDS rounds (default 3), pinned to OVH_CPUS (taskset) when set; the table in docs/perf.md takes the medians.
+#   bare       no shim
+#   async      no shim, PyTorch's allocator switched to cudaMallocAsync as the shim does: what
+#              the switch itself costs, with nothing recorded
+#   shim       defaults
+#   alloc0     AICPROF_ALLOC_BACKEND=0 (PyTorch's caching allocator left alone)
+#   args0      AICPROF_ARGS=0 (no parameter scan)
+#   attrib0    AICPROF_ATTRIB=0 (no source lines)
+#   min        all three off: CUPTI's callbacks and activity records only
+#   cbonly     min and AICPROF_ACTIVITY=0: CUPTI's callbacks only
+#   profiler   torch.profiler with CPU and CUDA activities
+# Then one run of each workload under the shim with AICPROF_SELFTIME=1 (the shim's own parts,
+# per call), whose "self time" lines go to the log.
+#   device run: sh tests/gpu/overhead.sh   ($OUT gets overhead.log and overhead.jsonl)
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+OUT=${OUT:-$top/build/overhead-out}
+W=$OUT/w
+mkdir -p "$W"
+export PYTHONUNBUFFERED=1
+CUDA_HOME=${CUDA_HOME:-$(ls -d /usr/local/cuda-13* /usr/local/cuda 2>/dev/null | head -1)}
+export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
+SHIM=$top/build/libaicprof.so
+PY=${PYTHON:-python3}
+J=$OUT/overhead.jsonl
+{
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+git log -1 --format='tree of %h' 2>/dev/null
+[ -f "$SHIM" ] || make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" build/libaicprof.so 2>&1 | tail -2
+PIN=
+[ -n "${OVH_CPUS:-}" ] && PIN="taskset -c $OVH_CPUS"
+run() { # mode workload...
+	m=$1
+	shift
+	case $m in
+	bare | profiler) $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
+	async) PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
+	*)
+		case $m in
+		shim) e= ;;
+		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
+		args0) e=AICPROF_ARGS=0 ;;
+		attrib0) e=AICPROF_ATTRIB=0 ;;
+		min) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
+		cbonly) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0 AICPROF_ACTIVITY=0" ;;
+		st) e=AICPROF_SELFTIME=1 ;;
+		esac
+		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
+	esac
+}
+for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
+	for m in ${OVH_MODES:-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
+		for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
+			case $w in gpt2) a="samples/gpt2_train.py --steps 20" ;; *) a=$w ;; esac
+			run "$m" $a 2>>"$W/err" | sed "s/^{/{\"round\":$r,/" | tee -a "$J"
+		done
+	done
+done
+echo "== self time (AICPROF_SELFTIME=1, one run each)"
+for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
+	case $w in gpt2) a="samples/gpt2_train.py --steps 20" ;; *) a=$w ;; esac
+	echo "# $w: $(run st $a 2>"$W/st.err")"
+	grep 'self time' "$W/st.err"
+done
+tail -5 "$W/err"
+} >"$OUT/overhead.log" 2>&1
+rm -rf "$W"
+python3 - "$J" <<'PY' >>"$OUT/overhead.log"
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+what = sorted({r["what"] for r in rows})
+modes = []
+for r in rows:
+    if r["mode"] not in modes:
+        modes.append(r["mode"])
+print("== medians (%d rows)" % len(rows))
+for w in what:
+    key = "us_per_launch" if w.startswith("oop") else "step_ms"
+    base = None
+    for m in modes:
+        v = [r[key] for r in rows if r["what"] == w and r["mode"] == m and r.get(key)]
+        if not v:
+            continue
+        med = statistics.median(v)
+        base = med if m == "bare" else base
+        add = "" if base is None or m == "bare" else " (%+.2f, %+.0f%%)" % (med - base, (med / base - 1) * 100)
+        print("# %-28s %-9s %s median %.3f%s" % (w.split("/")[-1], m, " ".join("%.2f" % x for x in v), med, add))
+PY
+grep -E '^(#|==)' "$OUT/overhead.log" | tail -60
