@@ -638,9 +638,7 @@ static void gview_merge_runs(struct gview *gv, const struct rmodel *m, double sm
 	free(map);
 }
 
-/* Drawing ops: drops the edges between vertices more than GVIEW_NEAR apart in step order,
- * except round trips a finding saves (counted in gv->far). */
-static void gview_drop_far(struct gview *gv)
+void gview_drop_far(struct gview *gv)
 {
 	int *pos = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
 	int *order = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
@@ -710,6 +708,14 @@ void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_s
 void gview_build_ops(struct gview *gv, const struct rmodel *m, double small_share, int max_boxes)
 {
 	gview_build_folded(gv, m, small_share, 0, GVIEW_FOLD_OPS);
+	int grouped = gv->nr_folds > 0;
+	for (int i = 0; i < gv->nr && !grouped; i++)
+		grouped = gv->v[i].op;
+	if (!grouped) { /* no op or layer to draw: the kernels, as gview_build_folded(1) */
+		gview_release(gv);
+		gview_build_folded(gv, m, small_share, 0, 1);
+		return;
+	}
 	for (double share = 2 * small_share; gv->nr > max_boxes && share <= 0.08; share *= 2) {
 		gview_release(gv);
 		gview_build_folded(gv, m, share, 0, GVIEW_FOLD_OPS);

@@ -89,9 +89,17 @@ void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_s
  * to fit in about max_boxes vertices: while it has more, what counts as small doubles (up to
  * 8% of the step); when it still has more, the vertices that follow each other in step order
  * within one candidate are merged too (their round trips then inside one box); when it still
- * has more, small vertices of findings past the tenth merge with the small ones. Never fails.
+ * has more, small vertices of findings past the tenth merge with the small ones. When no op
+ * has several kernels and no layer repeats, it is gview_build_folded(..., 1). Never fails.
  */
 void gview_build_ops(struct gview *gv, const struct rmodel *m, double small_share, int max_boxes);
+/*
+ * Drops gv's edges between vertices more than GVIEW_NEAR apart in step order (the vertices'
+ * first nodes), except round trips a finding saves, counting them in gv->far, and marks gv
+ * drawn as ops (ops 1: ranks follow the step's order, findings marked, not boxed). Done by
+ * GVIEW_FOLD_OPS; a caller may do it to a plain view to make its layout cheap. Never fails.
+ */
+void gview_drop_far(struct gview *gv);
 void gview_release(struct gview *gv);
 
 /*

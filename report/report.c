@@ -89,13 +89,16 @@ static int draw_expanded(const struct rmodel *m, const struct gview *whole, doub
 	struct strbuf why = STRBUF_INIT;
 	struct gview each;
 	gview_build(&each, m, 0, 0);
+	gview_drop_far(&each);
 	int r = gview_render_wide(&each, m, svg, budget, &why);
+	int far = each.far;
 	gview_release(&each);
 	if (!r) {
 		strbuf_addf(note,
 		            "<span>the step drawn in full: <a href=\"graph-all.svg\">all %d "
-		            "ops</a>, one box each</span>",
-		            m->nr_nodes);
+		            "ops</a>, one box each, in step order (%d edges between ops far apart "
+		            "in it left out; graph.dot has them)</span>",
+		            m->nr_nodes, far);
 		strbuf_release(&why);
 		return 0;
 	}
