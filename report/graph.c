@@ -15,6 +15,17 @@
  * leads to what, a kept vertex that reached another kept vertex only through left-out ones gets
  * an "elided" edge to it (found by a depth-first walk through the left-out vertices).
  *
+ * Ops (GVIEW_FOLD_OPS, the report's default drawing of a real step): the nodes are read in
+ * step order as units, each a run of consecutive nodes of one op at one model line (op_key()),
+ * and repeats are folded over the units' keys, so a layer folds even where its kernels differ
+ * by shape or algorithm; a unit of several kernels is one vertex (op 1). Then runs of small
+ * vertices that follow each other in step order merge whatever edges join them, edges between
+ * vertices far apart in step order are dropped (they are what pulls a layout wide), and the
+ * drawing ranks the vertices in step order (an invisible edge from each to the next). A
+ * candidate's members are marked "#rank" rather than boxed, and an edge whose two ends lie in
+ * one candidate (a round trip through VRAM that its fusion saves) is drawn orange.
+ * gview_build_ops() coarsens this until about the number of boxes asked for is reached.
+ *
  * Drawing: cgraph builds the graph (one subgraph "cluster_<rank>" per candidate, so dot draws a
  * box around it), agwrite gives the DOT text before layout, and gvc lays it out with "dot" and
  * renders SVG into memory. Nodes are filled on a pale-to-red scale by the square root of their

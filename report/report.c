@@ -186,6 +186,14 @@ int report_write_all(const char *dir)
 	else if (want_top && !top_ok)
 		warning("the top %d view of the step graph is not drawn: %s", REPORT_TOP_N,
 		        top_why.buf ? top_why.buf : "graphviz failed");
+	if (all.ops)
+		strbuf_addf(&each_note,
+		            "<span>double border: the kernels of one op at one model line (or one "
+		            "framework op), drawn as one box</span><span>#N: the kernel belongs to "
+		            "finding #N; orange edge: a round trip through VRAM that the finding "
+		            "saves</span><span>boxes in step order; %d edges between ops far apart "
+		            "in it are not drawn</span>",
+		            all.far);
 	int each_ok = fold && (all.nr_folds || all.nr < whole.nr) &&
 	              draw_expanded(&m, &whole, budget, &each_svg, &each_note) == 0;
 
@@ -196,7 +204,7 @@ int report_write_all(const char *dir)
 	    .all_svg = graph_ok ? svg.buf : NULL,
 	    .top = top_ok ? &top : NULL,
 	    .top_svg = top_ok ? top_svg.buf : NULL,
-	    .expanded_note = each_note.len ? each_note.buf : NULL,
+	    .graph_legend = each_note.len ? each_note.buf : NULL,
 	};
 	html_write(&in, &html);
 	perfetto_write(&m, &perfetto);
