@@ -1103,7 +1103,7 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(ae, "penwidth", "2.5");
 			strbuf_reset(&sb);
 			if (e->bytes > 0)
-				strbuf_addf(&sb, "%s saved", fmt_bytes(e->bytes, b));
+				strbuf_addf(&sb, "%s round trip", fmt_bytes(e->bytes, b));
 			set(ae, "label", sb.buf);
 			strbuf_reset(&sb);
 			strbuf_addf(&sb, "a round trip through VRAM that finding #%d saves",
