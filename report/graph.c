@@ -46,12 +46,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MULTI            (-2)
-#define TOP_NEIGHBOURS   3  /* neighbours kept on each side of each top vertex */
-#define TOP_ELIDED       3  /* elided edges from one kept vertex, to the nearest kept ones */
-#define GVIEW_LABEL_MAX  28 /* characters of a kernel name in its box; the tooltip has it all */
-#define GVIEW_NEAR       4  /* vertices apart in step order beyond which an edge sets no rank */
-#define GVIEW_KEEP_CANDS 10 /* gview_build_ops, last resort: findings past this rank may merge */
+#define MULTI           (-2)
+#define TOP_NEIGHBOURS  3  /* neighbours kept on each side of each top vertex */
+#define TOP_ELIDED      3  /* elided edges from one kept vertex, to the nearest kept ones */
+#define GVIEW_LABEL_MAX 28 /* characters of a kernel name in its box; the tooltip has it all */
+#define GVIEW_NEAR      4  /* vertices apart in step order beyond which an edge sets no rank */
 
 /* The unique distinct neighbour, -1 when none, MULTI when several. */
 static void note_neighbour(int *slot, int who)

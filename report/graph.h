@@ -64,7 +64,8 @@ struct gview {
  */
 void gview_build(struct gview *gv, const struct rmodel *m, double small_share, int top_n);
 
-#define GVIEW_FOLD_OPS 2 /* gview_build_folded: ops at model lines, then repeats of them */
+#define GVIEW_FOLD_OPS   2  /* gview_build_folded: ops at model lines, then repeats of them */
+#define GVIEW_KEEP_CANDS 10 /* gview_build_ops, last resort: findings past this rank may merge */
 
 /*
  * Like gview_build, but first folds repeats when fold is 1: the nodes are read in step order
@@ -80,7 +81,11 @@ void gview_build(struct gview *gv, const struct rmodel *m, double small_share, i
  * else the same framework op, forward and backward apart) becomes one unit, drawn as one vertex
  * (op 1, its nodes its members) when it has several nodes; then repeats are folded as above
  * over the sequence of units, compared by their model line or op (so that layers whose kernels
- * differ by shape or algorithm still fold). Never fails.
+ * differ by shape or algorithm still fold); then runs of small vertices in step order merge
+ * and edges between vertices far apart in step order are dropped (gview_drop_far). There,
+ * top_n -1 also merges the runs of one candidate, and -2 besides lets the small vertices of
+ * findings past the GVIEW_KEEP_CANDS-th merge (gview_build_ops's coarser levels; no cut).
+ * Never fails.
  */
 void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_share, int top_n,
                         int fold);
