@@ -34,7 +34,7 @@
 #define REPORT_TOP_N       30
 #define REPORT_TOP_MIN     60
 #define REPORT_TOP_LEAST   8   /* the top view's N is never cut below this */
-#define REPORT_FIT_PT      960 /* widest top drawing whose 12 pt labels stay ~11 px at fit */
+#define REPORT_FIT_PT      940 /* widest drawing whose 12 pt labels stay 11 px at fit (872 px) */
 #define REPORT_FOLD_MIN    30  /* nodes above which the drawings are of ops, repeats folded */
 #define REPORT_BOXES_MAX   60  /* boxes the drawing of ops aims at: small ones merge past it */
 
