@@ -15,6 +15,17 @@
  * leads to what, a kept vertex that reached another kept vertex only through left-out ones gets
  * an "elided" edge to it (found by a depth-first walk through the left-out vertices).
  *
+ * Ops (GVIEW_FOLD_OPS, the report's default drawing of a real step): the nodes are read in
+ * step order as units, each a run of consecutive nodes of one op at one model line (op_key()),
+ * and repeats are folded over the units' keys, so a layer folds even where its kernels differ
+ * by shape or algorithm; a unit of several kernels is one vertex (op 1). Then runs of small
+ * vertices that follow each other in step order merge whatever edges join them, edges between
+ * vertices far apart in step order are dropped (they are what pulls a layout wide), and the
+ * drawing ranks the vertices in step order (an invisible edge from each to the next). A
+ * candidate's members are marked "#rank" rather than boxed, and an edge whose two ends lie in
+ * one candidate (a round trip through VRAM that its fusion saves) is drawn orange.
+ * gview_build_ops() coarsens this until about the number of boxes asked for is reached.
+ *
  * Drawing: cgraph builds the graph (one subgraph "cluster_<rank>" per candidate, so dot draws a
  * box around it), agwrite gives the DOT text before layout, and gvc lays it out with "dot" and
  * renders SVG into memory. Nodes are filled on a pale-to-red scale by the square root of their
@@ -39,6 +50,7 @@
 #define TOP_NEIGHBOURS  3  /* neighbours kept on each side of each top vertex */
 #define TOP_ELIDED      3  /* elided edges from one kept vertex, to the nearest kept ones */
 #define GVIEW_LABEL_MAX 28 /* characters of a kernel name in its box; the tooltip has it all */
+#define GVIEW_NEAR      4  /* vertices apart in step order beyond which an edge sets no rank */
 
 /* The unique distinct neighbour, -1 when none, MULTI when several. */
 static void note_neighbour(int *slot, int who)
@@ -91,6 +103,9 @@ static void gview_merge_edges(struct gview *gv)
 				gv->e[w - 1].bytes =
 				    (gv->e[w - 1].bytes < 0 ? 0 : gv->e[w - 1].bytes) +
 				    gv->e[r].bytes;
+			if (gv->e[r].saved &&
+			    (!gv->e[w - 1].saved || gv->e[r].saved < gv->e[w - 1].saved))
+				gv->e[w - 1].saved = gv->e[r].saved;
 			continue;
 		}
 		gv->e[w++] = gv->e[r];
@@ -101,12 +116,22 @@ static void gview_merge_edges(struct gview *gv)
 /*
  * The fold of the model's nodes (see gview_build_folded): rep[i] is the node drawn for node i
  * (i itself outside a repeat), fold[i] the gfold holding i or -1, copy[i] its copy's number
- * within that fold; us[i] the time a drawn node stands for (its copies' sum).
+ * within that fold; us[i] the time a drawn node stands for (its copies' sum). A drawn node i
+ * stands for the glen[i] nodes from i on (an op's run; 1 outside GVIEW_FOLD_OPS), cand[i] the
+ * first candidate among them or -1.
  */
 struct nodefold {
-	int *rep, *fold, *copy;
+	int *rep, *fold, *copy, *glen, *cand;
 	double *us;
 };
+
+/* The finding whose fusion saves edge e's round trip (both ends in one candidate): its rank,
+ * or 0. */
+static int saved_rank(const struct rmodel *m, const struct redge *e)
+{
+	int c = m->nodes[e->from].cand;
+	return c >= 0 && c < m->nr_cands && c == m->nodes[e->to].cand ? m->cand_rank[c] : 0;
+}
 
 /* Drops edge e when it joins two different copies of one fold; else maps it onto the drawn
  * nodes (a, b). */
@@ -130,7 +155,7 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 	char *small = xcalloc((size_t)n + 1, 1);
 	for (int i = 0; i < n; i++) {
 		succ[i] = pred[i] = vert[i] = -1;
-		small[i] = (char)is_small(m, i, small_share);
+		small[i] = (char)(is_small(m, i, small_share) && nf->cand[i] < 0);
 		if (nf->us[i] >= 0 && m->step_us > 0 && nf->us[i] >= small_share * m->step_us)
 			small[i] = 0;
 	}
@@ -161,23 +186,37 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 		}
 		int v = gvert_add(gv, i, 0, -1);
 		struct gvert *gvv = &gv->v[v];
-		gvv->count = len;
 		gvv->fold = nf->fold[i];
-		gvv->members = xmalloc(sizeof(int) * (size_t)len);
 		cur = i;
+		int total = 0;
+		for (int k = 0; k < len; k++, cur = succ[cur])
+			total += nf->glen[cur];
+		gvv->count = total;
+		gvv->members = xmalloc(sizeof(int) * (size_t)total);
+		cur = i;
+		total = 0;
 		for (int k = 0; k < len; k++) {
-			gvv->members[k] = cur;
+			for (int j = 0; j < nf->glen[cur]; j++)
+				gvv->members[total++] = cur + j;
 			gvv->us += nf->us[cur];
 			vert[cur] = v;
 			cur = succ[cur];
 		}
-		gv->collapsed += len;
+		gv->collapsed += total;
 	}
 	/* Pass 2: every other drawn node is its own vertex, in the model's order. */
 	for (int i = 0; i < n; i++)
 		if (vert[i] < 0 && nf->rep[i] == i) {
-			int v = gvert_add(gv, i, nf->us[i], m->nodes[i].cand);
-			gv->v[v].fold = nf->fold[i];
+			int v = gvert_add(gv, i, nf->us[i], nf->cand[i]);
+			struct gvert *gvv = &gv->v[v];
+			gvv->fold = nf->fold[i];
+			if (nf->glen[i] > 1) {
+				gvv->op = 1;
+				gvv->count = nf->glen[i];
+				gvv->members = xmalloc(sizeof(int) * (size_t)nf->glen[i]);
+				for (int j = 0; j < nf->glen[i]; j++)
+					gvv->members[j] = i + j;
+			}
 			vert[i] = v;
 		}
 	for (int i = 0; i < n; i++)
@@ -193,7 +232,7 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 		if (a == b)
 			continue;
 		ALLOC_GROW(gv->e, gv->nr_e, gv->alloc_e);
-		gv->e[gv->nr_e++] = (struct gedge){a, b, e->bytes, 0};
+		gv->e[gv->nr_e++] = (struct gedge){a, b, e->bytes, 0, saved_rank(m, e)};
 	}
 	gview_merge_edges(gv);
 	free(succ);
@@ -203,6 +242,13 @@ static void gview_collapse(struct gview *gv, const struct rmodel *m, double smal
 }
 
 static const struct gview *sort_view;
+
+/* By the step order of the vertices' first nodes. */
+static int by_step_order(const void *a, const void *b)
+{
+	int x = sort_view->v[*(const int *)a].node, y = sort_view->v[*(const int *)b].node;
+	return x < y ? -1 : x > y;
+}
 
 static int by_time_desc(const void *a, const void *b)
 {
@@ -233,7 +279,7 @@ static void add_elided(const struct gview *gv, const char *keep, int v, int *fir
 			seen[w] = 1;
 			if (keep[w]) {
 				ALLOC_GROW(*out, *nr, *alloc);
-				(*out)[(*nr)++] = (struct gedge){v, w, -1, 1};
+				(*out)[(*nr)++] = (struct gedge){v, w, -1, 1, 0};
 				added++;
 			} else {
 				stack[tail++] = w;
@@ -336,7 +382,7 @@ static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
 		int a = map[gv->e[k].from], b = map[gv->e[k].to];
 		if (a < 0 || b < 0)
 			continue;
-		gv->e[we++] = (struct gedge){a, b, gv->e[k].bytes, gv->e[k].elided};
+		gv->e[we++] = (struct gedge){a, b, gv->e[k].bytes, gv->e[k].elided, gv->e[k].saved};
 	}
 	gv->nr_e = we;
 	gview_merge_edges(gv);
@@ -346,43 +392,147 @@ static void gview_top(struct gview *gv, const struct rmodel *m, int top_n)
 	free(map);
 }
 
-/* FNV-1a of a node's name and kind: the symbol the fold compares. */
-static uint64_t name_hash(const struct rnode *n)
+/* FNV-1a of s, continuing from h. */
+static uint64_t fnv(uint64_t h, const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const char *p = n->name; *p; p++)
+	for (const char *p = s ? s : ""; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	h = (h ^ 0xff) * 1099511628211ull;
-	for (const char *p = n->kind ? n->kind : ""; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
-	return h;
+	return (h ^ 0xff) * 1099511628211ull;
+}
+
+/*
+ * The op key of node i (see gview_build_folded), into key: "L file:line" (" B" added for a line
+ * derived from the forward) when the model's line is known and is not the user's own line,
+ * else "O op" (" B" for a backward kernel) from torch_op or op; 0 (key empty) when neither
+ * is known, or the op is "unknown"/"other".
+ */
+static int op_key(const struct rmodel *m, int i, struct strbuf *key)
+{
+	const cJSON *j = m->nodes[i].json;
+	const cJSON *ms = jobj(j, "model_site"), *us = jobj(j, "user_site");
+	const char *mf = jstr(ms, "file"), *uf = jstr(us, "file");
+	double ml = -1, ul = -2;
+	strbuf_reset(key);
+	if (mf && jnum(ms, "line", &ml) &&
+	    !(uf && jnum(us, "line", &ul) && ul == ml && !strcmp(uf, mf))) {
+		const cJSON *d = cJSON_GetObjectItemCaseSensitive(ms, "derived");
+		strbuf_addf(key, "L %s:%.0f%s", mf, ml, cJSON_IsTrue(d) ? " B" : "");
+		return 1;
+	}
+	const char *op = jstr(j, "torch_op");
+	if (!op || !strcmp(op, "unknown") || !strcmp(op, "other"))
+		op = m->nodes[i].op;
+	if (!op || !strcmp(op, "unknown") || !strcmp(op, "other"))
+		return 0;
+	const cJSON *bw = cJSON_GetObjectItemCaseSensitive(j, "backward");
+	strbuf_addf(key, "O %s%s", op, cJSON_IsTrue(bw) ? " B" : "");
+	return 1;
+}
+
+/*
+ * The units the fold compares, in step order: single nodes (fold 1), or ops' runs
+ * (GVIEW_FOLD_OPS). Unit u is the len[u] nodes from first[u]; key[u] is what two units must
+ * share to match (a node's name, or its op key), sym[u] its hash; owned.
+ */
+struct units {
+	int n;
+	int *first, *len;
+	char **key;
+	uint64_t *sym;
+};
+
+static void units_build(struct units *u, const struct rmodel *m, int ops)
+{
+	int n = m->nr_nodes;
+	u->n = 0;
+	u->first = xmalloc(sizeof(int) * (size_t)(n + 1));
+	u->len = xmalloc(sizeof(int) * (size_t)(n + 1));
+	u->key = xmalloc(sizeof(char *) * (size_t)(n + 1));
+	u->sym = xmalloc(sizeof(uint64_t) * (size_t)(n + 1));
+	struct strbuf key = STRBUF_INIT;
+	for (int i = 0; i < n; i++) {
+		int keyed = ops && op_key(m, i, &key);
+		if (keyed && u->n && u->key[u->n - 1][0] != 'N' &&
+		    u->first[u->n - 1] + u->len[u->n - 1] == i &&
+		    !strcmp(u->key[u->n - 1], key.buf)) {
+			u->len[u->n - 1]++;
+			continue;
+		}
+		if (!keyed) {
+			strbuf_reset(&key);
+			strbuf_addf(&key, "N %s", m->nodes[i].name);
+		}
+		u->first[u->n] = i;
+		u->len[u->n] = 1;
+		u->key[u->n] = xstrdup(key.buf);
+		u->sym[u->n] =
+		    fnv(fnv(1469598103934665603ull, key.buf), ops ? "" : m->nodes[i].kind);
+		u->n++;
+	}
+	strbuf_release(&key);
+}
+
+static void units_release(struct units *u)
+{
+	for (int k = 0; k < u->n; k++)
+		free(u->key[k]);
+	free(u->first);
+	free(u->len);
+	free(u->key);
+	free(u->sym);
 }
 
 #define FOLD_PERIOD_MAX 2000 /* longest repeated sequence looked for */
 
-/* 1 when the p names from a equal the p names from b (hash first, then the names). */
-static int same_run(const struct rmodel *m, const uint64_t *pre, const uint64_t *pw,
-                    const uint64_t *sym, int a, int b, int p)
+/* 1 when the p units from a equal the p units from b (hash first, then the keys). */
+static int same_run(const struct units *u, const uint64_t *pre, const uint64_t *pw, int a, int b,
+                    int p)
 {
 	if (pre[a + p] - pre[a] * pw[p] != pre[b + p] - pre[b] * pw[p])
 		return 0;
 	for (int k = 0; k < p; k++)
-		if (sym[a + k] != sym[b + k] || strcmp(m->nodes[a + k].name, m->nodes[b + k].name))
+		if (u->sym[a + k] != u->sym[b + k] || strcmp(u->key[a + k], u->key[b + k]))
 			return 0;
 	return 1;
 }
 
-static void gview_fold(struct gview *gv, const struct rmodel *m, struct nodefold *nf)
+/* Maps the nodes of unit x onto the head of unit r0 (fold f, copy c; f -1 outside folds). */
+static void map_unit(struct gview *gv, const struct rmodel *m, const struct units *u,
+                     struct nodefold *nf, int x, int r0, int f, int c)
 {
-	int n = m->nr_nodes;
-	uint64_t *sym = xmalloc(sizeof(*sym) * (size_t)(n + 1));
+	int head = u->first[r0];
+	if (x == r0) {
+		nf->glen[head] = u->len[r0];
+		for (int j = 0; j < u->len[r0]; j++)
+			if (nf->cand[head] < 0)
+				nf->cand[head] = m->nodes[head + j].cand;
+	}
+	for (int j = 0; j < u->len[x]; j++) {
+		int node = u->first[x] + j;
+		double us = m->nodes[node].us;
+		nf->rep[node] = head;
+		nf->fold[node] = f;
+		nf->copy[node] = c;
+		if (f >= 0 && gv->folds[f].us >= 0)
+			gv->folds[f].us = us < 0 ? -1 : gv->folds[f].us + us;
+		if (node != head)
+			nf->us[head] = nf->us[head] < 0 || us < 0 ? -1 : nf->us[head] + us;
+		if (x != r0)
+			gv->folded++;
+	}
+}
+
+static void gview_fold(struct gview *gv, const struct rmodel *m, struct nodefold *nf, int fold)
+{
+	struct units u;
+	units_build(&u, m, fold == GVIEW_FOLD_OPS);
+	int n = u.n;
 	uint64_t *pre = xmalloc(sizeof(*pre) * (size_t)(n + 1));
 	uint64_t *pw = xmalloc(sizeof(*pw) * (size_t)(n + 1));
 	pre[0] = 0;
 	pw[0] = 1;
 	for (int i = 0; i < n; i++) {
-		sym[i] = name_hash(&m->nodes[i]);
-		pre[i + 1] = pre[i] * 1000003ull + sym[i];
+		pre[i + 1] = pre[i] * 1000003ull + u.sym[i];
 		pw[i + 1] = pw[i] * 1000003ull;
 	}
 	for (int i = 0; i < n;) {
@@ -390,8 +540,7 @@ static void gview_fold(struct gview *gv, const struct rmodel *m, struct nodefold
 		long best_cov = 0;
 		for (int p = 1; p <= FOLD_PERIOD_MAX && 2L * p <= n - i; p++) {
 			int r = 1;
-			while ((long)(r + 1) * p <= n - i &&
-			       same_run(m, pre, pw, sym, i, i + r * p, p))
+			while ((long)(r + 1) * p <= n - i && same_run(&u, pre, pw, i, i + r * p, p))
 				r++;
 			if (r >= 2 && (long)r * p > best_cov) {
 				best_cov = (long)r * p;
@@ -400,31 +549,129 @@ static void gview_fold(struct gview *gv, const struct rmodel *m, struct nodefold
 			}
 		}
 		if (!best_p) {
+			map_unit(gv, m, &u, nf, i, i, -1, 0);
 			i++;
 			continue;
 		}
 		ALLOC_GROW(gv->folds, gv->nr_folds, gv->alloc_folds);
-		struct gfold *f = &gv->folds[gv->nr_folds];
-		*f = (struct gfold){i, best_p, best_r, 0};
-		for (int k = 0; k < best_r * best_p; k++) {
-			int x = i + k, r0 = i + k % best_p;
-			nf->rep[x] = r0;
-			nf->fold[x] = gv->nr_folds;
-			nf->copy[x] = k / best_p;
-			double us = m->nodes[x].us;
-			if (f->us >= 0)
-				f->us = us < 0 ? -1 : f->us + us;
-			if (x != r0) {
-				nf->us[r0] = nf->us[r0] < 0 || us < 0 ? -1 : nf->us[r0] + us;
-				gv->folded++;
-			}
-		}
+		int kernels = 0;
+		for (int k = 0; k < best_p; k++)
+			kernels += u.len[i + k];
+		gv->folds[gv->nr_folds] = (struct gfold){u.first[i], best_p, best_r, kernels, 0};
+		for (int k = 0; k < best_r * best_p; k++)
+			map_unit(gv, m, &u, nf, i + k, i + k % best_p, gv->nr_folds, k / best_p);
 		gv->nr_folds++;
 		i += best_r * best_p;
 	}
-	free(sym);
+	units_release(&u);
 	free(pre);
 	free(pw);
+}
+
+/*
+ * Drawing ops: every run of two or more vertices that follow each other in step order, are
+ * each small (known time under small_share of the step, in no candidate) and lie in the same
+ * fold (or none) becomes one "N small kernels" vertex, whatever edges join them.
+ */
+static void gview_merge_runs(struct gview *gv, const struct rmodel *m, double small_share,
+                             int by_cand, int minor)
+{
+	int n = gv->nr;
+	int *order = xmalloc(sizeof(int) * (size_t)(n + 1));
+	int *map = xmalloc(sizeof(int) * (size_t)(n + 1));
+	for (int i = 0; i < n; i++)
+		order[i] = i;
+	sort_view = gv;
+	qsort(order, (size_t)n, sizeof(int), by_step_order);
+	sort_view = NULL;
+	struct gvert *nv = xcalloc((size_t)n + 1, sizeof(*nv));
+	int w = 0;
+	for (int k = 0; k < n;) {
+		int len = 1;
+		const struct gvert *a = &gv->v[order[k]];
+#define SMALL(v)                                                                                   \
+	((v)->us >= 0 && m->step_us > 0 && (v)->us < small_share * m->step_us &&                   \
+	 ((v)->cand < 0 || (minor && m->cand_rank[(v)->cand] > minor)))
+#define RUN(v) (by_cand ? (v)->cand >= 0 && (v)->cand == a->cand : SMALL(v))
+		if (RUN(a))
+			while (k + len < n && RUN(&gv->v[order[k + len]]) &&
+			       gv->v[order[k + len]].fold == a->fold)
+				len++;
+#undef RUN
+#undef SMALL
+		if (len < 2) {
+			map[order[k]] = w;
+			nv[w++] = gv->v[order[k]];
+			k++;
+			continue;
+		}
+		struct gvert *v = &nv[w];
+		*v = *a;
+		v->op = by_cand;
+		v->count = 0;
+		v->us = 0;
+		for (int j = 0; j < len; j++)
+			v->count += gv->v[order[k + j]].count;
+		v->members = xmalloc(sizeof(int) * (size_t)v->count);
+		int at = 0;
+		for (int j = 0; j < len; j++) {
+			struct gvert *x = &gv->v[order[k + j]];
+			if (x->members)
+				memcpy(v->members + at, x->members, sizeof(int) * (size_t)x->count);
+			else
+				v->members[at] = x->node;
+			if (!by_cand && (x->count == 1 || x->op))
+				gv->collapsed += x->count; /* a chain's were counted */
+			at += x->count;
+			v->us += x->us;
+			free(x->members);
+			map[order[k + j]] = w;
+		}
+		w++;
+		k += len;
+	}
+	free(gv->v);
+	gv->v = nv;
+	gv->nr = w;
+	gv->alloc = n + 1;
+	int we = 0;
+	for (int k = 0; k < gv->nr_e; k++) {
+		struct gedge e = gv->e[k];
+		e.from = map[e.from];
+		e.to = map[e.to];
+		if (e.from != e.to)
+			gv->e[we++] = e;
+	}
+	gv->nr_e = we;
+	gview_merge_edges(gv);
+	free(order);
+	free(map);
+}
+
+void gview_drop_far(struct gview *gv)
+{
+	int *pos = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
+	int *order = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
+	for (int i = 0; i < gv->nr; i++)
+		order[i] = i;
+	sort_view = gv;
+	qsort(order, (size_t)gv->nr, sizeof(int), by_step_order);
+	sort_view = NULL;
+	for (int k = 0; k < gv->nr; k++)
+		pos[order[k]] = k;
+	int w = 0;
+	for (int k = 0; k < gv->nr_e; k++) {
+		const struct gedge *e = &gv->e[k];
+		if (!e->saved && abs(pos[e->from] - pos[e->to]) > GVIEW_NEAR) {
+			gv->far++;
+			continue;
+		}
+		gv->e[w++] = *e;
+	}
+	gv->nr_e = w;
+	gv->ops = 1;
+	free(pos);
+	free(order);
 }
 
 void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_share, int top_n,
@@ -436,23 +683,56 @@ void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_s
 	nf.rep = xmalloc(sizeof(int) * (size_t)(n + 1));
 	nf.fold = xmalloc(sizeof(int) * (size_t)(n + 1));
 	nf.copy = xmalloc(sizeof(int) * (size_t)(n + 1));
+	nf.glen = xmalloc(sizeof(int) * (size_t)(n + 1));
+	nf.cand = xmalloc(sizeof(int) * (size_t)(n + 1));
 	nf.us = xmalloc(sizeof(double) * (size_t)(n + 1));
 	for (int i = 0; i < n; i++) {
 		nf.rep[i] = i;
 		nf.fold[i] = -1;
 		nf.copy[i] = 0;
+		nf.glen[i] = 1;
+		nf.cand[i] = fold == GVIEW_FOLD_OPS ? -1 : m->nodes[i].cand;
 		nf.us[i] = m->nodes[i].us;
 	}
 	if (fold)
-		gview_fold(gv, m, &nf);
+		gview_fold(gv, m, &nf, fold);
 	gview_collapse(gv, m, small_share, &nf);
+	if (fold == GVIEW_FOLD_OPS) {
+		if (top_n < 0)
+			gview_merge_runs(gv, m, small_share, 1, 0);
+		gview_merge_runs(gv, m, small_share, 0, top_n < -1 ? GVIEW_KEEP_CANDS : 0);
+		gview_drop_far(gv);
+	}
 	free(nf.rep);
 	free(nf.fold);
 	free(nf.copy);
+	free(nf.glen);
+	free(nf.cand);
 	free(nf.us);
 	if (top_n > 0 && gv->nr > top_n) {
 		gview_top(gv, m, top_n);
 		gv->top_n = top_n;
+	}
+}
+
+void gview_build_ops(struct gview *gv, const struct rmodel *m, double small_share, int max_boxes)
+{
+	gview_build_folded(gv, m, small_share, 0, GVIEW_FOLD_OPS);
+	int grouped = gv->nr_folds > 0;
+	for (int i = 0; i < gv->nr && !grouped; i++)
+		grouped = gv->v[i].op;
+	if (!grouped) { /* no op or layer to draw: the kernels, as gview_build_folded(1) */
+		gview_release(gv);
+		gview_build_folded(gv, m, small_share, 0, 1);
+		return;
+	}
+	for (double share = 2 * small_share; gv->nr > max_boxes && share <= 0.08; share *= 2) {
+		gview_release(gv);
+		gview_build_folded(gv, m, share, 0, GVIEW_FOLD_OPS);
+	}
+	for (int level = -1; level >= -2 && gv->nr > max_boxes; level--) {
+		gview_release(gv);
+		gview_build_folded(gv, m, fmax(small_share, 0.08), level, GVIEW_FOLD_OPS);
 	}
 }
 
@@ -553,6 +833,93 @@ static const char *cand_kind(const struct rmodel *m, int c)
 	return k ? k : "fusion";
 }
 
+/* Appends the model line of node n ("file.py:N", the file's last part) or its op, for a label. */
+static void add_op_title(struct strbuf *sb, const struct rnode *n)
+{
+	const cJSON *ms = jobj(n->json, "model_site"), *us = jobj(n->json, "user_site");
+	const char *f = jstr(ms, "file"), *uf = jstr(us, "file");
+	double line, ul;
+	if (f && jnum(ms, "line", &line) &&
+	    !(uf && jnum(us, "line", &ul) && ul == line && !strcmp(uf, f))) {
+		const char *slash = strrchr(f, '/');
+		add_gv_text(sb, slash ? slash + 1 : f, 40);
+		strbuf_addf(sb, ":%.0f", line);
+		const char *fn = jstr(ms, "func");
+		if (fn) {
+			strbuf_adds(sb, " ");
+			add_gv_name(sb, fn, 24);
+		}
+		return;
+	}
+	const char *op = jstr(n->json, "torch_op");
+	if (!op || !strcmp(op, "unknown") || !strcmp(op, "other"))
+		op = n->op ? n->op : "op";
+	add_gv_name(sb, op, 32);
+}
+
+/*
+ * Labels and styles node a for op vertex v: its model line (or op), its heaviest kernel's name
+ * elided in the middle and how many others, the time and bytes of all its copies; the tooltip
+ * (the SVG's hover title) has the full names, the heaviest first. reps > 0: "×reps" first.
+ */
+static void op_vertex(Agnode_t *a, const struct gvert *v, const struct rmodel *m, int reps,
+                      struct strbuf *sb)
+{
+	int heavy = v->members[0];
+	double bytes = 0;
+	for (int k = 0; k < v->count; k++) {
+		const struct rnode *x = &m->nodes[v->members[k]];
+		if (x->us > m->nodes[heavy].us)
+			heavy = v->members[k];
+		if (bytes >= 0 && x->bytes_read >= 0 && x->bytes_written >= 0)
+			bytes += x->bytes_read + x->bytes_written;
+		else
+			bytes = -1;
+	}
+	const struct rnode *h = &m->nodes[heavy];
+	strbuf_reset(sb);
+	if (reps)
+		strbuf_addf(sb, "×%d  ", reps);
+	add_op_title(sb, h);
+	strbuf_adds(sb, "\\n");
+	add_gv_name(sb, h->name, GVIEW_LABEL_MAX);
+	strbuf_addf(sb, " +%d\\n", v->count - 1);
+	add_us(sb, v->us);
+	if (bytes >= 0) {
+		char b[32];
+		strbuf_addf(sb, " · %s", fmt_bytes(bytes, b));
+	}
+	if (v->cand >= 0 && v->cand < m->nr_cands)
+		strbuf_addf(sb, " · #%d", m->cand_rank[v->cand]);
+	set(a, "label", sb->buf);
+	char colour[8];
+	int dark;
+	fill_colour(colour, v->us, m->max_node_us, &dark);
+	set(a, "fillcolor", colour);
+	if (dark)
+		set(a, "fontcolor", "white");
+	set(a, "peripheries", "2");
+	strbuf_reset(sb);
+	add_gv_text(sb, h->full_name ? h->full_name : h->name, 4000);
+	strbuf_addf(sb, " (and %d more kernel%s of this op: ", v->count - 1,
+	            v->count == 2 ? "" : "s");
+	for (int k = 0, said = 0; k < v->count && said < 8; k++) {
+		if (v->members[k] == heavy)
+			continue;
+		if (said++)
+			strbuf_adds(sb, ", ");
+		add_gv_text(sb, m->nodes[v->members[k]].name, 80);
+	}
+	if (v->count > 9)
+		strbuf_addf(sb, " and %d more", v->count - 9);
+	strbuf_adds(sb, ")");
+	if (h->source) {
+		strbuf_adds(sb, " @ ");
+		add_gv_text(sb, h->source, 200);
+	}
+	set(a, "tooltip", sb->buf);
+}
+
 static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 {
 	Agraph_t *g = agopen("step", Agdirected, NULL);
@@ -594,8 +961,8 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 				strbuf_addf(&sb, "cluster_x%d", v->fold + 1);
 				Agraph_t *sub = agsubg(g, sb.buf, 1);
 				strbuf_reset(&sb);
-				strbuf_addf(&sb, "×%d  (%d kernel%s each, ", f->reps, f->period,
-				            f->period == 1 ? "" : "s");
+				strbuf_addf(&sb, "×%d  (%d kernel%s each, ", f->reps, f->kernels,
+				            f->kernels == 1 ? "" : "s");
 				add_us(&sb, f->us);
 				strbuf_adds(&sb, " in all)");
 				set(sub, "label", sb.buf);
@@ -607,14 +974,16 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 				set(sub, "penwidth", "1.2");
 				strbuf_reset(&sb);
 				strbuf_addf(&sb, "%d repeats of the same %d kernel%s, drawn once",
-				            f->reps, f->period, f->period == 1 ? "" : "s");
+				            f->reps, f->kernels, f->kernels == 1 ? "" : "s");
 				set(sub, "tooltip", sb.buf);
 				folds[v->fold] = sub;
 			}
 			home = folds[v->fold];
 		}
 		/* the top view boxes only the candidates it keeps whole */
-		int boxed = v->cand >= 0 && v->cand < m->nr_cands &&
+		/* drawing ops, a candidate's members are marked and its round trips highlighted
+		 * instead: a box around members apart in step order would widen the drawing */
+		int boxed = v->cand >= 0 && v->cand < m->nr_cands && !gv->ops &&
 		            (!gv->top_n || m->cand_rank[v->cand] <= GVIEW_TOP_CANDS);
 		if (boxed && (!clusters[v->cand] || cand_home[v->cand] == home)) {
 			if (!clusters[v->cand]) {
@@ -653,6 +1022,14 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 		char colour[8];
 		int dark;
 		strbuf_reset(&sb);
+		if (v->op) {
+			op_vertex(a, v, m, alone ? gv->folds[v->fold].reps : 0, &sb);
+			if (cand_apart) {
+				set(a, "color", "#1f6fb2");
+				set(a, "penwidth", "2");
+			}
+			continue;
+		}
 		if (v->count > 1) {
 			strbuf_addf(&sb, "%d small kernels\\n", v->count);
 			add_us(&sb, v->us);
@@ -679,6 +1056,8 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			char b[32];
 			strbuf_addf(&sb, " · %s", fmt_bytes(n->bytes_read + n->bytes_written, b));
 		}
+		if (gv->ops && v->cand >= 0 && v->cand < m->nr_cands)
+			strbuf_addf(&sb, " · #%d", m->cand_rank[v->cand]);
 		set(a, "label", sb.buf);
 		fill_colour(colour, n->us, m->max_node_us, &dark);
 		set(a, "fillcolor", colour);
@@ -691,17 +1070,45 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(a, "penwidth", "2");
 		}
 		strbuf_reset(&sb);
-		add_gv_text(&sb, n->full_name ? n->full_name : n->name, 400);
+		add_gv_text(&sb, n->full_name ? n->full_name : n->name, 4000);
 		if (n->source) {
 			strbuf_adds(&sb, " @ ");
 			add_gv_text(&sb, n->source, 200);
 		}
 		set(a, "tooltip", sb.buf);
 	}
+	/* Drawing ops, the step's order sets the ranks: each vertex an invisible edge to the next
+	 * in step order, and an edge between vertices far apart in it does not pull the layout
+	 * wide. */
+	int *pos = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
+	int *order = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
+	for (int i = 0; i < gv->nr; i++)
+		order[i] = i;
+	sort_view = gv;
+	qsort(order, (size_t)gv->nr, sizeof(int), by_step_order);
+	sort_view = NULL;
+	for (int k = 0; k < gv->nr; k++)
+		pos[order[k]] = k;
 	for (int k = 0; k < gv->nr_e; k++) {
 		const struct gedge *e = &gv->e[k];
 		Agedge_t *ae = agedge(g, an[e->from], an[e->to], NULL, 1);
-		if (e->elided) {
+		int apart = abs(pos[e->from] - pos[e->to]);
+		if ((gv->ops && apart > GVIEW_NEAR) || (gv->column && apart > 1))
+			set(ae, "constraint", "false");
+		if (e->saved > 0) {
+			char b[32];
+			set(ae, "color", "#d9480f");
+			set(ae, "fontcolor", "#d9480f");
+			set(ae, "penwidth", "2.5");
+			strbuf_reset(&sb);
+			if (e->bytes > 0)
+				strbuf_addf(&sb, "%s round trip", fmt_bytes(e->bytes, b));
+			set(ae, "label", sb.buf);
+			strbuf_reset(&sb);
+			strbuf_addf(&sb, "a round trip through VRAM that finding #%d saves",
+			            e->saved);
+			set(ae, "tooltip", sb.buf);
+		} else if (e->elided) {
 			set(ae, "style", "dashed");
 			set(ae, "color", "#b0b0b0");
 			set(ae, "tooltip", "through kernels the top view leaves out");
@@ -716,6 +1123,17 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 			set(ae, "style", "dotted");
 		}
 	}
+	/* (not beside a real edge of the same pair: dot 2.42 asserts in merge_chain on some) */
+	for (int k = 0; (gv->ops || gv->column) && k + 1 < gv->nr; k++) {
+		Agnode_t *x = an[order[k]], *y = an[order[k + 1]];
+		if (agedge(g, x, y, NULL, 0) || agedge(g, y, x, NULL, 0))
+			continue;
+		Agedge_t *ae = agedge(g, x, y, "step", 1);
+		set(ae, "style", "invis");
+		set(ae, "weight", "4");
+	}
+	free(pos);
+	free(order);
 	free(clusters);
 	free(cand_home);
 	free(folds);
@@ -916,8 +1334,8 @@ double gview_layout_budget(void)
 	return GVIEW_LAYOUT_S;
 }
 
-int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
-                        struct strbuf *svg, double budget_s, struct strbuf *reason)
+static int render_sized(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
+                        struct strbuf *svg, double budget_s, struct strbuf *reason, int max)
 {
 	struct strbuf why = STRBUF_INIT;
 	int size = gv->nr + gv->nr_e, r = 0;
@@ -927,7 +1345,7 @@ int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct s
 		r = -1;
 	}
 	if (!r && svg) {
-		if (size > GVIEW_DRAW_MAX) {
+		if (size > max) {
 			strbuf_addf(&why, "%d vertices and edges are too many to lay out", size);
 			r = GVIEW_TOO_LARGE;
 		} else {
@@ -939,6 +1357,18 @@ int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct s
 		strbuf_add(reason, why.buf ? why.buf : "", why.len);
 	strbuf_release(&why);
 	return r;
+}
+
+int gview_render_budget(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,
+                        struct strbuf *svg, double budget_s, struct strbuf *reason)
+{
+	return render_sized(gv, m, dot, svg, budget_s, reason, GVIEW_DRAW_MAX);
+}
+
+int gview_render_wide(const struct gview *gv, const struct rmodel *m, struct strbuf *svg,
+                      double budget_s, struct strbuf *reason)
+{
+	return render_sized(gv, m, NULL, svg, budget_s, reason, GVIEW_WIDE_MAX);
 }
 
 int gview_render(const struct gview *gv, const struct rmodel *m, struct strbuf *dot,

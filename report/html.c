@@ -781,6 +781,8 @@ static void section_graph(struct page *pg, const struct html_input *in, struct s
 		            "<span>the top view leaves out %d kernels (grey dashed edges pass "
 		            "through them)</span>",
 		            top->hidden);
+	if (in->graph_legend)
+		strbuf_adds(o, in->graph_legend);
 	strbuf_adds(o, "</p>\n<div class=\"graphwrap\"><div>\n");
 	if (!in->all_svg) {
 		strbuf_adds(o, "<div class=\"graphbox\" id=\"g-top\">");

@@ -16,6 +16,7 @@ struct html_input {
 	const char *all_svg;     /* its SVG from gview_render(), or NULL */
 	const struct gview *top; /* the top-N view, or NULL when it would equal all */
 	const char *top_svg;
+	const char *graph_legend; /* HTML: <span>s added to the drawing's legend, or NULL */
 };
 
 /*

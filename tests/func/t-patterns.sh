@@ -8,8 +8,15 @@ q() { python3 -c "import json,sys; s=json.load(open(sys.argv[1])); C=s['candidat
 gelu="[c for c in C if c['kind']=='elementwise-chain' and 'tanh' in c['key']][0]"
 check "gpt2: analyze exits 0" test "$rc" = 0
 check "gpt2: at most 40 findings" q "$G" "0 < len(C) <= 40"
-# the issue's target is 90%; measured 89.5% on 2026-12-01 (one GELU-backward chain is cut by
-# the step boundary and stands apart): this guards against folding getting worse, not the target
+# the issue's target is 90%; measured 89.5% on 2026-12-01, 34 findings. What keeps it under:
+# each layer's tanh-GELU is found as six candidates (forward: the tanh chain, and the 0.5*x
+# product with its cast; backward: four pieces), each a different op chain, so each its own
+# pattern (#2-#4, #6-#8), filling six of the ten places. Folding them by their model line
+# would reach 97% but hand `aicprof fuse` one piece's kernel for all six: the pieces are what
+# candidates.c should join, not the fold. Findings 11-34 split by nothing the fold ignores
+# wrongly (different op chains, or the same chain at another line: the residual adds at
+# modeling_gpt2.py:282 and :307, layer norm before Conv1D or before lm_head), and folding those
+# leaves the top-10 share as it is. So this guards against folding getting worse, not the target
 check "gpt2: the top 10 hold at least 88% of the bytes saved (target 90%)" q "$G" "sum(c['bytes_saved_per_step'] for c in C[:10]) >= 0.88 * T"
 check "gpt2: ranked by total bytes" q "$G" "all(C[i]['bytes_saved_per_step'] >= C[i+1]['bytes_saved_per_step'] for i in range(len(C)-1))"
 check "gpt2: a pattern's bytes are its occurrences' sum" q "$G" "all(c['bytes_saved_per_step'] == sum(o['bytes_saved_per_step'] for o in c['occurrences']) and c['count_per_step'] == len(c['occurrences']) for c in C)"

@@ -2,7 +2,8 @@
  * test-report-graph.c - the step graph view: collapse of runs of small kernels (chains, fan-out,
  * candidates, cycles, unknown times), the top-N cut with its elided edges, and the Graphviz
  * output (DOT parsed back by cgraph with its clusters and labels; SVG with names escaped), the
- * fold of repeats into one "×N" box, and the layout budget (a killed layout, AICPROF_LAYOUT_S).
+ * fold of repeats into one "×N" box, the drawing of ops (runs at one model line, layers folded
+ * by their ops, round trips marked), and the layout budget (a killed layout, AICPROF_LAYOUT_S).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -331,6 +332,115 @@ static void test_fold(void **state)
 	cJSON_Delete(j);
 }
 
+/* in; three layers of [two kernels at m.py:5 (their names differ by layer), relu at m.py:6]; out.
+ * A candidate holds the second kernel at m.py:5 and relu of the first layer. */
+static cJSON *layered(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_adds(&sb,
+	            "{\"nodes\":[{\"id\":0,\"name\":\"in\",\"kind\":\"kernel\",\"median_us\":10}");
+	for (int r = 0; r < 3; r++)
+		for (int k = 0; k < 3; k++) {
+			int i = 1 + 3 * r + k;
+			strbuf_addf(
+			    &sb,
+			    ",{\"id\":%d,\"name\":\"%s_%d\",\"kind\":\"kernel\",\"median_us\":100,"
+			    "\"model_site\":{\"file\":\"m.py\",\"line\":%d},"
+			    "\"user_site\":{\"file\":\"u.py\",\"line\":1}}",
+			    i,
+			    k == 2 ? "relu"
+			    : k    ? "fix"
+			           : "conv",
+			    k == 2 ? 0 : r, k == 2 ? 6 : 5);
+		}
+	strbuf_adds(&sb, ",{\"id\":10,\"name\":\"out\",\"kind\":\"kernel\",\"median_us\":10}],"
+	                 "\"edges\":[");
+	for (int i = 0; i < 10; i++)
+		strbuf_addf(&sb, "%s{\"from\":%d,\"to\":%d,\"bytes\":4096}", i ? "," : "", i,
+		            i + 1);
+	strbuf_adds(&sb,
+	            "],\"candidates\":[{\"kind\":\"elementwise-chain\",\"time_saved_us_per_step\""
+	            ":3,\"nodes\":[2,3]}],\"steps\":{\"median_us\":1000}}");
+	cJSON *j = cJSON_Parse(sb.buf);
+	strbuf_release(&sb);
+	assert_non_null(j);
+	return j;
+}
+
+static void test_ops(void **state)
+{
+	cJSON *j = layered();
+	struct rmodel m;
+	rmodel_init(&m, j);
+	struct gview gv;
+	gview_build_folded(&gv, &m, 0, 0, GVIEW_FOLD_OPS);
+	assert_int_equal(gv.ops, 1);
+	/* the layers fold by their lines although their kernels' names differ */
+	assert_int_equal(gv.nr_folds, 1);
+	assert_int_equal(gv.folds[0].first, 1);
+	assert_int_equal(gv.folds[0].period, 2); /* two ops */
+	assert_int_equal(gv.folds[0].reps, 3);
+	assert_int_equal(gv.folds[0].kernels, 3);
+	assert_int_equal(gv.nr, 4); /* in, the op at m.py:5, relu, out */
+	int op = vert_of(&gv, 1), relu = vert_of(&gv, 3);
+	assert_true(op >= 0 && relu >= 0 && op != relu);
+	assert_int_equal(gv.v[op].op, 1);
+	assert_int_equal(gv.v[op].count, 2);
+	assert_int_equal(vert_of(&gv, 2), op);
+	assert_int_equal(vert_of(&gv, 4), -1); /* the second layer's: drawn by the first's */
+	assert_true(gv.v[op].us > 599.9 && gv.v[op].us < 600.1); /* 6 kernels of 100 */
+	assert_int_equal(gv.v[op].cand, 0);
+	/* the round trip inside the candidate is marked with its rank; relu -> the next layer
+	 * is dropped (between copies), relu -> out kept */
+	int saved = 0;
+	for (int k = 0; k < gv.nr_e; k++)
+		if (gv.e[k].from == op && gv.e[k].to == relu)
+			saved = gv.e[k].saved;
+	assert_int_equal(saved, 1);
+	assert_false(has_edge(&gv, relu, op));
+	assert_true(has_edge(&gv, relu, vert_of(&gv, 10)));
+	struct strbuf dot = STRBUF_INIT;
+	assert_int_equal(gview_render(&gv, &m, &dot, NULL), 0);
+	assert_non_null(strstr(dot.buf, "×3"));
+	assert_non_null(strstr(dot.buf, "m.py:5"));
+	assert_non_null(strstr(dot.buf, "#d9480f")); /* the orange round trip */
+	assert_null(strstr(dot.buf, "cluster_1"));   /* members marked, not boxed */
+	strbuf_release(&dot);
+	gview_release(&gv);
+
+	/* two boxes asked: in and out are small but apart in step order, so what merges is the
+	 * candidate's run (the op at m.py:5 and relu, one after the other): in, [op, relu], out */
+	gview_build_ops(&gv, &m, 0.01, 2);
+	assert_int_equal(gv.nr, 3);
+	assert_int_equal(vert_of(&gv, 1), vert_of(&gv, 3));
+	assert_int_equal(gv.v[vert_of(&gv, 3)].op, 1);
+	gview_release(&gv);
+	rmodel_release(&m);
+	cJSON_Delete(j);
+
+	/* kernels without lines or ops fold by their names */
+	j = repeated();
+	rmodel_init(&m, j);
+	gview_build_ops(&gv, &m, 0.01, 60);
+	assert_int_equal(gv.nr_folds, 1);
+	assert_int_equal(gv.nr, 5);
+	gview_release(&gv);
+	rmodel_release(&m);
+	cJSON_Delete(j);
+
+	/* nothing groups or repeats: the plain drawing of the kernels (not one of ops) */
+	double us[3] = {0.5, 0.5, 0.5};
+	int e[] = {0, 1, 1, 2};
+	j = summary(3, us, e, 2, NULL, 0, 100);
+	rmodel_init(&m, j);
+	gview_build_ops(&gv, &m, 0.01, 60);
+	assert_int_equal(gv.ops, 0);
+	assert_int_equal(gv.nr, 1); /* the three small kernels, one chain */
+	gview_release(&gv);
+	rmodel_release(&m);
+	cJSON_Delete(j);
+}
+
 static void test_budget(void **state)
 {
 	cJSON *j = repeated();
@@ -371,6 +481,7 @@ int main(void)
 	    cmocka_unit_test(test_top_n),
 	    cmocka_unit_test(test_dot_and_svg),
 	    cmocka_unit_test(test_fold),
+	    cmocka_unit_test(test_ops),
 	    cmocka_unit_test(test_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
