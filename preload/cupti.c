@@ -443,21 +443,26 @@ static int want_probe(struct fn_ent *e, CUstream s)
 	return 1;
 }
 
-/* Collects the pointers of a launch's parameters into ptrs; returns their count. */
+/* Collects the pointers of a launch's parameters into ptrs; returns their count. The words
+ * that fall within the allocations' bounds are gathered first and looked up in one batch (one
+ * read lock per launch, not one per word). */
 static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r_arg *args,
                      struct r_ptr *ptrs)
 {
 	uint64_t lo, hi;
 	ptrmap_bounds(&lo, &hi);
 	char *packed = l->kp ? NULL : extra_buffer(l->extra);
-	int np = 0;
+	uint64_t cand[MAX_PTRS];
+	uint32_t cand_w[MAX_PTRS];
+	uint16_t cand_arg[MAX_PTRS];
+	int nc = 0;
 	for (int i = 0; i < e->nparams; i++) {
 		const char *p = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
 		struct r_arg *a = &args[i];
 		a->off = e->off[i];
 		a->size = e->size[i];
 		a->val = 0;
-		a->first_ptr = (uint16_t)np;
+		a->first_ptr = 0;
 		a->nptr = 0;
 		a->pad = 0;
 		if (!p)
@@ -466,18 +471,31 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 			memcpy(&a->val, p, a->size);
 		/* parameters are at least as aligned as their largest member, so the
 		 * pointer-sized words inside them start at multiples of 8 */
-		for (uint32_t w = 0; w + 8 <= a->size && np < MAX_PTRS; w += 8) {
+		for (uint32_t w = 0; w + 8 <= a->size && nc < MAX_PTRS; w += 8) {
 			uint64_t v;
 			memcpy(&v, p + w, 8);
 			if (v < lo || v >= hi)
 				continue;
-			uint64_t off;
-			int64_t id = ptrmap_find(v, &off);
-			if (id < 0)
+			cand[nc] = v;
+			cand_w[nc] = w;
+			cand_arg[nc] = (uint16_t)i;
+			nc++;
+		}
+	}
+	int64_t ids[MAX_PTRS];
+	uint64_t offs[MAX_PTRS];
+	if (nc)
+		ptrmap_find_batch(cand, nc, ids, offs);
+	/* the pointers in parameter order (candidates are in that order), each parameter's
+	 * run contiguous from first_ptr */
+	int np = 0, k = 0;
+	for (int i = 0; i < e->nparams; i++) {
+		args[i].first_ptr = (uint16_t)np;
+		for (; k < nc && cand_arg[k] == i; k++) {
+			if (ids[k] < 0)
 				continue;
-			ptrs[np] = (struct r_ptr){w, -1, v, id, off};
-			np++;
-			a->nptr++;
+			ptrs[np++] = (struct r_ptr){cand_w[k], -1, cand[k], ids[k], offs[k]};
+			args[i].nptr++;
 		}
 	}
 	return np;

@@ -110,6 +110,23 @@ int64_t ptrmap_find(uint64_t addr, uint64_t *off)
 	return id;
 }
 
+void ptrmap_find_batch(const uint64_t *addrs, int cnt, int64_t *ids, uint64_t *offs)
+{
+	pthread_rwlock_rdlock(&lock);
+	for (int k = 0; k < cnt; k++) {
+		uint64_t a = addrs[k];
+		int i = upper(a) - 1;
+		if (i >= 0 && a < v[i].base + v[i].size) {
+			ids[k] = v[i].id;
+			offs[k] = a - v[i].base;
+		} else {
+			ids[k] = -1;
+			offs[k] = 0;
+		}
+	}
+	pthread_rwlock_unlock(&lock);
+}
+
 void ptrmap_bounds(uint64_t *lo, uint64_t *hi)
 {
 	*lo = atomic_load(&lo_bound);

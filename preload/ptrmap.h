@@ -18,6 +18,10 @@ int64_t ptrmap_remove(uint64_t ptr, uint64_t *size);
 /* Finds the allocation holding addr: returns its id and sets *off, or -1. */
 int64_t ptrmap_find(uint64_t addr, uint64_t *off);
 /* Finds the allocation holding addr: returns its id, and its base and size, or -1. */
+/* ptrmap_find of n addresses under one read lock: ids[i] (-1 when in no allocation) and
+ * offs[i] for each addrs[i]. For the launch path, where one kernel's parameters hold hundreds
+ * of pointers (foreach kernels) and a lock per word cost microseconds. */
+void ptrmap_find_batch(const uint64_t *addrs, int n, int64_t *ids, uint64_t *offs);
 int64_t ptrmap_find_range(uint64_t addr, uint64_t *base, uint64_t *size);
 /* Lowest and highest address ever allocated (a quick filter for pointer-like words). */
 void ptrmap_bounds(uint64_t *lo, uint64_t *hi);

@@ -727,11 +727,12 @@ int sites_current(uint32_t *site, int *inherited)
 		if (py.IsFinalizing && py.IsFinalizing())
 			return 0;
 		PyThreadState *ts = py.GILState_GetThisThreadState();
-		if (py.GILState_Check())
-			return py_walk_gil(ts, site);
-		/* Without the GIL: the raw walk when it can name every frame; otherwise the GIL,
-		 * when taking it cannot wait (see the top of this file), which also names the
-		 * frames for the raw walks that follow; otherwise the frames it could name. */
+		/* The raw walk first, with or without the GIL, when it can name every frame: it
+		 * reads three words a frame, where the public API makes a frame object of each
+		 * (several microseconds on a model's stack). With the GIL, the API otherwise, which
+		 * names the new frames for the raw walks that follow. Without the GIL, the GIL when
+		 * taking it cannot wait (see the top of this file); otherwise the frames it could
+		 * name. */
 		struct pyframe all[64];
 		int n = 0, unknown = 1;
 		if (ts && raw.state == 1) {
@@ -740,6 +741,8 @@ int sites_current(uint32_t *site, int *inherited)
 		}
 		if (n > 0 && !unknown && site_of(all, n, site))
 			return 1;
+		if (py.GILState_Check())
+			return py_walk_gil(ts, site);
 		if (ts && only_thread_state(ts)) {
 			int g = py.GILState_Ensure();
 			int r = py_walk_gil(ts, site);

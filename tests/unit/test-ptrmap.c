@@ -90,6 +90,40 @@ static void *reader(void *p)
 	return NULL;
 }
 
+/* The batch lookup answers exactly as one ptrmap_find per address, on ranges with gaps,
+ * addresses before, inside, at the end of and between them. */
+static void test_batch(void **st)
+{
+	(void)st;
+	ptrmap_clear();
+	uint64_t seed = 12345;
+	for (int i = 0; i < 200; i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		ptrmap_add(0x100000 + (uint64_t)i * 0x10000, 0x100 + ((seed >> 33) & 0xfff));
+	}
+	enum { N = 1000 };
+	uint64_t addrs[N], offs[N];
+	int64_t ids[N];
+	for (int k = 0; k < N; k++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		addrs[k] = 0xf0000 + ((seed >> 20) % (201ull * 0x10000));
+	}
+	ptrmap_find_batch(addrs, N, ids, offs);
+	int hits = 0;
+	for (int k = 0; k < N; k++) {
+		uint64_t off = 0;
+		int64_t id = ptrmap_find(addrs[k], &off);
+		assert_int_equal(ids[k], id);
+		if (id >= 0) {
+			assert_int_equal(offs[k], off);
+			hits++;
+		}
+	}
+	assert_true(hits > 0 && hits < N);      /* both kinds were asked */
+	ptrmap_find_batch(addrs, 0, ids, offs); /* nothing to do, nothing touched */
+	ptrmap_clear();
+}
+
 static void test_concurrent(void **st)
 {
 	ptrmap_clear();
@@ -112,6 +146,7 @@ static void test_concurrent(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_basic),
+	                                   cmocka_unit_test(test_batch),
 	                                   cmocka_unit_test(test_concurrent)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,6 +208,65 @@ static void test_new_function_other_thread_alive(void **state)
 	cJSON_Delete(s);
 }
 
+/* A model in a library: torch's op (innermost library frame), the library's forward that
+ * called it through torch's module machinery (the innermost model frame), the user's lines;
+ * torch's module frames and the library's outer frames in between are left out. The same with
+ * the GIL released (the raw walker, which must keep the same frames). */
+static const char *libmodel =
+    "def _mk(path, src, **env):\n"
+    "    g = dict(probe=probe, **env)\n"
+    "    exec(compile(src, path, 'exec'), g)\n"
+    "    return g\n"
+    "T = _mk('/v/lib/python3.12/site-packages/torch/nn/functional.py',\n"
+    "        'def layer_norm(m):\\n    return probe.site(m)\\n')\n"
+    "M = _mk('/v/lib/python3.12/site-packages/torch/nn/modules/module.py',\n"
+    "        'def call_impl(f, m):\\n    return f(m)\\n')\n"
+    "X = _mk('/v/lib/python3.12/site-packages/transformers/modeling_x.py',\n"
+    "        'def block_forward(m):\\n    return call(layer_norm, m)\\n'\n"
+    "        'def model_forward(m):\\n    return call(block_forward, m)\\n',\n"
+    "        call=M['call_impl'], layer_norm=T['layer_norm'])\n"
+    "def user_step(m):\n"
+    "    return X['model_forward'](m)\n";
+
+static void check_model_frames(long id)
+{
+	cJSON *s = site_record(id);
+	assert_non_null(s);
+	cJSON *fr = cJSON_GetObjectItem(s, "frames");
+	assert_true(cJSON_GetArraySize(fr) >= 3);
+	const char *f0 = cJSON_GetObjectItem(cJSON_GetArrayItem(fr, 0), "file")->valuestring;
+	const char *f1 = cJSON_GetObjectItem(cJSON_GetArrayItem(fr, 1), "file")->valuestring;
+	cJSON *u = cJSON_GetArrayItem(fr, 2);
+	assert_non_null(strstr(f0, "site-packages/torch/nn/functional.py"));
+	assert_non_null(strstr(f1, "site-packages/transformers/modeling_x.py"));
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fr, 1), "func")->valuestring,
+	                    "block_forward");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(u, "user")));
+	/* no torch module frame and no outer model frame were kept */
+	cJSON *f;
+	int models = 0;
+	cJSON_ArrayForEach(f, fr)
+	{
+		const char *file = cJSON_GetObjectItem(f, "file")->valuestring;
+		assert_null(strstr(file, "modules/module.py"));
+		models += strstr(file, "transformers/") != NULL;
+	}
+	assert_int_equal(models, 1);
+	cJSON_Delete(s);
+}
+
+static void test_library_model_frames(void **state)
+{
+	(void)state;
+	assert_int_equal(run(program), 0);
+	assert_int_equal(run(libmodel), 0);
+	assert_int_equal(run("lm0 = user_step(0)\nlm1 = user_step(1)"), 0);
+	long a = get_int("lm0[0]"), b = get_int("lm1[0]");
+	assert_true(a >= 0 && b >= 0);
+	check_model_frames(a);
+	check_model_frames(b);
+}
+
 static void test_thread_without_python(void **state)
 {
 	(void)state;
@@ -231,6 +290,7 @@ int main(void)
 	    cmocka_unit_test(test_new_function_gil_released),
 	    cmocka_unit_test(test_new_function_other_thread_alive),
 	    cmocka_unit_test(test_thread_without_python),
+	    cmocka_unit_test(test_library_model_frames),
 	};
 	int r = cmocka_run_group_tests(tests, NULL, NULL);
 	Py_FinalizeEx();
