@@ -5,12 +5,14 @@
  * occurrences (one step's), and totals summed over them.
  *
  * The key of a candidate (pattern_key()): its kind; for each member in step order its op
- * (semantics' op, else the kernel's short name), dtype and size class (numel, else bytes read
- * and written, rounded up to a power of two); the distinct own model lines of the members
- * (file:line of the innermost frame outside torch, before any backward attribution: the same
- * line for every layer, since a layer runs the same code); and for beyond-fusion findings the
- * evidence's "what". The per-layer index never enters, so layers fold; a different dtype or
- * size class, or another line, does not.
+ * (semantics' op, else the kernel's short name), dtype and, only where some member has no line
+ * of its own, size class (numel, else bytes read and written, rounded up to a power of two);
+ * the distinct own model lines of the members (file:line of the innermost frame outside torch,
+ * before any backward attribution: the same line for every layer, since a layer runs the same
+ * code); and for beyond-fusion findings the evidence's "what". The per-layer index never
+ * enters, so layers fold, also layers of other widths that run the same lines (ResNet's four
+ * stages: one fix at that line, one shape-generic kernel); a different dtype or another line
+ * does not. Without lines, the size class keeps unrelated chains of the same ops apart.
  *
  * patterns_fold() groups m->cands by key (in candidate order), picks each pattern's
  * representative (the occurrence with the most bytes saved, then the first), sums bytes and
@@ -38,13 +40,17 @@ char *pattern_key(const struct model *m, const struct candidate *c)
 	struct strbuf sb = STRBUF_INIT;
 	strbuf_adds(&sb, c->kind ? c->kind : "?");
 	strbuf_adds(&sb, "|");
+	int lines = c->nnodes > 0;
+	for (int i = 0; i < c->nnodes && lines; i++)
+		lines = m->nodes[c->nodes[i]].own_site.file != NULL;
 	for (int i = 0; i < c->nnodes; i++) {
 		const struct node *n = &m->nodes[c->nodes[i]];
 		const char *op = n->sem.op && strcmp(n->sem.op, "unknown") ? n->sem.op : n->name;
 		uint64_t size =
 		    n->numel > 0 ? (uint64_t)n->numel : n->bytes_read + n->bytes_written;
-		strbuf_addf(&sb, "%s%s:%s:%llu", i ? "," : "", op ? op : "?",
-		            dtype_name(n->sem.dtype), (unsigned long long)pow2_up(size));
+		strbuf_addf(&sb, "%s%s:%s", i ? "," : "", op ? op : "?", dtype_name(n->sem.dtype));
+		if (!lines)
+			strbuf_addf(&sb, ":%llu", (unsigned long long)pow2_up(size));
 	}
 	strbuf_adds(&sb, "|");
 	int first = 1;
