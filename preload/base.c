@@ -1,11 +1,14 @@
 /*
  * base.c - the shim's base services (base.h): messages on stderr, the per-thread recursion
- * guard, clocks, the cached thread id, the record counter and the recording window. Plain
+ * guard, clocks, the cached thread id, the record counter, the recording window and the lookup
+ * of an interposed function's real definition. Plain
  * state and leaf functions: nothing here calls another part of preload/, so every part can
  * use them, and shim.c (the entry point) only sets them up.
  */
 #include "preload/base.h"
 
+#include <dlfcn.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -112,4 +115,37 @@ void shim_base_after_fork(void)
 {
 	inside = 0;
 	tid_cache = 0;
+}
+
+struct find_ctx {
+	const char *sym;
+	void *self, *found;
+};
+
+static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find_ctx *c = arg;
+	if (!info->dlpi_name || !*info->dlpi_name)
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *f = dlsym(h, c->sym);
+	dlclose(h);
+	if (f && f != c->self) {
+		c->found = f;
+		return 1;
+	}
+	return 0;
+}
+
+void *shim_real_fn(const char *sym, void *self)
+{
+	void *f = dlsym(RTLD_NEXT, sym);
+	if (f && f != self)
+		return f;
+	struct find_ctx c = {sym, self, NULL};
+	dl_iterate_phdr(find_in, &c);
+	return c.found;
 }

@@ -37,6 +37,15 @@ int shim_recording(void);
 /* Recording starts at ns (CLOCK_REALTIME; 0: at once). Set by the constructor. */
 void shim_record_from(uint64_t ns);
 
+/*
+ * The real definition of a function the shim interposes (NCCL's, cudaFreeAsync): RTLD_NEXT,
+ * else the first loaded object that defines sym and is not self (the interposer). A Python
+ * extension (PyTorch's libtorch_cuda.so) is loaded with RTLD_LOCAL, so the library it needs
+ * is not in the global scope that RTLD_NEXT searches, yet its calls still reach the shim first
+ * (the global scope comes first for everyone). NULL when nothing else defines it.
+ */
+void *shim_real_fn(const char *sym, void *self);
+
 /* In a forked child: the calling thread is outside aicprof and its cached tid forgotten. */
 void shim_base_after_fork(void);
 

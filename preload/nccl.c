@@ -4,7 +4,7 @@
  * How it works: the shim is preloaded, so it is first in symbol lookup for the NCCL entry
  * points that a program's libraries call through the dynamic linker (PyTorch's
  * ProcessGroupNCCL calls libnccl.so.2 this way). Each interposer finds the real function once
- * (real_fn: RTLD_NEXT, else the loaded object that defines it), calls it, and, while the shim
+ * (shim_real_fn: RTLD_NEXT, else the loaded object that defines it), calls it, and, while the shim
  * records, writes a `comm` record for a new communicator or a `coll` record for a collective. A
  * collective's kernel is launched inside the call (or inside the ncclGroupEnd that closes its
  * group), on the calling thread: while the real call runs, this thread's "current collectives" hold
@@ -88,50 +88,11 @@ static struct comm_ent *comm_get(uintptr_t c, int create)
 	return free_slot;
 }
 
-struct find_ctx {
-	const char *sym;
-	void *self, *found;
-};
-
-static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	struct find_ctx *c = arg;
-	if (!info->dlpi_name || !*info->dlpi_name)
-		return 0;
-	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	void *f = dlsym(h, c->sym);
-	dlclose(h);
-	if (f && f != c->self) {
-		c->found = f;
-		return 1;
-	}
-	return 0;
-}
-
-/*
- * The real NCCL function. A Python extension (PyTorch's libtorch_cuda.so) is loaded with
- * RTLD_LOCAL, so the libnccl.so.2 it needs is not in the global scope that RTLD_NEXT searches;
- * its calls still reach the shim first (the global scope comes first for everyone). So when
- * RTLD_NEXT fails, look in every loaded object for a definition that is not the shim's own.
- */
-static void *real_fn(const char *sym, void *self)
-{
-	void *f = dlsym(RTLD_NEXT, sym);
-	if (f && f != self)
-		return f;
-	struct find_ctx c = {sym, self, NULL};
-	dl_iterate_phdr(find_in, &c);
-	return c.found;
-}
-
 /* The real function, of the interposer's own type (the two have the same signature). */
 #define REAL(name)                                                                                 \
 	static __typeof__(name) *real_##name;                                                      \
 	if (!real_##name)                                                                          \
-		real_##name = (__typeof__(name) *)real_fn(#name, (void *)name);                    \
+		real_##name = (__typeof__(name) *)shim_real_fn(#name, (void *)name);               \
 	if (!real_##name)                                                                          \
 		return NCCL_SYSTEM_ERROR;
 
@@ -143,9 +104,9 @@ static void put_comm(ncclComm_t comm, uint64_t uid)
 	typedef ncclResult_t (*q_t)(ncclComm_t, int *);
 	static q_t count, user_rank, cu_dev;
 	if (!count) {
-		count = (q_t)real_fn("ncclCommCount", NULL);
-		user_rank = (q_t)real_fn("ncclCommUserRank", NULL);
-		cu_dev = (q_t)real_fn("ncclCommCuDevice", NULL);
+		count = (q_t)shim_real_fn("ncclCommCount", NULL);
+		user_rank = (q_t)shim_real_fn("ncclCommUserRank", NULL);
+		cu_dev = (q_t)shim_real_fn("ncclCommCuDevice", NULL);
 	}
 	if (count)
 		count(comm, &nranks);
