@@ -6,6 +6,8 @@
 # GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
 # capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files (after the
 # suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
+# GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings) and GPU_OVH=1 tests/gpu/overhead.sh
+# (OVH_* settings) at the end.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -45,6 +47,12 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	if [ "${GPU_REAL:-0}" = 1 ]; then
 		OUT=$OUT sh tests/gpu/real.sh
 		cat "$OUT/real.log"
+	fi
+	if [ "${GPU_STRESS:-0}" = 1 ]; then
+		OUT=$OUT sh tests/gpu/stress.sh
+	fi
+	if [ "${GPU_OVH:-0}" = 1 ]; then
+		OUT=$OUT sh tests/gpu/overhead.sh
 	fi
 	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
