@@ -137,6 +137,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->activity = b;
 	if ((v = lookup("AICPROF_MUX")) && !parse_bool("AICPROF_MUX", v, &b, m))
 		c->mux = b;
+	if ((v = lookup("AICPROF_XLA_GRAPHS")) && !parse_bool("AICPROF_XLA_GRAPHS", v, &b, m))
+		c->xla_graphs = b;
 	if ((v = lookup("AICPROF_SELFTIME")) && !parse_bool("AICPROF_SELFTIME", v, &b, m))
 		c->selftime = b;
 }

@@ -27,8 +27,9 @@ struct config {
 	int probe_count;         /* AICPROF_PROBE_COUNT: launches per kernel name to calibrate */
 	int eager;               /* AICPROF_EAGER: subscribe in the constructor, not at cuInit */
 	int args;                /* AICPROF_ARGS: record kernel arguments (1) or not (0) */
-	int activity; /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
-	int selftime; /* AICPROF_SELFTIME: time the shim's own parts, printed at exit */
+	int activity;   /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
+	int xla_graphs; /* AICPROF_XLA_GRAPHS: 1 leaves XLA's command buffers (CUDA graphs) on */
+	int selftime;   /* AICPROF_SELFTIME: time the shim's own parts, printed at exit */
 	int mux; /* AICPROF_MUX: share CUPTI with other tools (1, default), or yield to them (0) */
 };
 

@@ -5,7 +5,8 @@
  * Start: the constructor reads AICPROF_* (bad values: one line each, defaults kept), sets
  * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set it (and, for JAX,
  * XLA_PYTHON_CLIENT_PREALLOCATE=false and XLA_PYTHON_CLIENT_ALLOCATOR=platform unless the user
- * set either), and points
+ * set either, and XLA's command buffers off in XLA_FLAGS unless the user set that flag or
+ * AICPROF_XLA_GRAPHS=1), and points
  * CUDA_INJECTION64_PATH at this library, so that the driver calls InitializeInjection() from
  * cuInit in processes that use CUDA, and only in them: a process that never touches CUDA never
  * loads CUPTI and writes nothing. Where another tool already injects (Nsight Systems sets
@@ -52,6 +53,7 @@ static uint64_t t_start;
 static char alloc_note[256] = "default";
 static int alloc_switched; /* the shim set PYTORCH_CUDA_ALLOC_CONF */
 static char xla_note[256] = "default";
+static char xla_graphs_note[64] = "default";
 static char self_path[PATH_MAX];
 static pid_t trace_pid; /* the process whose trace this is */
 
@@ -135,6 +137,7 @@ static void header(struct jbuf *b)
 	jb_s(b, "}");
 	jb_key(b, "alloc_backend"), jb_str(b, alloc_note);
 	jb_key(b, "xla_allocator"), jb_str(b, xla_note);
+	jb_key(b, "xla_command_buffers"), jb_str(b, xla_graphs_note);
 }
 
 static void finish(const char *reason)
@@ -370,6 +373,20 @@ __attribute__((constructor)) static void aicprof_init(void)
 		setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
 		setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 0);
 		snprintf(xla_note, sizeof(xla_note), "platform, no preallocation (set by aicprof)");
+	}
+	/* XLA runs its fusions inside CUDA graphs (command buffers) by default: a graph's kernels
+	 * come as activity records only, with no launch and no parameters, so no data flow. Unless
+	 * the user set the flag (or AICPROF_XLA_GRAPHS=1), ask for plain launches. */
+	const char *xf = getenv("XLA_FLAGS");
+	if (xf && strstr(xf, "xla_gpu_enable_command_buffer")) {
+		snprintf(xla_graphs_note, sizeof(xla_graphs_note), "user");
+	} else if (!shim_cfg.xla_graphs) {
+		char flags[4096];
+		if (snprintf(flags, sizeof(flags), "%s%s--xla_gpu_enable_command_buffer=",
+		             xf ? xf : "", xf && *xf ? " " : "") < (int)sizeof(flags)) {
+			setenv("XLA_FLAGS", flags, 1);
+			snprintf(xla_graphs_note, sizeof(xla_graphs_note), "off (set by aicprof)");
+		}
 	}
 
 	Dl_info di;

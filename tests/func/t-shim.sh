@@ -59,6 +59,17 @@ env=$(XLA_PYTHON_CLIENT_PREALLOCATE=true LD_PRELOAD=$S python3 -c "$x")
 check "JAX: the user's choice is kept ($env)" test "$env" = "true None"
 env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c "$x")
 check "JAX: AICPROF_ALLOC_BACKEND=0 leaves XLA's allocator alone ($env)" test "$env" = "None None"
+x='import os; print(os.environ.get("XLA_FLAGS"))'
+env=$(env -u XLA_FLAGS LD_PRELOAD=$S python3 -c "$x")
+check "JAX: XLA's command buffers asked off ($env)" test "$env" = "--xla_gpu_enable_command_buffer="
+env=$(XLA_FLAGS=--xla_dump_to=/tmp/d LD_PRELOAD=$S python3 -c "$x")
+check "JAX: the user's XLA_FLAGS kept, the flag appended ($env)" \
+	test "$env" = "--xla_dump_to=/tmp/d --xla_gpu_enable_command_buffer="
+env=$(XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION LD_PRELOAD=$S python3 -c "$x")
+check "JAX: the user's own command-buffer flag left alone ($env)" \
+	test "$env" = "--xla_gpu_enable_command_buffer=FUSION"
+env=$(env -u XLA_FLAGS AICPROF_XLA_GRAPHS=1 LD_PRELOAD=$S python3 -c "$x")
+check "JAX: AICPROF_XLA_GRAPHS=1 leaves XLA_FLAGS unset ($env)" test "$env" = "None"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
 
