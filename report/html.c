@@ -24,6 +24,7 @@
 #include "report/plot.h"
 #include "report/sha256.h"
 #include "report/source.h"
+#include "fusion/fusion.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -193,6 +194,71 @@ static const cJSON *ledger_value(const struct rmodel *m, double id)
 	return NULL;
 }
 
+/* The finding's number: summary.json's "number" (its rank there), else its place here. */
+static int cand_number(const cJSON *c, int k)
+{
+	double d;
+	return jnum(c, "number", &d) && d >= 1 ? (int)d : k + 1;
+}
+
+/*
+ * What `aicprof fuse` does for finding c, said exactly: a generated kernel only where the
+ * group parses as fuse parses it (fgroup_parse(), fusion/group.c), else advice with the reason.
+ */
+static void what_to_do(struct strbuf *o, const cJSON *c, int num)
+{
+	const char *kind = jstr(c, "kind"), *tk = jstr(c, "time_kind");
+	const cJSON *ev = jobj(c, "evidence");
+	if (tk && !strcmp(tk, "host-blocked")) {
+		strbuf_adds(o, "remove or defer the host sync at ");
+		H(o, cJSON_IsString(cJSON_GetArrayItem(jarr(c, "sources"), 0))
+		         ? cJSON_GetArrayItem(jarr(c, "sources"), 0)->valuestring
+		         : "its line");
+		strbuf_adds(o,
+		            " (read the value every N steps, or copy it asynchronously to pinned "
+		            "memory and read it later) so the GPU keeps working; advice only: "
+		            "<code>aicprof fuse</code> generates nothing for it");
+		return;
+	}
+	if (kind &&
+	    (!strcmp(kind, "dead") || !strcmp(kind, "invariant") || !strcmp(kind, "memory"))) {
+		if (!strcmp(kind, "dead"))
+			strbuf_adds(o, "remove the write at its source line");
+		else if (!strcmp(kind, "invariant"))
+			strbuf_adds(o, "compute it once before the loop and keep it");
+		else
+			strbuf_adds(o, "free the values at their last use");
+		if (ev && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
+			strbuf_adds(o, ", once the evidence above is confirmed");
+		strbuf_adds(o, "; advice only: <code>aicprof fuse</code> generates nothing for it");
+		return;
+	}
+	const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
+	if (!grp || cJSON_IsNull(grp)) {
+		strbuf_adds(o, "advice only: <code>aicprof fuse</code> does not generate it");
+		if (jstr(c, "group_why")) {
+			strbuf_adds(o, ": ");
+			H(o, jstr(c, "group_why"));
+		}
+		return;
+	}
+	struct fgroup g;
+	struct strbuf err = STRBUF_INIT;
+	char name[32];
+	snprintf(name, sizeof(name), "c%d", num);
+	if (fgroup_parse(grp, "summary.json", name, &g, &err)) {
+		strbuf_adds(o, "advice only: <code>aicprof fuse</code> refuses the group: ");
+		H(o, err.buf);
+	} else {
+		fgroup_release(&g);
+		strbuf_addf(o,
+		            "<code>aicprof fuse</code> generates a fused kernel for it "
+		            "(finding #%d), checked against the unfused sequence",
+		            num);
+	}
+	strbuf_release(&err);
+}
+
 /* Time the candidates would save together, counting no node twice (greedy by rank). */
 static double saved_disjoint(const struct rmodel *m, int *counted)
 {
@@ -310,20 +376,24 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	if (share >= 0)
 		strbuf_addf(&l, " (%.0f%% of all VRAM traffic)", 100 * share);
 	card(o, 1, v.buf, l.buf);
-	/* Headline 2: time the fusions would save. */
-	int counted;
-	double saved = saved_disjoint(m, &counted);
+	/* Headline 2: time the findings would save, bounded by the step (time_model). */
+	int counted = 0;
+	const cJSON *tmj = jobj(root, "time_model");
+	double saved = jnum(tmj, "promised_us", &d) ? d : saved_disjoint(m, &counted);
+	if (tmj && jnum(tmj, "promised_findings", &d))
+		counted = (int)d;
 	strbuf_reset(&v);
 	strbuf_reset(&l);
 	if (counted) {
 		add_us(&v, saved);
-		strbuf_addf(&l, "per step saved by the top %d non-overlapping fusion%s", counted,
+		strbuf_addf(&l,
+		            "per step, up to %.1f%% of the step, saved by the top %d proven "
+		            "non-overlapping finding%s (bounded by the step's critical path)",
+		            m->step_us > 0 ? fmin(100.0, 100 * saved / m->step_us) : 0.0, counted,
 		            counted == 1 ? "" : "s");
-		if (m->step_us > 0)
-			strbuf_addf(&l, " (%.1f%% of the step)", 100 * saved / m->step_us);
 	} else {
 		strbuf_adds(&v, "none");
-		strbuf_adds(&l, "no fusion candidate with a time estimate");
+		strbuf_adds(&l, "no finding saves time on the step's critical path");
 	}
 	card(o, 1, v.buf, l.buf);
 	/* Step time. */
@@ -426,11 +496,38 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	strbuf_addf(o, "; %d kernels, copies and sets per step", m->nr_nodes);
 	strbuf_adds(o, "</dd>\n<dt>median step time</dt><dd>");
 	add_us(o, m->step_us_known ? m->step_us : -1);
-	strbuf_adds(o, "; in kernels ");
-	add_us(o, kus);
-	if (kus > 0 && m->step_us_known)
-		strbuf_addf(o, " (%.0f%% of the step; the rest is the GPU idle or waiting)",
-		            fmin(100.0, 100 * kus / m->step_us));
+	const cJSON *tm = jobj(root, "time_model");
+	double busy, ovl = jnumd(tm, "overlap_us", 0);
+	if (tm && jnum(tm, "busy_us", &busy)) {
+		strbuf_adds(o, "; GPU busy ");
+		add_us(o, busy);
+		strbuf_addf(o, " of the captured step's ");
+		add_us(o, jnumd(tm, "step_us", -1));
+		strbuf_addf(o, " (%.0f%%; the union of the kernels' intervals over streams",
+		            jnumd(tm, "step_us", 0) > 0
+		                ? fmin(100.0, 100 * busy / jnumd(tm, "step_us", 1))
+		                : 0.0);
+		if (ovl > 0) {
+			strbuf_adds(o, ": kernel time summed over streams is ");
+			add_us(o, jnumd(tm, "kernel_sum_us", -1));
+			strbuf_adds(o, ", of which ");
+			add_us(o, ovl);
+			strbuf_adds(o, " ran beside another stream");
+		}
+		strbuf_adds(o, "); idle ");
+		add_us(o, jnumd(tm, "idle_us", -1));
+		strbuf_adds(o, ", of which ");
+		add_us(o, jnumd(tm, "host_blocked_us", -1));
+		strbuf_adds(o, " after host syncs and blocking copies, ");
+		add_us(o, jnumd(tm, "launch_gap_us", -1));
+		strbuf_adds(o, " waiting for the host's next launch");
+	} else {
+		strbuf_adds(o, "; in kernels ");
+		add_us(o, kus);
+		if (kus > 0 && m->step_us_known)
+			strbuf_addf(o, " (%.0f%% of the step; the rest is the GPU idle or waiting)",
+			            fmin(100.0, 100 * kus / m->step_us));
+	}
 	strbuf_adds(o, "</dd>\n<dt>VRAM traffic per step</dt><dd>");
 	add_bytes(o, bytes);
 	strbuf_adds(o, "</dd>\n<dt>traces</dt><dd>");
@@ -585,13 +682,25 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
 		double saved = jnumd(c, "time_saved_us_per_step", -1), d;
-		strbuf_addf(o, "<article class=\"cand\" id=\"cand-%d\"><h3>#%d ", k + 1, k + 1);
-		H(o, jstr(c, "kind") ? jstr(c, "kind") : "fusion");
-		strbuf_adds(o, " <span class=\"save\">saves ");
+		int num = cand_number(c, k);
+		const char *tk = jstr(c, "time_kind");
+		strbuf_addf(o, "<article class=\"cand\" id=\"cand-%d\"><h3>#%d ", num, num);
+		H(o, tk && !strcmp(tk, "host-blocked") ? "host-blocked"
+		     : jstr(c, "kind")                 ? jstr(c, "kind")
+		                                       : "fusion");
+		strbuf_adds(o, " <span class=\"save\">saves up to ");
 		add_us(o, saved);
-		strbuf_adds(o, " per step");
+		strbuf_adds(o, " of the step");
 		if (saved >= 0 && m->step_us > 0)
-			strbuf_addf(o, " (%.1f%% of the step)", 100 * saved / m->step_us);
+			strbuf_addf(o, " (up to %.1f%% of the step)",
+			            fmin(100.0, 100 * saved / m->step_us));
+		if (jnum(c, "kernel_saved_us", &d) && tk && strcmp(tk, "none")) {
+			strbuf_adds(o, !strcmp(tk, "gpu") ? "; kernel time saved "
+			                                  : "; the host blocks ");
+			add_us(o, d);
+		}
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
+			strbuf_adds(o, "; unproven");
 		strbuf_adds(o, "</span></h3>\n<dl class=\"kv\">\n");
 		if (jstr(c, "why")) {
 			strbuf_adds(o, "<dt>why</dt><dd>");
@@ -659,10 +768,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			H(o, lib);
 			strbuf_adds(o, "</code>");
 		} else {
-			strbuf_addf(o,
-			            "generate the fused kernel with <code>aicprof fuse</code> "
-			            "(candidate #%d)",
-			            k + 1);
+			what_to_do(o, c, num);
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
@@ -675,7 +781,8 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		            m->nr_cands - HTML_FULL_CANDS);
 		for (int k = HTML_FULL_CANDS; k < m->nr_cands; k++) {
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
-			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>", k + 1, k + 1);
+			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>",
+			            cand_number(c, k), cand_number(c, k));
 			td_text(o, jstr(c, "kind"), NULL);
 			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
 			strbuf_adds(o, "<td>");
@@ -696,7 +803,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 				H(o, lib);
 				strbuf_adds(o, "</code>");
 			} else {
-				strbuf_adds(o, "<code>aicprof fuse</code>");
+				what_to_do(o, c, cand_number(c, k));
 			}
 			strbuf_adds(o, "</td></tr>\n");
 		}
