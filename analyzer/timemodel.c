@@ -250,22 +250,29 @@ void timemodel_compute(struct model *m)
 
 	/* per pattern */
 	struct pat_sort *ps = xcalloc((size_t)m->npats + 1, sizeof(*ps));
+	char *gap_used = xcalloc((size_t)ns + 1, 1);
 	for (int p = 0; p < m->npats; p++) {
 		ps[p].p = m->pats[p];
 		ps[p].ks = m->pats[p].saved_us;
 		ps[p].host = 1;
 		ps[p].proven = 1;
+		memset(gap_used, 0, (size_t)ns);
 		for (int o = 0; o < m->pats[p].ncands; o++) {
 			const struct candidate *cd = &m->cands[m->pats[p].cands[o]];
 			double lim = 0;
 			if (cand_host(cd)) {
-				/* the GPU idle it causes: the gaps in its window and the one after
-				 */
+				/* the GPU idle it causes: the gaps in its window and the one after;
+				 * occurrences share no gap */
 				int c = m->pats[p].cands[o];
-				for (int k = 0; k < ns && wk[c] >= 0; k++)
-					if (k == wk[c] || (be[k] >= ws[c] && be[k] + gap_after[k] <=
-					                                         we[c] + TM_GAP_US))
+				for (int k = 0; k < ns && wk[c] >= 0; k++) {
+					int in = k == wk[c] ||
+					         (be[k] >= ws[c] &&
+					          be[k] + gap_after[k] <= we[c] + TM_GAP_US);
+					if (in && !gap_used[k]) {
+						gap_used[k] = 1;
 						lim += gap_after[k];
+					}
+				}
 			} else {
 				ps[p].host = 0;
 				memset(isnode, 0, (size_t)m->nnodes);
@@ -327,6 +334,7 @@ void timemodel_compute(struct model *m)
 	if (m->step_median_us > 0)
 		tm->promised_us = fmin(tm->promised_us, m->step_median_us);
 	free(hostnode);
+	free(gap_used);
 	free(ps);
 	free(isnode);
 	free(stretch_of);
@@ -384,4 +392,46 @@ void timemodel_free(struct timemodel *tm)
 	free(tm->counted);
 	free(tm->on_path);
 	free(tm);
+}
+
+struct ranked {
+	cJSON *c;
+	int proven, at;
+	double saved;
+};
+
+static int ranked_cmp(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->proven != y->proven)
+		return x->proven ? -1 : 1;
+	if (x->saved != y->saved)
+		return x->saved > y->saved ? -1 : 1;
+	return x->at - y->at;
+}
+
+void timemodel_renumber(cJSON *root)
+{
+	cJSON *cands = cJSON_GetObjectItemCaseSensitive(root, "candidates");
+	int n = cJSON_IsArray(cands) ? cJSON_GetArraySize(cands) : 0;
+	if (!n)
+		return;
+	struct ranked *r = xcalloc((size_t)n, sizeof(*r));
+	for (int i = 0; i < n; i++) {
+		cJSON *c = cJSON_DetachItemFromArray(cands, 0);
+		const cJSON *pv = cJSON_GetObjectItemCaseSensitive(c, "proven");
+		const cJSON *sv = cJSON_GetObjectItemCaseSensitive(c, "time_saved_us_per_step");
+		r[i] = (struct ranked){c, !cJSON_IsFalse(pv), i,
+		                       cJSON_IsNumber(sv) ? sv->valuedouble : 0};
+	}
+	qsort(r, (size_t)n, sizeof(*r), ranked_cmp);
+	for (int i = 0; i < n; i++) {
+		cJSON *num = cJSON_CreateNumber(i + 1);
+		if (cJSON_GetObjectItemCaseSensitive(r[i].c, "number"))
+			cJSON_ReplaceItemInObjectCaseSensitive(r[i].c, "number", num);
+		else
+			cJSON_AddItemToObject(r[i].c, "number", num);
+		cJSON_AddItemToArray(cands, r[i].c);
+	}
+	free(r);
 }

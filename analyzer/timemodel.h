@@ -43,6 +43,13 @@ void timemodel_compute(struct model *m);
 /* The model as summary.json's "time_model" object (a new cJSON object; null when none). */
 struct cJSON *timemodel_json(const struct model *m);
 
+/*
+ * Ranks a summary's candidates array in place as timemodel_compute() ranks patterns (proven
+ * first, then time_saved_us_per_step; stable) and writes each one's "number" (1-based), for a
+ * job's summary, where jobmerge.c appends the communication findings. Never fails.
+ */
+void timemodel_renumber(struct cJSON *root);
+
 void timemodel_free(struct timemodel *tm);
 
 #endif
