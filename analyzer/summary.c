@@ -451,6 +451,7 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
 		cJSON_AddItemToArray(ev, o);
 	}
+	timemodel_renumber(root);
 	return root;
 }
 

@@ -431,6 +431,23 @@ void timemodel_renumber(cJSON *root)
 			cJSON_ReplaceItemInObjectCaseSensitive(r[i].c, "number", num);
 		else
 			cJSON_AddItemToObject(r[i].c, "number", num);
+		/* the group's name (fusegroup.c: "c<id>_ops"): fuse's directory, by number */
+		cJSON *grp = cJSON_GetObjectItemCaseSensitive(r[i].c, "group");
+		cJSON *nm =
+		    cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "name") : NULL;
+		if (cJSON_IsString(nm) && nm->valuestring[0] == 'c' && nm->valuestring[1] >= '0' &&
+		    nm->valuestring[1] <= '9') {
+			const char *rest = nm->valuestring + 1;
+			while (*rest >= '0' && *rest <= '9')
+				rest++;
+			if (!*rest || *rest == '_') {
+				struct strbuf sb = STRBUF_INIT;
+				strbuf_addf(&sb, "c%d%s", i + 1, rest);
+				cJSON_ReplaceItemInObjectCaseSensitive(grp, "name",
+				                                       cJSON_CreateString(sb.buf));
+				strbuf_release(&sb);
+			}
+		}
 		cJSON_AddItemToArray(cands, r[i].c);
 	}
 	free(r);

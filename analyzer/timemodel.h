@@ -45,8 +45,10 @@ struct cJSON *timemodel_json(const struct model *m);
 
 /*
  * Ranks a summary's candidates array in place as timemodel_compute() ranks patterns (proven
- * first, then time_saved_us_per_step; stable) and writes each one's "number" (1-based), for a
- * job's summary, where jobmerge.c appends the communication findings. Never fails.
+ * first, then time_saved_us_per_step; stable), writes each one's "number" (1-based) and
+ * renames its fusion group "c<id>_ops" to "c<number>_ops", so the report, summary.json and
+ * fuse's directories use one number. summary_json() calls it; so does jobmerge.c after it
+ * appends the communication findings. Never fails.
  */
 void timemodel_renumber(struct cJSON *root);
 

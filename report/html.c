@@ -230,7 +230,14 @@ static void what_to_do(struct strbuf *o, const cJSON *c, int num)
 			strbuf_adds(o, "free the values at their last use");
 		if (ev && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
 			strbuf_adds(o, ", once the evidence above is confirmed");
-		strbuf_adds(o, "; advice only: <code>aicprof fuse</code> generates nothing for it");
+		if (!strcmp(kind, "dead"))
+			strbuf_adds(o,
+			            "; <code>aicprof fuse</code> generates no kernel for it (its "
+			            "patch removes the statement where the line is a one-line "
+			            "assignment whose name is not used elsewhere)");
+		else
+			strbuf_adds(o, "; advice only: <code>aicprof fuse</code> generates nothing "
+			               "for it");
 		return;
 	}
 	const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
