@@ -96,7 +96,7 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		int64_t id;
 		e.cand = json_get_int64(c, "id", 0, INT32_MAX, &id) == JSON_OK ? (long)id : i;
 		e.num =
-		    json_get_int64(c, "number", 1, INT32_MAX, &id) == JSON_OK ? (long)id : i + 1;
+		    json_get_int64(c, "number", 1, INT32_MAX, &id) == JSON_OK ? (long)id : e.cand;
 		run->ids = xrealloc(run->ids, sizeof(long) * (size_t)(run->nids + 1));
 		run->nums = xrealloc(run->nums, sizeof(long) * (size_t)(run->nids + 1));
 		run->ids[run->nids] = e.cand;
