@@ -89,7 +89,7 @@ static int host_syncs(const struct rmodel *m, struct strbuf *o, double *stall)
 		else
 			strbuf_adds(o, " (the host blocks ");
 		add_time(o, st);
-		if (idle_after >= 0 && jobj(c, "time_kind")) {
+		if (idle_after >= 0 && jstr(c, "time_kind")) {
 			/* the time model's figure: what the GPU sits idle because of it */
 			strbuf_adds(o, ", the GPU then idles ");
 			add_time(o, idle_after);
@@ -300,7 +300,7 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 		    "printing a tensor) at the lines above, or move them out of the step: up to ");
 		add_time(o, fmin(stall, idle));
 		strbuf_addf(o,
-		            " of GPU idle time (%.0f%% of the step), and CUDA graphs need them "
+		            " of GPU idle time (%.1f%% of the step), and CUDA graphs need them "
 		            "gone.</li>\n",
 		            100 * fmin(stall, idle) / step);
 	}
