@@ -194,6 +194,27 @@ static const cJSON *ledger_value(const struct rmodel *m, double id)
 	return NULL;
 }
 
+/*
+ * Why finding c is listed only in the collapsed table, or NULL when it is shown in full: its
+ * claim is unproven (summary "proven" false), it is not actionable from the source, or it
+ * saves under 1 µs (kernel time and step time) and under 1 MiB of traffic a step.
+ */
+static const char *cand_minor(const cJSON *c)
+{
+	const char *kind = jstr(c, "kind");
+	if (kind && !strcmp(kind, "memory"))
+		return "the memory plan (Beyond fusion) has it";
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
+		return "unproven: see its evidence";
+	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(jobj(c, "evidence"), "actionable")))
+		return "not actionable from the source";
+	double ks = jnumd(c, "kernel_saved_us", jnumd(c, "time_saved_us_per_step", 0));
+	double ss = jnumd(c, "time_saved_us_per_step", 0), b = jnumd(c, "bytes_saved_per_step", 0);
+	if (ks < 1 && ss < 1 && b < 1048576)
+		return "under 1 µs and 1 MiB a step";
+	return NULL;
+}
+
 /* The finding's number: summary.json's "number" (its rank there), else its place here. */
 static int cand_number(const cJSON *c, int k)
 {
@@ -222,14 +243,25 @@ static void what_to_do(struct strbuf *o, const cJSON *c, int num)
 	}
 	if (kind &&
 	    (!strcmp(kind, "dead") || !strcmp(kind, "invariant") || !strcmp(kind, "memory"))) {
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev, "actionable"))) {
+			strbuf_adds(o, "nothing to change in the source");
+			if (jstr(ev, "not_actionable")) {
+				strbuf_adds(o, " (");
+				H(o, jstr(ev, "not_actionable"));
+				strbuf_adds(o, ")");
+			}
+			strbuf_adds(o, "; <code>aicprof fuse</code> generates nothing for it");
+			return;
+		}
 		if (!strcmp(kind, "dead"))
 			strbuf_adds(o, "remove the write at its source line");
 		else if (!strcmp(kind, "invariant"))
 			strbuf_adds(o, "compute it once before the loop and keep it");
 		else
 			strbuf_adds(o, "free the values at their last use");
-		if (ev && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
-			strbuf_adds(o, ", once the evidence above is confirmed");
+		if (ev && strcmp(kind, "memory") &&
+		    cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
+			strbuf_adds(o, ", once its evidence (Beyond fusion) is confirmed");
 		if (!strcmp(kind, "dead"))
 			strbuf_adds(o,
 			            "; <code>aicprof fuse</code> generates no kernel for it (its "
@@ -685,9 +717,17 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "<p>No fusion candidate was found: no intermediate in this step is "
 		               "written by one kernel and read only by kernels that could join it."
 		               "</p>\n");
-	for (int k = 0; k < m->nr_cands && k < HTML_FULL_CANDS; k++) {
+	char *brief = xcalloc((size_t)m->nr_cands + 1, 1); /* 1: in the collapsed table */
+	int nfull = 0, nbrief = 0;
+	for (int k = 0; k < m->nr_cands; k++) {
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
+		if (cand_minor(c) || nfull >= HTML_FULL_CANDS) {
+			brief[k] = 1;
+			nbrief++;
+			continue;
+		}
+		nfull++;
 		double saved = jnumd(c, "time_saved_us_per_step", -1), d;
 		int num = cand_number(c, k);
 		const char *tk = jstr(c, "time_kind");
@@ -779,18 +819,24 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
-	if (m->nr_cands > HTML_FULL_CANDS) {
+	if (nbrief) {
 		strbuf_addf(o,
-		            "<details id=\"more-cands\"><summary>%d more candidates</summary>\n"
+		            "<details id=\"more-cands\"><summary>%d more findings: unproven, not "
+		            "actionable from the source, under 1 µs and 1 MiB a step, or past the "
+		            "first %d</summary>\n"
 		            "<table><thead><tr><th class=\"n\">#</th><th>kind</th>"
-		            "<th class=\"n\">saves</th><th>kernels</th><th>source</th>"
+		            "<th>listed here because</th>"
+		            "<th class=\"n\">saves of the step</th><th>kernels</th><th>source</th>"
 		            "<th>what to do</th></tr></thead><tbody>\n",
-		            m->nr_cands - HTML_FULL_CANDS);
-		for (int k = HTML_FULL_CANDS; k < m->nr_cands; k++) {
+		            nbrief, HTML_FULL_CANDS);
+		for (int k = 0; k < m->nr_cands; k++) {
+			if (!brief[k])
+				continue;
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
 			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>",
 			            cand_number(c, k), cand_number(c, k));
 			td_text(o, jstr(c, "kind"), NULL);
+			td_text(o, cand_minor(c) ? cand_minor(c) : "past the first findings", NULL);
 			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
 			strbuf_adds(o, "<td>");
 			cand_nodes_list(pg, o, jarr(c, "nodes"));
@@ -816,6 +862,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		}
 		strbuf_adds(o, "</tbody></table></details>\n");
 	}
+	free(brief);
 	const cJSON *rej = jarr(m->root, "rejected"), *r;
 	int nr = rej ? cJSON_GetArraySize(rej) : 0;
 	if (!rej)
