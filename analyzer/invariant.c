@@ -41,6 +41,7 @@
  * source (beyond_actionable()).
  */
 #include "analyzer/beyond.h"
+#include "analyzer/timemodel.h"
 #include "analyzer/vindex.h"
 #include "lib/util.h"
 
@@ -421,13 +422,13 @@ void invariant_find(struct model *m)
 		int refuted = confirm(m, c, grp, root, rv, nrv, ev);
 		struct strbuf sb = STRBUF_INIT;
 		const struct node *first = &m->nodes[nodes[0]], *last = &m->nodes[nodes[nn - 1]];
-		char b1[32];
+		char b1[32], b2[32];
 		strbuf_addf(&sb,
 		            "%d node%s (%s%s%s) compute the same %s every step from inputs that do "
 		            "not change between steps: compute once before the loop and keep it "
-		            "(saves %.1f us and %s of traffic per step)",
+		            "(%s of kernel time and %s of traffic per step)",
 		            nn, nn == 1 ? "" : "s", first->name, nn > 1 ? " .. " : "",
-		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", us,
+		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", fmt_us(us, b2),
 		            fmt_bytes((double)bytes, b1));
 		c->why = sb.buf;
 		if (beyond_actionable(m, c) && refuted)

@@ -30,6 +30,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,6 +380,15 @@ cJSON *timemodel_json(const struct model *m)
 	cJSON_AddNumberToObject(o, "promised_host_us", r3(tm->promised_host_us));
 	cJSON_AddNumberToObject(o, "promised_findings", tm->npromised);
 	return o;
+}
+
+char *fmt_us(double us, char *buf)
+{
+	if (us >= 1000)
+		snprintf(buf, 32, "%.2f ms", us / 1000);
+	else
+		snprintf(buf, 32, "%.1f µs", us);
+	return buf;
 }
 
 void timemodel_free(struct timemodel *tm)

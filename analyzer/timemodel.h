@@ -52,6 +52,9 @@ struct cJSON *timemodel_json(const struct model *m);
  */
 void timemodel_renumber(struct cJSON *root);
 
+/* A time in µs for a finding's text into buf (32 bytes): "12.3 µs", "4.56 ms"; returns buf. */
+char *fmt_us(double us, char *buf);
+
 void timemodel_free(struct timemodel *tm);
 
 #endif
