@@ -435,7 +435,8 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddItemToArray(rej, o);
 	}
 	cJSON_AddItemToObject(root, "memory", memplan_json(m));
-	cJSON_AddItemToObject(root, "time_model", timemodel_json(m));
+	if (m->tm) /* absent without a timeline (no kernel ran in the step) */
+		cJSON_AddItemToObject(root, "time_model", timemodel_json(m));
 	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
 	cJSON_AddNumberToObject(tl, "step", m->tl_step);
 	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
