@@ -23,10 +23,9 @@
  * A dead node that autograd launched (a backward formula's temporary: ATen's mse_loss_backward
  * fills grad_input with zeros_like and then overwrites all of it) is real dead work but not
  * actionable from the user's source: beyond_actionable() marks it and it saves 0 us.
- * Not reported at all, since nothing proves them dead: a reduction whose outputs are only
- * kept-alive or workspace (its result, a loss the host reads after the step, and its partial
- * buffers), and a memset that is only dead-unless-read (the zeroing of an accumulator that
- * the next kernel adds into).
+ * Not reported at all: a reduction whose outputs are only kept-alive or workspace (its
+ * result, a loss the host reads after the step, and its partial buffers). Findings whose
+ * verdict is not `dead` stay unproven (timemodel.c keeps them out of the headline).
  */
 #include "analyzer/beyond.h"
 #include "analyzer/vindex.h"
@@ -112,10 +111,9 @@ void deadwork_find(struct model *m)
 		}
 		if (!outs || live || !real)
 			continue;
-		/* not provably dead: a reduction's result kept past the step (a loss the host
-		 * reads later) with its partial buffers, or a memset its next writer (an
-		 * accumulating kernel) may read before it overwrites */
-		if (worst != V_DEAD && (nd->sem.family == FAM_REDUCTION || nd->kind == NK_SET))
+		/* not dead work: a reduction's result kept past the step (a loss the host reads
+		 * later) with its partial buffers */
+		if (worst != V_DEAD && nd->sem.family == FAM_REDUCTION)
 			continue;
 		struct candidate *c = beyond_add(m, "dead", &n, 1);
 		cJSON *ev = c->evidence;
