@@ -70,7 +70,6 @@ static const struct field run_schema[] = {
     {"candidates[].nodes", T_ARR, 0, 0, 0},
     {"candidates[].nodes[]", T_INT, 0, 0, IMAX},
     {"candidates[].number", T_INT, 0, 1, IMAX},
-    {"candidates[].time_saved_us_per_step", T_NUM, 0, 0, UMAX},
     {"candidates[].kernel_saved_us", T_NUM, 0, 0, UMAX},
     {"candidates[].time_kind", T_STR, 0, 0, 0},
     {"candidates[].proven", T_BOOL, 0, 0, 0},
