@@ -783,15 +783,34 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			strbuf_addf(o, "; %d still written because read later",
 			            cJSON_GetArraySize(vk));
 		strbuf_adds(o, "</dd>\n<dt>estimate</dt><dd>");
-		add_us(o, jnumd(c, "time_before_us", -1));
-		strbuf_adds(o, " now, ");
-		add_us(o, jnumd(c, "time_after_us", -1));
 		/* a comm-overlap candidate hides communication; it fuses nothing */
 		const char *ck = jstr(c, "kind");
 		int comm = ck && !strcmp(ck, "comm-overlap");
-		strbuf_adds(o,
-		            comm ? " exposed once hidden under compute (at most its transfer time)"
-		                 : " fused (bounded by the bandwidth roof)");
+		int beyond = ck && (!strcmp(ck, "dead") || !strcmp(ck, "invariant") ||
+		                    !strcmp(ck, "memory"));
+		if (tk && !strcmp(tk, "host-blocked")) {
+			strbuf_adds(o, "the host blocks ");
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " a step (host time); the GPU sits idle ");
+			add_us(o, saved);
+			strbuf_adds(o, " because of it: what removing it can save");
+		} else if (beyond) {
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " of kernel time a step, all of it removed");
+		} else {
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " now, ");
+			add_us(o, jnumd(c, "time_after_us", -1));
+			strbuf_adds(o, comm ? " exposed once hidden under compute (at most its "
+			                      "transfer time)"
+			                    : " fused (bounded by the bandwidth roof)");
+		}
+		if (tk && !strcmp(tk, "gpu") && jnum(c, "kernel_saved_us", &d) && saved < 0.5 * d)
+			strbuf_adds(o,
+			            "; most of it is off the step's critical path: the GPU waits "
+			            "for the host's next launch after these kernels, so a faster "
+			            "kernel waits longer (one launch fewer still saves the host "
+			            "its launch time)");
 		strbuf_adds(o, "</dd>\n<dt>source</dt><dd>");
 		const cJSON *s;
 		int ns = 0;
