@@ -7,9 +7,9 @@
  *  - busy is the union of the events' intervals over streams; kernel_sum the plain sum, so
  *    overlap = kernel_sum - busy is the time two streams ran at once; idle = step - busy;
  *  - the busy time splits into stretches: events closer than TM_GAP_US (what a queued launch
- *    costs the GPU between kernels) are one stretch. An idle gap after a stretch is
- *    host-blocked when a host sync or blocking copy finding sits at the stretch's end (the
- *    host waited for the GPU to drain, then relaunched: that gap is the sync's cost), else a
+ *    costs the GPU between kernels), or than 1% of the stretch so far, are one stretch. An idle gap
+ * after a stretch is host-blocked when a host sync or blocking copy finding sits at the stretch's
+ * end (the host waited for the GPU to drain, then relaunched: that gap is the sync's cost), else a
  *    launch gap (the host was late with the next launch);
  *  - the critical path: the step ends when its last stretch ends, and a stretch that ends in a
  *    host-blocked gap is waited on by the host; a stretch that ends in a launch gap is not (the
@@ -34,7 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TM_GAP_US 2.5 /* a gap the GPU's queue explains; longer: the host was late */
+#define TM_GAP_US    5.0  /* a gap the GPU's queue explains; longer: the host was late */
+#define TM_GAP_SHARE 0.01 /* ... or one under this share of the busy stretch before it */
 
 struct tev {
 	double s, e;
@@ -135,7 +136,10 @@ void timemodel_compute(struct model *m)
 	int ns = 0;
 	double uend = -1e300;
 	for (int i = 0; i < n; i++) {
-		if (i == 0 || ev[i].s > uend + TM_GAP_US) {
+		/* a gap longer than the queue explains ends the stretch, unless it is small beside
+		 * the stretch (one captured step's noise after milliseconds of queued work) */
+		if (i == 0 ||
+		    ev[i].s > uend + fmax(TM_GAP_US, TM_GAP_SHARE * (uend - ev[sb[ns - 1]].s))) {
 			sb[ns] = i;
 			be[ns++] = ev[i].e;
 		}
