@@ -7,10 +7,11 @@
  *  - busy is the union of the events' intervals over streams; kernel_sum the plain sum, so
  *    overlap = kernel_sum - busy is the time two streams ran at once; idle = step - busy;
  *  - the busy time splits into stretches: events closer than TM_GAP_US (what a queued launch
- *    costs the GPU between kernels), or than 1% of the stretch so far, are one stretch. An idle gap
- * after a stretch is host-blocked when a host sync or blocking copy finding sits at the stretch's
- * end (the host waited for the GPU to drain, then relaunched: that gap is the sync's cost), else a
- *    launch gap (the host was late with the next launch);
+ *    costs the GPU between kernels), or than 1% of the stretch so far (one step's noise after
+ *    milliseconds of queued work), are one stretch. An idle gap after a stretch is
+ *    host-blocked when a host sync or blocking copy finding sits in the stretch or its wait
+ *    window (the host waited for the GPU to drain, then relaunched: that gap is the sync's
+ *    cost), else a launch gap (the host was late with the next launch);
  *  - the critical path: the step ends when its last stretch ends, and a stretch that ends in a
  *    host-blocked gap is waited on by the host; a stretch that ends in a launch gap is not (the
  *    next launch comes when the host sends it, however early the GPU finishes). Each node's
