@@ -76,6 +76,11 @@ rows = re.findall(r'<tr id="cand-(\d+)"><td class="n">(\d+)</td><td>([a-z-]+)</t
 check("report: every finding is in the report once, full or in the table",
       sorted(int(a) for a, _, _ in arts) + sorted(int(a) for a, _, _ in rows) and
       sorted([int(a) for a, _, _ in arts] + [int(a) for a, _, _ in rows]) == sorted(byn))
+# the ledger's kernel table: a node's "fusion #N" is a finding N that holds the node
+kt = re.findall(r'<tr><td class="n" data-v="(\d+)">\d+</td>(.*?)</tr>', r)
+marks = [(int(nid), int(m.group(1))) for nid, row in kt for m in [re.search(r'<a href="#cand-(\d+)">#\1</a>', row)] if m]
+check("report: the kernel table's fusion #N holds that kernel (%d marks)" % len(marks),
+      all(n in byn and nid in byn[n]["nodes"] for nid, n in marks))
 pct = [float(x) for x in re.findall(r"up to ([0-9.]+)% of the step", r)]
 check("report: no 'up to X% of the step' over 100", all(p <= 100 for p in pct))
 text = html.unescape(re.sub(r"<[^>]+>", "", r))
