@@ -235,10 +235,17 @@ static void what_to_do(struct strbuf *o, const cJSON *c, int num)
 		H(o, cJSON_IsString(cJSON_GetArrayItem(jarr(c, "sources"), 0))
 		         ? cJSON_GetArrayItem(jarr(c, "sources"), 0)->valuestring
 		         : "its line");
-		strbuf_adds(o,
-		            " (read the value every N steps, or copy it asynchronously to pinned "
-		            "memory and read it later) so the GPU keeps working; advice only: "
-		            "<code>aicprof fuse</code> generates nothing for it");
+		if (jnumd(c, "time_saved_us_per_step", 0) < 1)
+			strbuf_adds(
+			    o, " only if the host has other work: the GPU stays busy through "
+			       "it (the host waits on queued work), so the step does not "
+			       "shrink; advice only: <code>aicprof fuse</code> generates nothing "
+			       "for it");
+		else
+			strbuf_adds(
+			    o, " (read the value every N steps, or copy it asynchronously to "
+			       "pinned memory and read it later) so the GPU keeps working; "
+			       "advice only: <code>aicprof fuse</code> generates nothing for it");
 		return;
 	}
 	if (kind &&
@@ -854,8 +861,15 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
 			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>",
 			            cand_number(c, k), cand_number(c, k));
-			td_text(o, jstr(c, "kind"), NULL);
-			td_text(o, cand_minor(c) ? cand_minor(c) : "past the first findings", NULL);
+			const char *tk2 = jstr(c, "time_kind");
+			td_text(o,
+			        tk2 && !strcmp(tk2, "host-blocked") ? "host-blocked"
+			                                            : jstr(c, "kind"),
+			        NULL);
+			td_text(o,
+			        cand_minor(c) ? cand_minor(c)
+			                      : "past the first findings shown in full",
+			        NULL);
 			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
 			strbuf_adds(o, "<td>");
 			cand_nodes_list(pg, o, jarr(c, "nodes"));

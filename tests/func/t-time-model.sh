@@ -73,6 +73,8 @@ byn = {c["number"]: c for c in C}
 check("report: every full finding's #N is summary.json's number N, same kind",
       all(a == b and int(a) in byn and (k == byn[int(a)]["kind"] or (k == "host-blocked" and byn[int(a)].get("time_kind") == "host-blocked")) for a, b, k in arts))
 rows = re.findall(r'<tr id="cand-(\d+)"><td class="n">(\d+)</td><td>([a-z-]+)</td>', r)
+check("report: every table row's #N is summary.json's number N, same kind",
+      all(a == b and int(a) in byn and (k == byn[int(a)]["kind"] or (k == "host-blocked" and byn[int(a)].get("time_kind") == "host-blocked")) for a, b, k in rows))
 check("report: every finding is in the report once, full or in the table",
       sorted(int(a) for a, _, _ in arts) + sorted(int(a) for a, _, _ in rows) and
       sorted([int(a) for a, _, _ in arts] + [int(a) for a, _, _ in rows]) == sorted(byn))
