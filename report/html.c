@@ -19,12 +19,12 @@
 #include "lib/hmap.h"
 #include "report/assets.h"
 #include "report/beyond.h"
+#include "report/findings.h"
 #include "report/job.h"
 #include "report/lead.h"
 #include "report/plot.h"
 #include "report/sha256.h"
 #include "report/source.h"
-#include "fusion/fusion.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -192,117 +192,6 @@ static const cJSON *ledger_value(const struct rmodel *m, double id)
 			return v;
 	}
 	return NULL;
-}
-
-/*
- * Why finding c is listed only in the collapsed table, or NULL when it is shown in full: its
- * claim is unproven (summary "proven" false), it is not actionable from the source, or it
- * saves under 1 µs (kernel time and step time) and under 1 MiB of traffic a step.
- */
-static const char *cand_minor(const cJSON *c)
-{
-	const char *kind = jstr(c, "kind");
-	if (kind && !strcmp(kind, "memory"))
-		return "the memory plan (Beyond fusion) has it";
-	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
-		return "unproven: see its evidence";
-	if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(jobj(c, "evidence"), "actionable")))
-		return "not actionable from the source";
-	double ks = jnumd(c, "kernel_saved_us", jnumd(c, "time_saved_us_per_step", 0));
-	double ss = jnumd(c, "time_saved_us_per_step", 0), b = jnumd(c, "bytes_saved_per_step", 0);
-	if (ks < 1 && ss < 1 && b < 1048576)
-		return "under 1 µs and 1 MiB a step";
-	return NULL;
-}
-
-/* The finding's number: summary.json's "number" (its rank there), else its place here. */
-static int cand_number(const cJSON *c, int k)
-{
-	double d;
-	return jnum(c, "number", &d) && d >= 1 ? (int)d : k + 1;
-}
-
-/*
- * What `aicprof fuse` does for finding c, said exactly: a generated kernel only where the
- * group parses as fuse parses it (fgroup_parse(), fusion/group.c), else advice with the reason.
- */
-static void what_to_do(struct strbuf *o, const cJSON *c, int num)
-{
-	const char *kind = jstr(c, "kind"), *tk = jstr(c, "time_kind");
-	const cJSON *ev = jobj(c, "evidence");
-	if (tk && !strcmp(tk, "host-blocked")) {
-		strbuf_adds(o, "remove or defer the host sync at ");
-		H(o, cJSON_IsString(cJSON_GetArrayItem(jarr(c, "sources"), 0))
-		         ? cJSON_GetArrayItem(jarr(c, "sources"), 0)->valuestring
-		         : "its line");
-		if (jnumd(c, "time_saved_us_per_step", 0) < 1)
-			strbuf_adds(
-			    o, " only if the host has other work: the GPU stays busy through "
-			       "it (the host waits on queued work), so the step does not "
-			       "shrink; advice only: <code>aicprof fuse</code> generates nothing "
-			       "for it");
-		else
-			strbuf_adds(
-			    o, " (read the value every N steps, or copy it asynchronously to "
-			       "pinned memory and read it later) so the GPU keeps working; "
-			       "advice only: <code>aicprof fuse</code> generates nothing for it");
-		return;
-	}
-	if (kind &&
-	    (!strcmp(kind, "dead") || !strcmp(kind, "invariant") || !strcmp(kind, "memory"))) {
-		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(ev, "actionable"))) {
-			strbuf_adds(o, "nothing to change in the source");
-			if (jstr(ev, "not_actionable")) {
-				strbuf_adds(o, " (");
-				H(o, jstr(ev, "not_actionable"));
-				strbuf_adds(o, ")");
-			}
-			strbuf_adds(o, "; <code>aicprof fuse</code> generates nothing for it");
-			return;
-		}
-		if (!strcmp(kind, "dead"))
-			strbuf_adds(o, "remove the write at its source line");
-		else if (!strcmp(kind, "invariant"))
-			strbuf_adds(o, "compute it once before the loop and keep it");
-		else
-			strbuf_adds(o, "free the values at their last use");
-		if (ev && strcmp(kind, "memory") &&
-		    cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
-			strbuf_adds(o, ", once its evidence (Beyond fusion) is confirmed");
-		if (!strcmp(kind, "dead"))
-			strbuf_adds(o,
-			            "; <code>aicprof fuse</code> generates no kernel for it (its "
-			            "patch removes the statement where the line is a one-line "
-			            "assignment whose name is not used elsewhere)");
-		else
-			strbuf_adds(o, "; advice only: <code>aicprof fuse</code> generates nothing "
-			               "for it");
-		return;
-	}
-	const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
-	if (!grp || cJSON_IsNull(grp)) {
-		strbuf_adds(o, "advice only: <code>aicprof fuse</code> does not generate it");
-		if (jstr(c, "group_why")) {
-			strbuf_adds(o, ": ");
-			H(o, jstr(c, "group_why"));
-		}
-		return;
-	}
-	struct fgroup g;
-	struct strbuf err = STRBUF_INIT;
-	char name[32];
-	snprintf(name, sizeof(name), "c%d", num);
-	if (fgroup_parse(grp, "summary.json", name, &g, &err)) {
-		strbuf_adds(o, "advice only: <code>aicprof fuse</code> refuses the group: ");
-		H(o, err.buf);
-	} else {
-		fgroup_release(&g);
-		strbuf_addf(o,
-		            "<code>aicprof fuse</code> generates a fused kernel for it "
-		            "(finding #%d), checked against the unfused sequence",
-		            num);
-	}
-	strbuf_release(&err);
 }
 
 /* Time the candidates would save together, counting no node twice (greedy by rank). */
@@ -729,14 +618,14 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 	for (int k = 0; k < m->nr_cands; k++) {
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
-		if (cand_minor(c) || nfull >= HTML_FULL_CANDS) {
+		if (finding_minor(c) || nfull >= HTML_FULL_CANDS) {
 			brief[k] = 1;
 			nbrief++;
 			continue;
 		}
 		nfull++;
 		double saved = jnumd(c, "time_saved_us_per_step", -1), d;
-		int num = cand_number(c, k);
+		int num = finding_number(c, k);
 		const char *tk = jstr(c, "time_kind");
 		strbuf_addf(o, "<article class=\"cand\" id=\"cand-%d\"><h3>#%d ", num, num);
 		H(o, tk && !strcmp(tk, "host-blocked") ? "host-blocked"
@@ -841,7 +730,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			H(o, lib);
 			strbuf_adds(o, "</code>");
 		} else {
-			what_to_do(o, c, num);
+			finding_todo(o, c, num);
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
@@ -860,15 +749,15 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 				continue;
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
 			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>",
-			            cand_number(c, k), cand_number(c, k));
+			            finding_number(c, k), finding_number(c, k));
 			const char *tk2 = jstr(c, "time_kind");
 			td_text(o,
 			        tk2 && !strcmp(tk2, "host-blocked") ? "host-blocked"
 			                                            : jstr(c, "kind"),
 			        NULL);
 			td_text(o,
-			        cand_minor(c) ? cand_minor(c)
-			                      : "past the first findings shown in full",
+			        finding_minor(c) ? finding_minor(c)
+			                         : "past the first findings shown in full",
 			        NULL);
 			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
 			strbuf_adds(o, "<td>");
@@ -889,7 +778,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 				H(o, lib);
 				strbuf_adds(o, "</code>");
 			} else {
-				what_to_do(o, c, cand_number(c, k));
+				finding_todo(o, c, finding_number(c, k));
 			}
 			strbuf_adds(o, "</td></tr>\n");
 		}
