@@ -23,6 +23,9 @@
  * A dead node that autograd launched (a backward formula's temporary: ATen's mse_loss_backward
  * fills grad_input with zeros_like and then overwrites all of it) is real dead work but not
  * actionable from the user's source: beyond_actionable() marks it and it saves 0 us.
+ * Not reported at all: a reduction whose outputs are only kept-alive or workspace (its
+ * result, a loss the host reads after the step, and its partial buffers). Findings whose
+ * verdict is not `dead` stay unproven (timemodel.c keeps them out of the headline).
  */
 #include "analyzer/beyond.h"
 #include "analyzer/vindex.h"
@@ -108,6 +111,10 @@ void deadwork_find(struct model *m)
 		}
 		if (!outs || live || !real)
 			continue;
+		/* not dead work: a reduction's result kept past the step (a loss the host reads
+		 * later) with its partial buffers */
+		if (worst != V_DEAD && nd->sem.family == FAM_REDUCTION)
+			continue;
 		struct candidate *c = beyond_add(m, "dead", &n, 1);
 		cJSON *ev = c->evidence;
 		cJSON_AddStringToObject(ev, "verdict", verdict_name(worst));
@@ -142,28 +149,28 @@ void deadwork_find(struct model *m)
 		c->saved_us = worst == V_KEPT ? 0 : nd->median_us;
 		cJSON_AddNumberToObject(ev, "steps_seen", (double)nd->count);
 		struct strbuf sb = STRBUF_INIT;
+		char b1[32];
 		const char *src = nd->source ? nd->source : "an unattributed line";
 		if (worst == V_DEAD)
-			strbuf_addf(
-			    &sb,
-			    "%s (node %d, %s) writes %llu bytes every step that nothing reads "
-			    "before they are freed or overwritten: remove it",
-			    nd->name, n, src, (unsigned long long)wbytes);
+			strbuf_addf(&sb,
+			            "%s (node %d, %s) writes %s every step that nothing reads "
+			            "before they are freed or overwritten: remove it",
+			            nd->name, n, src, fmt_bytes((double)wbytes, b1));
 		else if (worst == V_DEAD_UNLESS)
 			strbuf_addf(
 			    &sb,
-			    "%s (node %d, %s) writes %llu bytes that the next writer of the same "
+			    "%s (node %d, %s) writes %s that the next writer of the same "
 			    "buffer overwrites whole; dead unless that kernel reads them first "
 			    "(its read is only inferred from a non-const pointer)",
-			    nd->name, n, src, (unsigned long long)wbytes);
+			    nd->name, n, src, fmt_bytes((double)wbytes, b1));
 		else
 			strbuf_addf(
 			    &sb,
-			    "%s (node %d, %s) writes %llu bytes that nothing in the step reads; "
+			    "%s (node %d, %s) writes %s that nothing in the step reads; "
 			    "they stay allocated past the step, so the program may read them "
 			    "later (on the host, after the loop): looks dead, check before "
 			    "removing",
-			    nd->name, n, src, (unsigned long long)wbytes);
+			    nd->name, n, src, fmt_bytes((double)wbytes, b1));
 		c->why = sb.buf;
 		beyond_actionable(m, c);
 	}

@@ -16,9 +16,11 @@
  * A node with no pointer reads (a fill, a memset) thus starts a chain. Invariant nodes joined
  * by values form one `invariant` candidate: compute once, keep the values that non-invariant
  * nodes read (`values_kept`, whose bytes stay allocated: `evidence.kept_bytes`), and save the
- * chain's time and bytes every step. Scalar arguments are not in the model: a fill whose value
- * changes per step (a learning-rate tensor) would be taken for a constant; the evidence says
- * which nodes start the chain so that a reader can check them.
+ * chain's time and bytes every step. A group of memsets only, each read by a kernel of the
+ * step, is not reported (sets_only()): it zeroes an accumulator or semaphore the reader
+ * updates in place, which must be redone every step. Scalar arguments are not in the model: a fill
+ * whose value changes per step (a learning-rate tensor) would be taken for a constant; the evidence
+ * says which nodes start the chain so that a reader can check them.
  *
  * Confirmation with the shim's calibration fingerprints (probe records: a hash of each
  * pointer's allocation after the launch, fold.c keeps them per node position over the steps
@@ -39,6 +41,7 @@
  * source (beyond_actionable()).
  */
 #include "analyzer/beyond.h"
+#include "analyzer/timemodel.h"
 #include "analyzer/vindex.h"
 #include "lib/util.h"
 
@@ -199,6 +202,25 @@ static int node_passes(const struct model *m, struct vindex *x, const char *inv,
 	return 1;
 }
 
+/*
+ * 1 when every node of the group is a memset whose value some kernel of the step reads: the
+ * zeroing of an accumulator or a semaphore (a reduction's partial sums, a split-K GEMM's
+ * counters) that its reader updates in place, so it must be redone every step.
+ */
+static int sets_only(const struct model *m, const int *nodes, int nn)
+{
+	for (int k = 0; k < nn; k++) {
+		if (m->nodes[nodes[k]].kind != NK_SET)
+			return 0;
+		int read = 0;
+		for (int i = 0; i < m->nvalues && !read; i++)
+			read = m->values[i].writer == nodes[k] && m->values[i].nreaders > 0;
+		if (!read)
+			return 0;
+	}
+	return nn > 0;
+}
+
 void invariant_find(struct model *m)
 {
 	if (!m->nnodes)
@@ -336,6 +358,8 @@ void invariant_find(struct model *m)
 		int *nodes = nlist + noff[root];
 		const int *rv = vlist + voff[root];
 		int nrv = voff[root + 1] - voff[root];
+		if (sets_only(m, nodes, nn))
+			continue;
 		struct candidate *c = beyond_add(m, "invariant", nodes, nn);
 		cJSON *ev = c->evidence;
 		int nk = 0;
@@ -398,13 +422,13 @@ void invariant_find(struct model *m)
 		int refuted = confirm(m, c, grp, root, rv, nrv, ev);
 		struct strbuf sb = STRBUF_INIT;
 		const struct node *first = &m->nodes[nodes[0]], *last = &m->nodes[nodes[nn - 1]];
-		char b1[32];
+		char b1[32], b2[32];
 		strbuf_addf(&sb,
 		            "%d node%s (%s%s%s) compute the same %s every step from inputs that do "
 		            "not change between steps: compute once before the loop and keep it "
-		            "(saves %.1f us and %s of traffic per step)",
+		            "(%s of kernel time and %s of traffic per step)",
 		            nn, nn == 1 ? "" : "s", first->name, nn > 1 ? " .. " : "",
-		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", us,
+		            nn > 1 ? last->name : "", nk == 1 ? "value" : "values", fmt_us(us, b2),
 		            fmt_bytes((double)bytes, b1));
 		c->why = sb.buf;
 		if (beyond_actionable(m, c) && refuted)

@@ -31,6 +31,7 @@
  */
 #include "analyzer/job.h"
 #include "analyzer/semantics.h"
+#include "analyzer/timemodel.h"
 #include "lib/json.h"
 #include "lib/stats.h"
 #include "lib/summary.h"
@@ -724,6 +725,7 @@ static void build_view(struct merge *mg, cJSON *base)
 	cJSON_AddNumberToObject(job, "overlapped_us_per_step", r3(stats_median(tmp, (size_t)(n))));
 	add_lanes(job, mg, slow);
 	comm_candidates(base, rows_j, early, per_round);
+	timemodel_renumber(base);
 
 	/* traces[]: every rank's entry, in rank order */
 	cJSON *tr = cJSON_CreateArray();

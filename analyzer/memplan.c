@@ -32,6 +32,7 @@
  * held peak minus ideal peak.
  */
 #include "analyzer/beyond.h"
+#include "analyzer/timemodel.h"
 #include "analyzer/trace.h"
 #include "analyzer/vindex.h"
 #include "lib/hmap.h"
@@ -544,22 +545,24 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 		hc->saved_us = stall;
 		const struct node *nd = &m->nodes[h->pos];
 		struct strbuf hb = STRBUF_INIT;
+		char t1[32];
 		if (h->sync)
 			strbuf_addf(&hb,
 			            "a synchronize inside the step (after node %d, %s) blocks "
-			            "the host %.1f us every step",
-			            h->pos, nd->source ? nd->source : "unattributed", stall);
+			            "the host %s every step (host time, while the GPU drains its "
+			            "queue): remove it or move it out of the step",
+			            h->pos, nd->source ? nd->source : "unattributed",
+			            fmt_us(stall, t1));
 		else
-			strbuf_addf(
-			    &hb,
-			    "a %s copy of %llu bytes every step (node %d, %s)%s: if the bytes "
-			    "are the same each step, copy once; if it is a loss read for "
-			    "printing, read it every N steps",
-			    h->kind, (unsigned long long)h->bytes, h->pos,
-			    nd->source ? nd->source : "unattributed",
-			    stall > 0 ? " stalls the host until the copy ends" : "");
+			strbuf_addf(&hb,
+			            "a %s copy of %s every step (node %d, %s)%s: if the bytes "
+			            "are the same each step, copy once; if it is a loss read for "
+			            "printing, read it every N steps",
+			            h->kind, fmt_bytes((double)h->bytes, b1), h->pos,
+			            nd->source ? nd->source : "unattributed",
+			            stall > 0 ? " blocks the host until the copy ends" : "");
 		if (stall > 0 && !h->sync)
-			strbuf_addf(&hb, " (%.1f us blocked)", stall);
+			strbuf_addf(&hb, " (%s of host time)", fmt_us(stall, t1));
 		hc->why = hb.buf;
 	}
 	free(hop);

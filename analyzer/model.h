@@ -212,6 +212,7 @@ struct model {
 	/* beyond fusion (deadwork.c, invariant.c, memplan.c) */
 	uint64_t cap_seq_end; /* seq of the first op after the captured step; UINT64_MAX none */
 	struct memplan *mem;  /* owned, NULL when not computed */
+	struct timemodel *tm; /* owned, NULL when not computed (timemodel.c) */
 };
 
 /*

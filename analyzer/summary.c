@@ -5,6 +5,7 @@
  * analysis_run()/model_free(), the model's lifecycle.
  */
 #include "analyzer/model.h"
+#include "analyzer/timemodel.h"
 #include "analyzer/trace.h"
 #include "lib/util.h"
 
@@ -200,6 +201,18 @@ static cJSON *pattern_json(const struct model *m, const struct pattern *p)
 	}
 	cJSON_AddStringToObject(o, "key", p->key);
 	cJSON_AddNumberToObject(o, "count_per_step", p->ncands);
+	int pi = (int)(p - m->pats);
+	cJSON_AddNumberToObject(o, "number", pi + 1);
+	if (m->tm && pi < m->tm->npats) {
+		const struct timemodel *tm = m->tm;
+		cJSON_AddNumberToObject(o, "kernel_saved_us", r3(tm->kernel_saved[pi]));
+		cJSON_AddStringToObject(o, "time_kind",
+		                        tm->host[pi]                   ? "host-blocked"
+		                        : !strcmp(rep->kind, "memory") ? "none"
+		                                                       : "gpu");
+		cJSON_AddBoolToObject(o, "proven", tm->proven[pi]);
+		cJSON_AddBoolToObject(o, "in_headline", tm->counted[pi]);
+	}
 	/* the line: the first occurrence whose members' common line is not backward()'s own */
 	int mm = common_member(m, rep, 0), um = common_member(m, rep, 1);
 	for (int k = 0;
@@ -422,6 +435,8 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddItemToArray(rej, o);
 	}
 	cJSON_AddItemToObject(root, "memory", memplan_json(m));
+	if (m->tm) /* absent without a timeline (no kernel ran in the step) */
+		cJSON_AddItemToObject(root, "time_model", timemodel_json(m));
 	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
 	cJSON_AddNumberToObject(tl, "step", m->tl_step);
 	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
@@ -437,6 +452,7 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
 		cJSON_AddItemToArray(ev, o);
 	}
+	timemodel_renumber(root);
 	return root;
 }
 
@@ -508,6 +524,7 @@ void model_free(struct model *m)
 	free(m->rejs);
 	free(m->tl);
 	memplan_free(m->mem);
+	timemodel_free(m->tm);
 	free(m);
 }
 
@@ -605,6 +622,7 @@ struct model *analysis_run(char **paths, int npaths)
 		goto fail;
 	memlog_free(ml);
 	patterns_fold(m);
+	timemodel_compute(m);
 	return m;
 fail:
 	memlog_free(ml);

@@ -27,6 +27,7 @@
 struct fuse_entry {
 	char *name;   /* generated group, or NULL for advice */
 	long cand;    /* candidate id, -1 with --group */
+	long num;     /* the finding's number (summary.json "number", the report's #), -1 */
 	char *advice; /* why not generated */
 	char *sources;
 	struct fgroup g;
@@ -39,6 +40,8 @@ struct fuse_run {
 	struct patch_lib *libs; /* library forms and dead statements the patch handled */
 	int nlibs;
 	int notfusion[3]; /* dead, invariant, memory candidates: the report's, not fuse's */
+	long *ids, *nums; /* every candidate's id and number in the summary */
+	int nids;
 };
 
 static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
@@ -47,6 +50,15 @@ static void add_entry(struct fuse_run *r, struct fuse_entry *e)
 {
 	ALLOC_GROW(r->e, r->nr, r->alloc);
 	r->e[r->nr++] = *e;
+}
+
+/* The number of the finding whose candidate id is cand (its id where none is listed). */
+static long num_of(const struct fuse_run *r, long cand)
+{
+	for (int i = 0; i < r->nids; i++)
+		if (r->ids[i] == cand)
+			return r->nums[i];
+	return cand;
 }
 
 static char *join_sources(const cJSON *c)
@@ -83,6 +95,12 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		struct fuse_entry e = {0};
 		int64_t id;
 		e.cand = json_get_int64(c, "id", 0, INT32_MAX, &id) == JSON_OK ? (long)id : i;
+		e.num =
+		    json_get_int64(c, "number", 1, INT32_MAX, &id) == JSON_OK ? (long)id : e.cand;
+		run->ids = xrealloc(run->ids, sizeof(long) * (size_t)(run->nids + 1));
+		run->nums = xrealloc(run->nums, sizeof(long) * (size_t)(run->nids + 1));
+		run->ids[run->nids] = e.cand;
+		run->nums[run->nids++] = e.num;
 		e.sources = join_sources(c);
 		const cJSON *lib = cJSON_GetObjectItemCaseSensitive(c, "library_form");
 		const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
@@ -125,7 +143,7 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		} else {
 			char where[96], name[32];
 			snprintf(where, sizeof(where), "%s: candidates[%d].group", path, i);
-			snprintf(name, sizeof(name), "c%ld", e.cand);
+			snprintf(name, sizeof(name), "c%ld", e.num);
 			struct strbuf err = STRBUF_INIT;
 			if (fgroup_parse(grp, where, name, &e.g, &err))
 				strbuf_addf(&msg, "%s: not generated: %s", ks, err.buf);
@@ -193,8 +211,8 @@ static void add_readme_group(struct strbuf *sb, const struct fuse_entry *e)
 	const struct fgroup *g = &e->g;
 	char b1[32], b2[32];
 	strbuf_addf(sb, "\n### %s", g->name);
-	if (e->cand >= 0)
-		strbuf_addf(sb, " (candidate %ld)", e->cand);
+	if (e->num >= 0)
+		strbuf_addf(sb, " (finding #%ld)", e->num);
 	strbuf_addf(sb, "\n\n- kind: %s, dtype %s, ",
 	            g->kind == FG_CHAIN ? "elementwise chain" : "reduction + epilogue",
 	            fdtype_name(g->dtype));
@@ -286,11 +304,12 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 		for (int i = 0; i < run->nlibs; i++) {
 			const struct patch_lib *l = &run->libs[i];
 			if (l->rewritten)
-				strbuf_addf(&sb, "- candidate %ld (%s): rewritten at %s: %s\n",
-				            l->cand, l->form, l->where, l->what);
+				strbuf_addf(&sb, "- finding #%ld (%s): rewritten at %s: %s\n",
+				            num_of(run, l->cand), l->form, l->where, l->what);
 			else
-				strbuf_addf(&sb, "- candidate %ld (%s): not rewritten (%s); %s\n",
-				            l->cand, l->form, l->advice ? l->advice : "?", l->what);
+				strbuf_addf(&sb, "- finding #%ld (%s): not rewritten (%s); %s\n",
+				            num_of(run, l->cand), l->form,
+				            l->advice ? l->advice : "?", l->what);
 		}
 	}
 	int nnf = run->notfusion[0] + run->notfusion[1] + run->notfusion[2];
@@ -310,7 +329,7 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 				lib |= run->libs[k].cand == e->cand;
 			if (!e->advice || lib)
 				continue;
-			strbuf_addf(&sb, "- candidate %ld: %s", e->cand, e->advice);
+			strbuf_addf(&sb, "- finding #%ld: %s", e->num, e->advice);
 			if (e->sources && *e->sources)
 				strbuf_addf(&sb, " (sources: %s)", e->sources);
 			strbuf_adds(&sb, "\n");
@@ -356,7 +375,8 @@ static char *build_index(const struct fuse_run *run)
 			continue;
 		strbuf_addf(&sb, "%s\n  {\"name\": ", first ? "" : ",");
 		strbuf_add_json(&sb, run->e[i].name);
-		strbuf_addf(&sb, ", \"candidate\": %ld}", run->e[i].cand);
+		strbuf_addf(&sb, ", \"candidate\": %ld, \"number\": %ld}", run->e[i].cand,
+		            run->e[i].num);
 		first = 0;
 	}
 	strbuf_adds(&sb, "],\n \"advice\": [");
@@ -364,8 +384,8 @@ static char *build_index(const struct fuse_run *run)
 	for (int i = 0; i < run->nr; i++) {
 		if (!run->e[i].advice)
 			continue;
-		strbuf_addf(&sb, "%s\n  {\"candidate\": %ld, \"why\": ", first ? "" : ",",
-		            run->e[i].cand);
+		strbuf_addf(&sb, "%s\n  {\"candidate\": %ld, \"number\": %ld, \"why\": ",
+		            first ? "" : ",", run->e[i].cand, run->e[i].num);
 		strbuf_add_json(&sb, run->e[i].advice);
 		strbuf_adds(&sb, "}");
 		first = 0;
@@ -428,7 +448,7 @@ int cmd_fuse(int argc, char **argv)
 		for (int i = 0; i < ngroups && !rc; i++) {
 			struct fuse_entry e = {0};
 			struct strbuf err = STRBUF_INIT;
-			e.cand = -1;
+			e.cand = e.num = -1;
 			if (fgroup_parse_file(groups[i], &e.g, &err)) {
 				rc = error("%s", err.buf);
 			} else {
@@ -469,17 +489,17 @@ int cmd_fuse(int argc, char **argv)
 			if (run.e[i].name)
 				printf("generated %s/%s\n", fused, run.e[i].name);
 			else
-				printf("advice    candidate %ld: %s\n", run.e[i].cand,
+				printf("advice    finding #%ld: %s\n", run.e[i].num,
 				       run.e[i].advice);
 		}
 		for (int i = 0; !rc && i < run.nlibs; i++) {
 			const struct patch_lib *l = &run.libs[i];
 			if (l->rewritten)
-				printf("library   candidate %ld: %s: rewritten at %s\n", l->cand,
-				       l->form, l->where);
+				printf("library   finding #%ld: %s: rewritten at %s\n",
+				       num_of(&run, l->cand), l->form, l->where);
 			else
-				printf("library   candidate %ld: %s: not rewritten: %s\n", l->cand,
-				       l->form, l->advice ? l->advice : "?");
+				printf("library   finding #%ld: %s: not rewritten: %s\n",
+				       num_of(&run, l->cand), l->form, l->advice ? l->advice : "?");
 		}
 		int nnf = run.notfusion[0] + run.notfusion[1] + run.notfusion[2];
 		if (!rc && nnf)
@@ -495,5 +515,7 @@ int cmd_fuse(int argc, char **argv)
 	}
 	release_run(&run);
 	free(groups);
+	free(run.ids);
+	free(run.nums);
 	return rc ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "lib/hmap.h"
 #include "report/assets.h"
 #include "report/beyond.h"
+#include "report/findings.h"
 #include "report/job.h"
 #include "report/lead.h"
 #include "report/plot.h"
@@ -310,20 +311,24 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	if (share >= 0)
 		strbuf_addf(&l, " (%.0f%% of all VRAM traffic)", 100 * share);
 	card(o, 1, v.buf, l.buf);
-	/* Headline 2: time the fusions would save. */
-	int counted;
-	double saved = saved_disjoint(m, &counted);
+	/* Headline 2: time the findings would save, bounded by the step (time_model). */
+	int counted = 0;
+	const cJSON *tmj = jobj(root, "time_model");
+	double saved = jnum(tmj, "promised_us", &d) ? d : saved_disjoint(m, &counted);
+	if (tmj && jnum(tmj, "promised_findings", &d))
+		counted = (int)d;
 	strbuf_reset(&v);
 	strbuf_reset(&l);
 	if (counted) {
 		add_us(&v, saved);
-		strbuf_addf(&l, "per step saved by the top %d non-overlapping fusion%s", counted,
+		strbuf_addf(&l,
+		            "per step, up to %.1f%% of the step, saved by the top %d proven "
+		            "non-overlapping finding%s (bounded by the step's critical path)",
+		            m->step_us > 0 ? fmin(100.0, 100 * saved / m->step_us) : 0.0, counted,
 		            counted == 1 ? "" : "s");
-		if (m->step_us > 0)
-			strbuf_addf(&l, " (%.1f%% of the step)", 100 * saved / m->step_us);
 	} else {
 		strbuf_adds(&v, "none");
-		strbuf_adds(&l, "no fusion candidate with a time estimate");
+		strbuf_adds(&l, "no finding saves time on the step's critical path");
 	}
 	card(o, 1, v.buf, l.buf);
 	/* Step time. */
@@ -426,11 +431,38 @@ static void section_overview(struct page *pg, struct strbuf *o)
 	strbuf_addf(o, "; %d kernels, copies and sets per step", m->nr_nodes);
 	strbuf_adds(o, "</dd>\n<dt>median step time</dt><dd>");
 	add_us(o, m->step_us_known ? m->step_us : -1);
-	strbuf_adds(o, "; in kernels ");
-	add_us(o, kus);
-	if (kus > 0 && m->step_us_known)
-		strbuf_addf(o, " (%.0f%% of the step; the rest is the GPU idle or waiting)",
-		            fmin(100.0, 100 * kus / m->step_us));
+	const cJSON *tm = jobj(root, "time_model");
+	double busy, ovl = jnumd(tm, "overlap_us", 0);
+	if (tm && jnum(tm, "busy_us", &busy)) {
+		strbuf_adds(o, "; GPU busy ");
+		add_us(o, busy);
+		strbuf_addf(o, " of the captured step's ");
+		add_us(o, jnumd(tm, "step_us", -1));
+		strbuf_addf(o, " (%.0f%%; the union of the kernels' intervals over streams",
+		            jnumd(tm, "step_us", 0) > 0
+		                ? fmin(100.0, 100 * busy / jnumd(tm, "step_us", 1))
+		                : 0.0);
+		if (ovl > 0) {
+			strbuf_adds(o, ": kernel time summed over streams is ");
+			add_us(o, jnumd(tm, "kernel_sum_us", -1));
+			strbuf_adds(o, ", of which ");
+			add_us(o, ovl);
+			strbuf_adds(o, " ran beside another stream");
+		}
+		strbuf_adds(o, "); idle ");
+		add_us(o, jnumd(tm, "idle_us", -1));
+		strbuf_adds(o, ", of which ");
+		add_us(o, jnumd(tm, "host_blocked_us", -1));
+		strbuf_adds(o, " after host syncs and blocking copies, ");
+		add_us(o, jnumd(tm, "launch_gap_us", -1));
+		strbuf_adds(o, " waiting for the host's next launch");
+	} else {
+		strbuf_adds(o, "; in kernels ");
+		add_us(o, kus);
+		if (kus > 0 && m->step_us_known)
+			strbuf_addf(o, " (%.0f%% of the step; the rest is the GPU idle or waiting)",
+			            fmin(100.0, 100 * kus / m->step_us));
+	}
 	strbuf_adds(o, "</dd>\n<dt>VRAM traffic per step</dt><dd>");
 	add_bytes(o, bytes);
 	strbuf_adds(o, "</dd>\n<dt>traces</dt><dd>");
@@ -581,17 +613,37 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		strbuf_adds(o, "<p>No fusion candidate was found: no intermediate in this step is "
 		               "written by one kernel and read only by kernels that could join it."
 		               "</p>\n");
-	for (int k = 0; k < m->nr_cands && k < HTML_FULL_CANDS; k++) {
+	char *brief = xcalloc((size_t)m->nr_cands + 1, 1); /* 1: in the collapsed table */
+	int nfull = 0, nbrief = 0;
+	for (int k = 0; k < m->nr_cands; k++) {
 		int ci = m->cand_order[k];
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
+		if (finding_minor(c) || nfull >= HTML_FULL_CANDS) {
+			brief[k] = 1;
+			nbrief++;
+			continue;
+		}
+		nfull++;
 		double saved = jnumd(c, "time_saved_us_per_step", -1), d;
-		strbuf_addf(o, "<article class=\"cand\" id=\"cand-%d\"><h3>#%d ", k + 1, k + 1);
-		H(o, jstr(c, "kind") ? jstr(c, "kind") : "fusion");
-		strbuf_adds(o, " <span class=\"save\">saves ");
+		int num = finding_number(c, k);
+		const char *tk = jstr(c, "time_kind");
+		strbuf_addf(o, "<article class=\"cand\" id=\"cand-%d\"><h3>#%d ", num, num);
+		H(o, tk && !strcmp(tk, "host-blocked") ? "host-blocked"
+		     : jstr(c, "kind")                 ? jstr(c, "kind")
+		                                       : "fusion");
+		strbuf_adds(o, " <span class=\"save\">saves up to ");
 		add_us(o, saved);
-		strbuf_adds(o, " per step");
+		strbuf_adds(o, " of the step");
 		if (saved >= 0 && m->step_us > 0)
-			strbuf_addf(o, " (%.1f%% of the step)", 100 * saved / m->step_us);
+			strbuf_addf(o, " (up to %.1f%% of the step)",
+			            fmin(100.0, 100 * saved / m->step_us));
+		if (jnum(c, "kernel_saved_us", &d) && tk && strcmp(tk, "none")) {
+			strbuf_adds(o, !strcmp(tk, "gpu") ? "; kernel time saved "
+			                                  : "; the host blocks ");
+			add_us(o, d);
+		}
+		if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "proven")))
+			strbuf_adds(o, "; unproven");
 		strbuf_adds(o, "</span></h3>\n<dl class=\"kv\">\n");
 		if (jstr(c, "why")) {
 			strbuf_adds(o, "<dt>why</dt><dd>");
@@ -627,15 +679,34 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			strbuf_addf(o, "; %d still written because read later",
 			            cJSON_GetArraySize(vk));
 		strbuf_adds(o, "</dd>\n<dt>estimate</dt><dd>");
-		add_us(o, jnumd(c, "time_before_us", -1));
-		strbuf_adds(o, " now, ");
-		add_us(o, jnumd(c, "time_after_us", -1));
 		/* a comm-overlap candidate hides communication; it fuses nothing */
 		const char *ck = jstr(c, "kind");
 		int comm = ck && !strcmp(ck, "comm-overlap");
-		strbuf_adds(o,
-		            comm ? " exposed once hidden under compute (at most its transfer time)"
-		                 : " fused (bounded by the bandwidth roof)");
+		int beyond = ck && (!strcmp(ck, "dead") || !strcmp(ck, "invariant") ||
+		                    !strcmp(ck, "memory"));
+		if (tk && !strcmp(tk, "host-blocked")) {
+			strbuf_adds(o, "the host blocks ");
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " a step (host time); the GPU sits idle ");
+			add_us(o, saved);
+			strbuf_adds(o, " because of it: what removing it can save");
+		} else if (beyond) {
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " of kernel time a step, all of it removed");
+		} else {
+			add_us(o, jnumd(c, "time_before_us", -1));
+			strbuf_adds(o, " now, ");
+			add_us(o, jnumd(c, "time_after_us", -1));
+			strbuf_adds(o, comm ? " exposed once hidden under compute (at most its "
+			                      "transfer time)"
+			                    : " fused (bounded by the bandwidth roof)");
+		}
+		if (tk && !strcmp(tk, "gpu") && jnum(c, "kernel_saved_us", &d) && saved < 0.5 * d)
+			strbuf_adds(o,
+			            "; most of it is off the step's critical path: the GPU waits "
+			            "for the host's next launch after these kernels, so a faster "
+			            "kernel waits longer (one launch fewer still saves the host "
+			            "its launch time)");
 		strbuf_adds(o, "</dd>\n<dt>source</dt><dd>");
 		const cJSON *s;
 		int ns = 0;
@@ -659,24 +730,35 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 			H(o, lib);
 			strbuf_adds(o, "</code>");
 		} else {
-			strbuf_addf(o,
-			            "generate the fused kernel with <code>aicprof fuse</code> "
-			            "(candidate #%d)",
-			            k + 1);
+			finding_todo(o, c, num);
 		}
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
-	if (m->nr_cands > HTML_FULL_CANDS) {
+	if (nbrief) {
 		strbuf_addf(o,
-		            "<details id=\"more-cands\"><summary>%d more candidates</summary>\n"
+		            "<details id=\"more-cands\"><summary>%d more findings: unproven, not "
+		            "actionable from the source, under 1 µs and 1 MiB a step, or past the "
+		            "first %d</summary>\n"
 		            "<table><thead><tr><th class=\"n\">#</th><th>kind</th>"
-		            "<th class=\"n\">saves</th><th>kernels</th><th>source</th>"
+		            "<th>listed here because</th>"
+		            "<th class=\"n\">saves of the step</th><th>kernels</th><th>source</th>"
 		            "<th>what to do</th></tr></thead><tbody>\n",
-		            m->nr_cands - HTML_FULL_CANDS);
-		for (int k = HTML_FULL_CANDS; k < m->nr_cands; k++) {
+		            nbrief, HTML_FULL_CANDS);
+		for (int k = 0; k < m->nr_cands; k++) {
+			if (!brief[k])
+				continue;
 			const cJSON *c = cJSON_GetArrayItem(m->cands, m->cand_order[k]), *s;
-			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>", k + 1, k + 1);
-			td_text(o, jstr(c, "kind"), NULL);
+			strbuf_addf(o, "<tr id=\"cand-%d\"><td class=\"n\">%d</td>",
+			            finding_number(c, k), finding_number(c, k));
+			const char *tk2 = jstr(c, "time_kind");
+			td_text(o,
+			        tk2 && !strcmp(tk2, "host-blocked") ? "host-blocked"
+			                                            : jstr(c, "kind"),
+			        NULL);
+			td_text(o,
+			        finding_minor(c) ? finding_minor(c)
+			                         : "past the first findings shown in full",
+			        NULL);
 			td_us(o, jnumd(c, "time_saved_us_per_step", -1));
 			strbuf_adds(o, "<td>");
 			cand_nodes_list(pg, o, jarr(c, "nodes"));
@@ -696,12 +778,13 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 				H(o, lib);
 				strbuf_adds(o, "</code>");
 			} else {
-				strbuf_adds(o, "<code>aicprof fuse</code>");
+				finding_todo(o, c, finding_number(c, k));
 			}
 			strbuf_adds(o, "</td></tr>\n");
 		}
 		strbuf_adds(o, "</tbody></table></details>\n");
 	}
+	free(brief);
 	const cJSON *rej = jarr(m->root, "rejected"), *r;
 	int nr = rej ? cJSON_GetArraySize(rej) : 0;
 	if (!rej)

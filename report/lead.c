@@ -12,7 +12,9 @@
  * the trace shows them: many short kernels with gaps between them (kernels under 10 us, the
  * median gap between consecutive events), long gaps (over 100 us: the host was busy elsewhere:
  * a sync, host work, a wait), and the host syncs and device-to-host copies inside the step (the
- * host-sync and host-copy findings, with their source lines). The remedies carry estimates:
+ * host-sync and host-copy findings, with their source lines and finding numbers, the GPU idle
+ * time the time model gives each). Busy and step come from summary.json's time_model where it
+ * has one (analyzer/timemodel.c), so the lead and the overview agree. The remedies carry estimates:
  * CUDA graphs or torch.compile(mode="reduce-overhead") remove the launch gaps (gaps under
  * 100 us, less the ~2 us a graph's node still costs), removing a sync saves its stall, and a
  * larger batch grows the kernels but not the gaps (the busy share at twice the batch). A wait
@@ -32,7 +34,7 @@
 struct ev {
 	double s, e;
 	const char *name;
-	int kernel;
+	int kernel, node;
 };
 
 static int ev_cmp(const void *a, const void *b)
@@ -81,8 +83,18 @@ static int host_syncs(const struct rmodel *m, struct strbuf *o, double *stall)
 			strbuf_add_html(o, at);
 			strbuf_adds(o, "</code>");
 		}
-		strbuf_adds(o, " (");
+		double num, idle_after = jnumd(c, "time_saved_us_per_step", -1);
+		if (jnum(c, "number", &num))
+			strbuf_addf(o, " (finding #%.0f: the host blocks ", num);
+		else
+			strbuf_adds(o, " (the host blocks ");
 		add_time(o, st);
+		if (idle_after >= 0 && jstr(c, "time_kind")) {
+			/* the time model's figure: what the GPU sits idle because of it */
+			strbuf_adds(o, ", the GPU then idles ");
+			add_time(o, idle_after);
+			st = idle_after;
+		}
 		strbuf_adds(o, ")");
 		*stall += st;
 		n++;
@@ -158,7 +170,8 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 		if (n == cap)
 			ev = xrealloc(ev, sizeof(*ev) * (size_t)(cap = cap ? 2 * cap : 64));
 		int k = !kind || !strcmp(kind, "kernel");
-		ev[n++] = (struct ev){s, s + d, jstr(e, "name"), k};
+		ev[n++] =
+		    (struct ev){s, s + d, jstr(e, "name"), k, rmodel_int(jnumd(e, "node", -1))};
 		kernels += k;
 		shorts += k && d < LEAD_SHORT_US;
 	}
@@ -198,6 +211,11 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	if (t && cJSON_IsNumber(t) && isfinite(t->valuedouble) && t->valuedouble > step &&
 	    t->valuedouble < 1e12)
 		step = t->valuedouble;
+	/* the analyzer's time model, where the summary has one: the same figures as the overview */
+	const cJSON *tm = jobj(m->root, "time_model");
+	double tb, ts;
+	if (jnum(tm, "busy_us", &tb) && jnum(tm, "step_us", &ts) && ts > 0 && tb >= 0 && tb <= ts)
+		busy = tb, step = ts;
 	busy = fmin(busy, step);
 	double idle = step - busy;
 	qsort(gaps, (size_t)ng, sizeof(double), dbl_cmp);
@@ -240,9 +258,22 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 		add_time(o, fmin(waits, idle));
 		strbuf_adds(o, "; the longest, ");
 		add_time(o, lg);
+		if (longest > 0) {
+			strbuf_adds(o, ", after <code>");
+			strbuf_add_html(o,
+			                ev[longest - 1].name ? ev[longest - 1].name : "an event");
+			strbuf_adds(o, "</code>");
+		}
 		strbuf_adds(o, ", before <code>");
 		strbuf_add_html(o, ev[longest].name ? ev[longest].name : "an event");
-		strbuf_adds(o, "</code>.</li>\n");
+		strbuf_adds(o, "</code>");
+		int ni = ev[longest].node >= 0 ? rmodel_find(m, ev[longest].node) : -1;
+		if (ni >= 0 && m->nodes[ni].source) {
+			strbuf_adds(o, " (launched at <code>");
+			strbuf_add_html(o, m->nodes[ni].source);
+			strbuf_adds(o, "</code>: the host work before that line)");
+		}
+		strbuf_adds(o, ".</li>\n");
 	}
 	struct strbuf hs = STRBUF_INIT;
 	double stall = 0;
@@ -263,10 +294,14 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	strbuf_addf(o, " (%.0f%% of the step).</li>\n", 100 * g / step);
 	if (nh) {
 		strbuf_adds(
-		    o, "<li>Remove the host syncs (<code>.item()</code>, <code>.cpu()</code>, "
-		       "printing a tensor) at the lines above, or move them out of the step: ");
+		    o,
+		    "<li>Remove or defer the host syncs (<code>.item()</code>, "
+		    "<code>.cpu()</code>, "
+		    "printing a tensor) at the lines above, or move them out of the step: up to ");
 		add_time(o, fmin(stall, idle));
-		strbuf_addf(o, " of stall (%.0f%%), and CUDA graphs need them gone.</li>\n",
+		strbuf_addf(o,
+		            " of GPU idle time (%.1f%% of the step), and CUDA graphs need them "
+		            "gone.</li>\n",
 		            100 * fmin(stall, idle) / step);
 	}
 	/* twice the batch: each kernel about twice as long, the gaps the same */
@@ -275,7 +310,11 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	            "<li>A larger batch: kernels grow with it, the gaps do not; at twice the "
 	            "batch the GPU would be busy about %.0f%% of the step (now %.0f%%).</li>\n",
 	            100 * share2, 100 * busy / step);
-	strbuf_adds(o, "</ul>\n</section>\n");
+	strbuf_adds(
+	    o, "</ul>\n<p>Until the gaps are gone, a faster kernel mostly waits longer for the "
+	       "host's next launch: each finding below counts only the part of its saving "
+	       "on the step's critical path (the rest is shown as kernel time).</p>\n");
+	strbuf_adds(o, "</section>\n");
 	strbuf_release(&hs);
 	free(ev);
 }

@@ -191,7 +191,12 @@ void rmodel_init(struct rmodel *m, const cJSON *root)
 	double *saved = xcalloc((size_t)m->nr_cands + 1, sizeof(double));
 	for (int i = 0; i < m->nr_cands; i++) {
 		m->cand_order[i] = i;
-		saved[i] = jnumd(cJSON_GetArrayItem(m->cands, i), "time_saved_us_per_step", -1);
+		/* summary.json's "number" (analyzer/timemodel.c's rank), else time saved */
+		const cJSON *ci_ = cJSON_GetArrayItem(m->cands, i);
+		double num;
+		saved[i] = jnum(ci_, "number", &num) && num >= 1
+		               ? -num
+		               : jnumd(ci_, "time_saved_us_per_step", -1);
 	}
 	/* Insertion sort, stable: candidates are few. */
 	for (int i = 1; i < m->nr_cands; i++)

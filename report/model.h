@@ -44,8 +44,8 @@ struct rmodel {
 	int nr_edges, alloc_edges;
 	const cJSON *cands; /* candidates[], possibly empty; never NULL after init */
 	int nr_cands;
-	int *cand_order;    /* cand_order[k]: index in candidates[] of the k-th by time saved */
-	int *cand_rank;     /* cand_rank[i]: 1-based rank of candidates[i] by time saved */
+	int *cand_order;    /* cand_order[k]: index in candidates[] of the k-th (by number) */
+	int *cand_rank;     /* cand_rank[i]: 1-based rank of candidates[i]: its number */
 	double step_us;     /* steps.median_us, else the sum of node times, else -1 */
 	int step_us_known;  /* 1 when step_us came from steps.median_us */
 	double kernel_us;   /* sum of known node times */

@@ -24,7 +24,7 @@ check "attention: the tril mask chain is invariant, at line 31" q "$AT" "len($I)
 check "attention: fill, tril and ~mask are its nodes, kept value read by masked_fill" \
 	q "$AT" "[s['nodes'][n]['op'] for n in ($I)[0]['nodes']]==['fill','tril','logical'] and all(any(s['nodes'][r]['op']=='masked_fill' for r in s['ledger']['values'][v]['readers']) for v in ($I)[0]['values_kept'])"
 check "attention: invariant saves its nodes' time, unconfirmed" \
-	q "$AT" "abs(($I)[0]['time_saved_us_per_step']-sum(s['nodes'][n]['median_us'] for n in ($I)[0]['nodes']))<0.01 and ($I)[0]['evidence']['confirmed']==False"
+	q "$AT" "abs(($I)[0]['kernel_saved_us']-sum(s['nodes'][n]['median_us'] for n in ($I)[0]['nodes']))<0.01 and ($I)[0]['evidence']['confirmed']==False"
 check "attention: the attention candidate still holds" q "$AT" "sum(c['kind']=='attention' for c in C)==1"
 check "attention: dropout is never invariant" \
 	q "$AT" "not any(s['nodes'][n]['op']=='dropout' for c in C if c['kind']=='invariant' for n in c['nodes'])"
@@ -35,7 +35,7 @@ P="[c for c in C if c['kind']=='dead' and c['sources']==['samples/attention_trai
 check "attention: the planted never-read value (line $PL) is dead work" \
 	q "$AT" "len($P)==1 and ($P)[0]['evidence']['verdict']=='dead' and s['nodes'][($P)[0]['nodes'][0]]['op']=='sum'"
 check "attention: its value has no reader and it saves the sum's time" \
-	q "$AT" "all(v['readers']==[] for v in ($P)[0]['evidence']['values']) and ($P)[0]['time_saved_us_per_step']==s['nodes'][($P)[0]['nodes'][0]]['median_us']>0"
+	q "$AT" "all(v['readers']==[] for v in ($P)[0]['evidence']['values']) and ($P)[0]['kernel_saved_us']==s['nodes'][($P)[0]['nodes'][0]]['median_us']>0"
 check "attention: the loss mean read after the loop only looks dead (kept alive, saves nothing)" \
 	q "$AT" "all(c['evidence']['verdict']!='dead' and c['time_saved_us_per_step']==0 for c in C if c['kind']=='dead' and c not in $P)"
 
@@ -43,7 +43,7 @@ D="[c for c in C if c['kind']=='dead' and s['nodes'][c['nodes'][0]]['kind']=='se
 check "chain: the memset of out is dead (overwritten by sum_partials)" \
 	q "$CH" "len($D)==1 and ($D)[0]['evidence']['values'][0]['readers']==[6] and s['nodes'][6]['name']=='sum_partials'"
 check "chain: dead finding's bytes and time" \
-	q "$CH" "($D)[0]['evidence']['values'][0]['bytes']==4 and ($D)[0]['time_saved_us_per_step']==s['nodes'][($D)[0]['nodes'][0]]['median_us']"
+	q "$CH" "($D)[0]['evidence']['values'][0]['bytes']==4 and ($D)[0]['kernel_saved_us']==s['nodes'][($D)[0]['nodes'][0]]['median_us']"
 check "chain: the sync DtoH copy each step is a host finding with a stall" \
 	q "$CH" "any(c['kind']=='invariant' and c['evidence'].get('what')=='host-copy' and c['evidence']['copy_kind']=='DtoH' and c['evidence']['stall_us']>0 for c in C)"
 
@@ -75,7 +75,7 @@ grep -v '"t":"probe"' "$S/attention_probe.aicp.jsonl" >"$tmp/fp-none.jsonl"
 "$A" analyze -q --no-report "$S/attention_probe.aicp.jsonl" -o "$tmp/fp-real"
 M="[c for c in C if c['kind']=='invariant' and 'samples/attention_train.py:31' in c['sources']]"
 check "fingerprints: equal across two steps confirm the mask chain" \
-	q "$tmp/fp-same/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and ($M)[0]['evidence']['refuted'] is False and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints']) and ($M)[0]['time_saved_us_per_step']>0"
+	q "$tmp/fp-same/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and ($M)[0]['evidence']['refuted'] is False and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints']) and ($M)[0]['kernel_saved_us']>0"
 check "fingerprints: the H200 probe trace's own fingerprints confirm the mask chain" \
 	q "$tmp/fp-real/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is True and all(f['verdict']=='equal' and f['steps']>=2 for f in ($M)[0]['evidence']['fingerprints'])"
 check "fingerprints: the H200 trace refutes no invariant" \
@@ -83,9 +83,9 @@ check "fingerprints: the H200 trace refutes no invariant" \
 check "fingerprints: different in two steps refute it (kept, marked, saves nothing)" \
 	q "$tmp/fp-differ/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is True and ($M)[0]['time_saved_us_per_step']==0 and ($M)[0]['evidence']['time_us']>0 and 'REFUTED' in ($M)[0]['why']"
 check "fingerprints: none in the trace leave it unconfirmed, as before" \
-	q "$tmp/fp-none/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is False and ($M)[0]['evidence']['confirmation'].startswith('unconfirmed') and ($M)[0]['time_saved_us_per_step']>0"
+	q "$tmp/fp-none/summary.json" "len($M)==1 and ($M)[0]['evidence']['confirmed'] is False and ($M)[0]['evidence']['refuted'] is False and ($M)[0]['evidence']['confirmation'].startswith('unconfirmed') and ($M)[0]['kernel_saved_us']>0"
 check "fingerprints: the rest of the analysis is the same with and without probe records" \
-	python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); k=lambda s:[(c['kind'],c['nodes']) for c in s['candidates']]; sys.exit(0 if k(a)==k(b) and a['nodes']==b['nodes'] and a['ledger']==b['ledger'] else 1)" \
+	python3 -c "import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); k=lambda s:sorted((c['kind'],c['nodes']) for c in s['candidates']); sys.exit(0 if k(a)==k(b) and a['nodes']==b['nodes'] and a['ledger']==b['ledger'] else 1)" \
 	"$tmp/fp-same/summary.json" "$tmp/fp-none/summary.json"
 sed '18s/"fp":\["0x[0-9a-f]*"/"fp":["zz"/' "$T/attention-fp.aicp.jsonl" >"$tmp/fp-bad.jsonl"
 check "fingerprints: a bad probe record is an error naming file and line" sh -c \
@@ -97,7 +97,7 @@ G="[c for c in C if c['kind']=='invariant' and c['sources']==['samples/attention
 check "autograd: the loss.backward() invariant is marked not actionable and saves 0 us" \
 	q "$AT" "len($G)==1 and ($G)[0]['evidence']['actionable'] is False and ($G)[0]['time_saved_us_per_step']==0 and ($G)[0]['evidence']['time_us']>0 and 'inside autograd' in ($G)[0]['why']"
 check "autograd: the mask (forward, the user's line) stays actionable and ranks above it" \
-	q "$AT" "($I)[0]['evidence']['actionable'] is True and ($I)[0]['time_saved_us_per_step']>($G)[0]['time_saved_us_per_step']"
+	q "$AT" "($I)[0]['evidence']['actionable'] is True and ($I)[0]['kernel_saved_us']>($G)[0]['kernel_saved_us']"
 
 # --- MLP line 51 (loss.backward()): checked by hand against mlp_train.aicp.jsonl: node 17 is a
 # FillFunctor<float> of 16 MiB (8x512x1024 fp32) into a fresh allocation; the next launch, the

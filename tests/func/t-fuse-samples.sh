@@ -15,39 +15,51 @@ fuse() { # fuse SAMPLE: analyze and fuse into $tmp/SAMPLE.{a,f}
 	(cd "$top" && "$A" analyze -q --no-report "samples/traces/$1.aicp.jsonl" -o "$tmp/$1.a") &&
 		"$A" fuse "$tmp/$1.a" -o "$tmp/$1.f" >"$tmp/$1.out" 2>&1
 }
-gen() { ls "$tmp/$1.f" | grep -v '\.' | tr '\n' ' '; }
+gen() { ls "$tmp/$1.f" | grep -v '\.' | sed 's/^c[0-9]*_//' | sort | tr '\n' ' '; }
+# num SAMPLE EXPR: the number (summary.json "number", the report's #) of the first finding c
+# for which the Python EXPR holds
+num() { python3 -c "import json,sys; C=json.load(open(sys.argv[1]))['candidates']; print([c['number'] for c in C if $2][0])" "$tmp/$1.a/summary.json"; }
+# every generated directory cN_ops is the group of finding #N
+numbered() { python3 -c "
+import json,os,sys; C=json.load(open(sys.argv[1]))['candidates']
+names={c['group']['name']: c['number'] for c in C if c.get('group')}
+d=[x for x in os.listdir(sys.argv[2]) if '.' not in x]
+sys.exit(0 if d and all(names.get(x)==int(x[1:].split('_')[0]) for x in d) else 1)" "$tmp/$1.a/summary.json" "$tmp/$1.f"; }
+grp() { echo "[c['group'] for c in s['candidates'] if c.get('group') and c['group']['name'].split('_',1)[1]=='$1'][0]"; }
 
 fuse mlp_train
 check "mlp_train: fuse exits 0" test $? = 0
 check "mlp_train: generates gelu->dropout, dropout->add->mse, the dropout/gelu backward, layer norm->cast" \
-	test "$(gen mlp_train)" = "c0_gelu_dropout c1_dropout_add_mse_loss c3_dropout_backward_gelu_backward c4_layer_norm_cast "
+	test "$(gen mlp_train)" = "dropout_add_mse_loss dropout_backward_gelu_backward gelu_dropout layer_norm_cast "
+check "mlp_train: each generated cN_ops is finding #N's group" numbered mlp_train
 check "mlp_train: dropout's p read from the kernel's keep probability (0.9f)" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
-g=[c['group'] for c in s['candidates'] if c.get('group') and c['group']['name']=='c0_gelu_dropout'][0]; d=[o for o in g['ops'] if o['op']=='dropout']
+g=$(grp gelu_dropout); d=[o for o in g['ops'] if o['op']=='dropout']
 sys.exit(0 if [o['p'] for o in d]==[0.1] and g['ops'][0]['op']=='gelu' else 1)" "$tmp/mlp_train.a/summary.json"
 check "mlp_train: layer norm rows x cols and eps from its N and eps" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
-g=[c['group'] for c in s['candidates'] if c['group'] and c['group']['name']=='c4_layer_norm_cast'][0]
+g=$(grp layer_norm_cast)
 op=[o for o in g['ops'] if o['op']=='layer_norm'][0]
 sys.exit(0 if (g['rows'],g['cols'])==(4096,1024) and abs(op['eps']-1e-5)<1e-12 and g['outputs'][0]['dtype']=='bf16' else 1)" "$tmp/mlp_train.a/summary.json"
 check "mlp_train: the mask dropout writes is listed as unwritten (read by its backward)" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
-g=[c['group'] for c in s['candidates'] if c.get('group') and c['group']['name']=='c0_gelu_dropout'][0]; sys.exit(0 if len(g['unwritten'])==1 and g['unwritten'][0]['readers'] else 1)" "$tmp/mlp_train.a/summary.json"
-check "mlp_train: mse_loss backward is advice with its reason" grep -q "candidate 2: .*mse_loss backward's scale" "$tmp/mlp_train.out"
-check "mlp_train: layer norm backward is advice" grep -q "candidate 5: .*no backward of a row reduction" "$tmp/mlp_train.out"
-check "mlp_train: optimizer is advice with the fused AdamW" grep -q "candidate 6: .*AdamW(fused=True)" "$tmp/mlp_train.out"
+g=$(grp gelu_dropout); sys.exit(0 if len(g['unwritten'])==1 and g['unwritten'][0]['readers'] else 1)" "$tmp/mlp_train.a/summary.json"
+check "mlp_train: mse_loss backward is advice with its reason" grep -q "finding #$(num mlp_train "'mse_loss backward' in (c.get('group_why') or '')"): .*mse_loss backward's scale" "$tmp/mlp_train.out"
+check "mlp_train: layer norm backward is advice" grep -q "finding #$(num mlp_train "'no backward of a row' in (c.get('group_why') or '')"): .*no backward of a row reduction" "$tmp/mlp_train.out"
+check "mlp_train: optimizer is advice with the fused AdamW" grep -q "finding #$(num mlp_train "c['kind']=='optimizer-horizontal'"): .*AdamW(fused=True)" "$tmp/mlp_train.out"
 
 fuse attention_train
 check "attention_train: fuse exits 0" test $? = 0
 check "attention_train: the attention row group is advice with SDPA" \
-	grep -q "candidate 0: attention: .*scaled_dot_product_attention" "$tmp/attention_train.out"
-check "attention_train: generates the dropout backward -> mul chain" test "$(gen attention_train)" = "c3_dropout_backward_mul "
+	grep -q "finding #$(num attention_train "c['kind']=='attention'"): attention: .*scaled_dot_product_attention" "$tmp/attention_train.out"
+check "attention_train: generates the dropout backward -> mul chain" test "$(gen attention_train)" = "dropout_backward_mul "
+check "attention_train: each generated cN_ops is finding #N's group" numbered attention_train
 
 fuse chain
 check "chain: fuse exits 0" test $? = 0
 check "chain: nothing generated from user kernels" test "$(gen chain)" = ""
 check "chain: the advice says their semantics are unknown" \
-	grep -q "candidate 0: .*'scale') is a kernel of unknown semantics" "$tmp/chain.out"
+	grep -q "finding #$(num chain "c['kind']=='elementwise-chain'"): .*'scale') is a kernel of unknown semantics" "$tmp/chain.out"
 
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME): the generated kernels are not compiled"
@@ -79,8 +91,8 @@ else
 			check "$g: CPU check of the fused backward's math passes" test "$(cat "$gd/b.rc")" = 0
 		fi
 	done
-	check "c0_gelu_dropout has a fused backward; the backward groups of the samples have none" sh -c "
-		grep -q '^_FUSED_BWD = True' '$tmp/mlp_train.f/c0_gelu_dropout/c0_gelu_dropout.py' &&
-		grep -q '^_FUSED_BWD = False' '$tmp/mlp_train.f/c3_dropout_backward_gelu_backward/c3_dropout_backward_gelu_backward.py' &&
-		grep -q '^HAS_BACKWARD = True' '$tmp/mlp_train.f/c4_layer_norm_cast/c4_layer_norm_cast.py'"
+	check "gelu_dropout has a fused backward; the backward groups of the samples have none" sh -c "
+		grep -q '^_FUSED_BWD = True' '$tmp'/mlp_train.f/c*_gelu_dropout/c*_gelu_dropout.py &&
+		grep -q '^_FUSED_BWD = False' '$tmp'/mlp_train.f/c*_dropout_backward_gelu_backward/c*_dropout_backward_gelu_backward.py &&
+		grep -q '^HAS_BACKWARD = True' '$tmp'/mlp_train.f/c*_layer_norm_cast/c*_layer_norm_cast.py"
 fi

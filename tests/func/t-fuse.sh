@@ -51,12 +51,12 @@ check "fuse OUTDIR generates candidate 0 as c0" test -s "$tmp/fz/c0/c0_kernel.cu
 check "fuse OUTDIR keeps the recorded time for the bench" grep -q '"recorded_before_us": 120.5' \
 	"$tmp/fz/c0/c0.meta.json"
 check "README gives the GEMM epilogue's library form with the call to make, once" sh -c "
-	grep -q 'candidate 1 (cuBLASLt epilogue GELU_BIAS): not rewritten (a GEMM epilogue is not rewritten in the source); for a 2-D input, .torch._addmm_activation(bias, x, weight.t(), use_gelu=True).' '$tmp/fz/README.md' &&
-	test \$(grep -c 'candidate 1' '$tmp/fz/README.md') = 1"
+	grep -q 'finding #1 (cuBLASLt epilogue GELU_BIAS): not rewritten (a GEMM epilogue is not rewritten in the source); for a 2-D input, .torch._addmm_activation(bias, x, weight.t(), use_gelu=True).' '$tmp/fz/README.md' &&
+	test \$(grep -c 'finding #1' '$tmp/fz/README.md') = 1"
 check "README reports the unsupported op as advice" \
-	grep -q "candidate 2: .*unknown op 'frobnicate'" "$tmp/fz/README.md"
+	grep -q "finding #2: .*unknown op 'frobnicate'" "$tmp/fz/README.md"
 check "README reports the candidate without a group" \
-	grep -q "candidate 3: optimizer-horizontal: no group description" "$tmp/fz/README.md"
+	grep -q "finding #3: optimizer-horizontal: no group description" "$tmp/fz/README.md"
 "$A" fuse "$tmp/nowhere" -o "$tmp/fz2" 2>"$tmp/err"; rc=$?
 check "fuse of a missing summary fails naming it" sh -c \
 	"test $rc = 1 && grep -q 'nowhere/summary.json' '$tmp/err'"

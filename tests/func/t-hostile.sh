@@ -6,6 +6,9 @@
 # never read into the report nor named by the patch, every output is escaped and well-formed,
 # bad numbers are errors naming the line or are clamped, memory stays small.
 . "$(dirname "$0")/lib.sh"
+# gname OUTDIR OPS: the fusion group of OUTDIR/summary.json whose name ends in _OPS (its number
+# leads the name)
+gname() { python3 -c "import json,sys; print([c['group']['name'] for c in json.load(open(sys.argv[1]))['candidates'] if c.get('group') and c['group']['name'].endswith('_'+sys.argv[2])][0])" "$1/summary.json" "$2"; }
 A=$B/aicprof
 R=$B/tests/replay-analyze
 S=$top/samples/traces/mlp_train.aicp.jsonl
@@ -54,10 +57,10 @@ for n in up up2 abs link dotdot inside; do
 		"! grep -E '^(\+\+\+|---) ' '$w/f-$n/aicprof.patch' | grep -v ' /dev/null$' | grep -qvE ' [ab]/(aicprof_fused|samples/mlp_train.py)'"
 	[ $n = inside ] && continue
 	check "paths $n: the group is advice, the file named as outside the tree" \
-		grep -qE "c0_gelu_dropout: advice, not rewritten: .*(outside the program's tree|leads outside)" "$w/f-$n/README.md"
+		grep -qE "$(gname "$w/out-$n" gelu_dropout): advice, not rewritten: .*(outside the program's tree|leads outside)" "$w/f-$n/README.md"
 done
 check "paths inside (control): the same trace with the file inside the tree is rewritten" \
-	grep -q 'c0_gelu_dropout: rewritten at samples/mlp_train.py' "$w/f-inside/README.md"
+	grep -q "$(gname "$w/out-inside" gelu_dropout): rewritten at samples/mlp_train.py" "$w/f-inside/README.md"
 check "paths: the patches apply without touching anything outside" sh -c \
 	"cd '$w/proj' && for n in up up2 abs link dotdot; do patch -s -p1 --dry-run <../f-\$n/aicprof.patch >/dev/null || exit 1; done"
 (cd "$w" && find . -type f ! -path './out-*' ! -path './f-*' ! -name '*.aicp.jsonl' -exec cksum {} + | sort) >"$tmp/after.sum"

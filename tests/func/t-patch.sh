@@ -11,6 +11,13 @@
 A=$B/aicprof
 (cd "$top" && "$A" analyze -q --no-report samples/traces/mlp_train.aicp.jsonl -o "$tmp/a") &&
 	(cd "$top" && "$A" fuse "$tmp/a" -o "$tmp/f" >/dev/null)
+# the group whose name ends in _OPS in summary.json (its number leads the name), and a finding's number
+gname() { python3 -c "import json,sys; print([c['group']['name'] for c in json.load(open(sys.argv[1]))['candidates'] if c.get('group') and c['group']['name'].endswith('_'+sys.argv[2])][0])" "$tmp/a/summary.json" "$1"; }
+G=$(gname gelu_dropout) L=$(gname layer_norm_cast)
+# num OUTDIR EXPR: the number of the first finding c of OUTDIR/summary.json for which EXPR holds
+num() { python3 -c "import json,sys; print([c['number'] for c in json.load(open(sys.argv[1]+'/summary.json'))['candidates'] if $2][0])" "$1"; }
+NOPT=$(python3 -c "import json,sys; print([c['number'] for c in json.load(open(sys.argv[1]))['candidates'] if c['kind']=='optimizer-horizontal'][0])" "$tmp/a/summary.json")
+NF=$(python3 -c "import json,sys; C=json.load(open(sys.argv[1]))['candidates']; n=lambda k: sum(c['kind']==k for c in C); print('%d candidates of the summary are not fusion groups (dead %d, invariant %d,' % (n('dead')+n('invariant')+n('memory'), n('dead'), n('invariant')))" "$tmp/a/summary.json")
 check "fuse writes aicprof.patch" test -s "$tmp/f/aicprof.patch"
 check "summary.json's trace has the program's cwd" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1])); sys.exit(0 if s['traces'][0]['cwd'] else 1)" "$tmp/a/summary.json"
@@ -22,11 +29,11 @@ mkdir -p "$w" && cp -r "$top/samples" "$w/" && (cd "$w" && git init -q . && git 
 	git -c user.email=t@t -c user.name=t commit -qm samples)
 check "git apply --check accepts it" sh -c "cd '$w' && git apply --check '$tmp/f/aicprof.patch'"
 check "git apply applies it" sh -c "cd '$w' && git apply '$tmp/f/aicprof.patch'"
-check "it adds the kernel, binding and module under aicprof_fused/" test -f "$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout_binding.cu" -a \
-	-f "$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout.py" -a -f "$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout_kernel.cu"
+check "it adds the kernel, binding and module under aicprof_fused/" test -f "$w/aicprof_fused/$G/${G}_binding.cu" -a \
+	-f "$w/aicprof_fused/$G/$G.py" -a -f "$w/aicprof_fused/$G/${G}_kernel.cu"
 check "the rewritten file compiles" python3 -m py_compile "$w/samples/mlp_train.py"
 check "the GELU -> dropout lines call the binding under the guard" \
-	grep -q '_aicprof_call("c0_gelu_dropout", "torch.bfloat16", h) if (self.training) and (self.p) == 0.1 else None' "$w/samples/mlp_train.py"
+	grep -qF "_aicprof_call(\"$G\", \"torch.bfloat16\", h) if (self.training) and (self.p) == 0.1 else None" "$w/samples/mlp_train.py"
 check "the original lines are kept as the fallback" python3 -c "
 import sys; t=open(sys.argv[1]).read()
 sys.exit(0 if '        else:\n            h = nn.functional.gelu(h)\n            h = nn.functional.dropout(h, self.p, self.training)\n' in t else 1)" "$w/samples/mlp_train.py"
@@ -43,20 +50,20 @@ warnings.simplefilter('ignore')
 exec(src[start:end], ns)
 sys.exit(0 if ns['_aicprof_call']('no_such_group', 'torch.float32') is None else 1)" "$w/samples/mlp_train.py"
 check "README lists the rewrite and the groups left as advice" sh -c \
-	"grep -q 'c0_gelu_dropout: rewritten at samples/mlp_train.py:23-24' '$tmp/f/README.md' &&
-	 grep -q 'c4_layer_norm_cast: advice, not rewritten' '$tmp/f/README.md'"
+	"grep -q '$G: rewritten at samples/mlp_train.py:23-24' '$tmp/f/README.md' &&
+	 grep -q '$L: advice, not rewritten' '$tmp/f/README.md'"
 
 check "the AdamW constructor gets fused=True" \
 	grep -q '^    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)$' "$w/samples/mlp_train.py"
 check "README lists the optimizer's library form as rewritten" \
-	grep -q 'candidate 6 (torch.optim.AdamW(fused=True)): rewritten at samples/mlp_train.py:41' "$tmp/f/README.md"
+	grep -q "finding #$NOPT (torch.optim.AdamW(fused=True)): rewritten at samples/mlp_train.py:41" "$tmp/f/README.md"
 check "the patch adds the C ABI, the fused backward and aicprof_fused/Makefile" sh -c "
-	test -f '$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout_capi.h' &&
-	test -f '$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout_capi.cu' &&
-	test -f '$w/aicprof_fused/c0_gelu_dropout/c0_gelu_dropout_bwd_kernel.cu' &&
-	grep -q '^SRC := c0_gelu_dropout/c0_gelu_dropout_capi.cu' '$w/aicprof_fused/Makefile'"
+	test -f '$w/aicprof_fused/$G/${G}_capi.h' &&
+	test -f '$w/aicprof_fused/$G/${G}_capi.cu' &&
+	test -f '$w/aicprof_fused/$G/${G}_bwd_kernel.cu' &&
+	grep -q '^SRC := $G/${G}_capi.cu' '$w/aicprof_fused/Makefile'"
 check "README says dead/invariant/memory are not fusion, once; no 'no group description'" sh -c "
-	grep -q '^6 candidates of the summary are not fusion groups (dead 2, invariant 3,' '$tmp/f/README.md' &&
+	grep -qF '$NF' '$tmp/f/README.md' &&
 	! grep -q 'no group description' '$tmp/f/README.md'"
 # the helper under autograd: a fake torch and a fake group module, with and without a backward
 for hb in True False; do
@@ -108,8 +115,8 @@ want = 'y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=
 ok = want in f and 'softmax' not in f and '_unused' not in f and 'masked_fill' not in f and 'tril' not in f
 sys.exit(0 if ok else 1)" "$w2/samples/attention_train.py"
 check "attention: README lists the dead statement and SDPA as rewritten" sh -c "
-	grep -q 'candidate 6 (dead statement): rewritten at samples/attention_train.py:38' '$tmp/g2/README.md' &&
-	grep -q 'candidate 0 (torch.nn.functional.scaled_dot_product_attention): rewritten at samples/attention_train.py:29-35' '$tmp/g2/README.md'"
+	grep -qF 'finding #$(num "$a2" "c['kind']=='dead' and c['sources']==['samples/attention_train.py:38']") (dead statement): rewritten at samples/attention_train.py:38' '$tmp/g2/README.md' &&
+	grep -qF 'finding #$(num "$a2" "c['kind']=='attention'") (torch.nn.functional.scaled_dot_product_attention): rewritten at samples/attention_train.py:29-35' '$tmp/g2/README.md'"
 # a pattern the patch must not touch: the scores read in the middle
 w3=$tmp/w3
 mkdir -p "$w3/samples" && sed 's/^        attn = torch.softmax(scores, dim=-1)$/        attn = torch.softmax(scores, dim=-1) + scores.mean()/' \
@@ -123,5 +130,5 @@ check "attention: another softmax form is advice with the line, the call to make
 mkdir -p "$tmp/empty"
 (cd "$tmp/empty" && "$A" fuse "$tmp/a" -o "$tmp/f2" >/dev/null)
 check "without the sources: no rewrite, each group advice naming the file" sh -c \
-	"grep -q \"c0_gelu_dropout: advice, not rewritten: cannot read 'samples/mlp_train.py'\" '$tmp/f2/README.md' &&
+	"grep -q \"$G: advice, not rewritten: cannot read 'samples/mlp_train.py'\" '$tmp/f2/README.md' &&
 	 ! grep -q '^diff --git a/samples' '$tmp/f2/aicprof.patch'"
