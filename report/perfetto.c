@@ -43,7 +43,7 @@ struct named {
 };
 
 static void name_thread(cJSON *events, struct named *nt, int pid, int proc, int tid,
-                        const char *fmt)
+                        const char *label)
 {
 	for (int i = 0; i < nt->n; i++)
 		if (nt->a[i].proc == proc && nt->a[i].tid == tid)
@@ -52,11 +52,79 @@ static void name_thread(cJSON *events, struct named *nt, int pid, int proc, int 
 	nt->a[nt->n].proc = proc;
 	nt->a[nt->n].tid = tid;
 	nt->n++;
-	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, fmt, tid);
-	perfetto_meta(events, "thread_name", pid + proc, tid, "name", sb.buf, 0);
+	perfetto_meta(events, "thread_name", pid + proc, tid, "name", label, 0);
 	perfetto_meta(events, "thread_sort_index", pid + proc, tid, "sort_index", NULL, nt->n);
+}
+
+/* a slice waiting for its lane: where it is and its event */
+struct pend {
+	int proc, tid;
+	double ts, end;
+	cJSON *e;
+};
+
+static int pend_cmp(const void *a, const void *b)
+{
+	const struct pend *x = a, *y = b;
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end; /* the longer first: it holds the other */
+}
+
+#define LANES       8
+#define LANE_STRIDE (1 << 24) /* a lane's tid: the thread's + k x this (OS tids are < 2^22) */
+
+/*
+ * Moves the slices of pending into events, each on the first lane of its thread where it
+ * nests (after every slice there, or inside the last open one): slices that overlap without
+ * nesting (kernels of one stream overlapping under programmatic dependent launch, a copy beside
+ * a kernel) go on the thread's next lane, "stream 7 (overlap 1)", which the viewers need (they
+ * drop misnested slices). Names each lane's thread as it is first used.
+ */
+static void place(cJSON *events, cJSON *pending, struct named *nt, int pid)
+{
+	static const char *const fmt[] = {"steps", "stream %d", "thread %d", "thread %d"};
+	int n = cJSON_GetArraySize(pending), k = 0;
+	struct pend *v = xcalloc(n ? n : 1, sizeof(*v));
+	cJSON *e;
+	while ((e = cJSON_DetachItemFromArray(pending, 0)) != NULL) {
+		double ts = jnumd(e, "ts", 0), dur = jnumd(e, "dur", 0);
+		v[k++] = (struct pend){(int)jnumd(e, "pid", pid) - pid, (int)jnumd(e, "tid", 0), ts,
+		                       ts + dur, e};
+	}
+	qsort(v, k, sizeof(*v), pend_cmp);
+	double open[LANES][64];
+	int nopen[LANES];
+	struct strbuf sb = STRBUF_INIT;
+	for (int i = 0; i < k; i++) {
+		if (!i || v[i].proc != v[i - 1].proc || v[i].tid != v[i - 1].tid)
+			memset(nopen, 0, sizeof(nopen));
+		int lane = LANES - 1;
+		for (int l = 0; l < LANES; l++) {
+			while (nopen[l] && open[l][nopen[l] - 1] <= v[i].ts)
+				nopen[l]--;
+			if (!nopen[l] || v[i].end <= open[l][nopen[l] - 1]) {
+				lane = l;
+				break;
+			}
+		}
+		if (nopen[lane] < 64)
+			open[lane][nopen[lane]++] = v[i].end;
+		int tid = v[i].tid + lane * LANE_STRIDE;
+		cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(v[i].e, "tid"), tid);
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, fmt[v[i].proc & 3], v[i].tid);
+		if (lane)
+			strbuf_addf(&sb, " (overlap %d)", lane);
+		name_thread(events, nt, pid, v[i].proc, tid, sb.buf);
+		cJSON_AddItemToArray(events, v[i].e);
+	}
 	strbuf_release(&sb);
+	free(v);
 }
 
 static cJSON *slice(cJSON *events, const char *name, const char *cat, int pid, int tid, double ts,
@@ -97,7 +165,7 @@ struct tlkey {
 	long long ns;
 	int stream, node;  /* node: index in m->nodes, -1 none */
 	double start, dur; /* µs from t0 */
-	int matched;
+	cJSON *slice;      /* the run's slice it matched, NULL none */
 };
 
 static int tlkey_cmp(const void *a, const void *b)
@@ -154,10 +222,10 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	cJSON_AddNumberToObject(meta, "t0_shift_us", shift);
 	struct named nt = {0};
 	const cJSON *names = jarr(run, "names"), *row;
+	cJSON *pending = cJSON_CreateArray(); /* the slices, until place() gives them lanes */
 
 	/* steps */
 	int si = 0;
-	name_thread(events, &nt, pid, P_STEPS, 1, "steps");
 	double step = -1;
 	jnum(tl, "step", &step);
 	cJSON_ArrayForEach(row, jarr(tl, "steps"))
@@ -166,7 +234,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		strbuf_addf(&sb, "step %d%s", si, si == (int)step ? " (representative)" : "");
 		double s = cell(row, 0), d = cell(row, 1);
 		if (isfinite(s) && isfinite(d))
-			slice(events, sb.buf, "step", pid + P_STEPS, 1, s + shift, d);
+			slice(pending, sb.buf, "step", pid + P_STEPS, 1, s + shift, d);
 		si++;
 	}
 
@@ -185,7 +253,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		                          jnum(ev, "node", &x) ? rmodel_find(m, (int)x) : -1,
 		                          s,
 		                          d,
-		                          0};
+		                          NULL};
 		nk++;
 	}
 	qsort(keys, nk, sizeof(*keys), tlkey_cmp);
@@ -197,14 +265,13 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		int stream = isfinite(cell(row, 1)) ? (int)cell(row, 1) : 0;
 		if (!isfinite(s) || !isfinite(d))
 			continue;
-		name_thread(events, &nt, pid, P_GPU, stream, "stream %d");
 		const char *cat = kind >= 0 && kind <= 2 ? gpu_cat[(int)kind] : "kernel";
-		cJSON *e = slice(events, name_of(names, cell(row, 4), cat), cat, pid + P_GPU,
+		cJSON *e = slice(pending, name_of(names, cell(row, 4), cat), cat, pid + P_GPU,
 		                 stream, s + shift, d);
-		struct tlkey k = {llround(s * 1e3), stream, -1, 0, 0, 0};
+		struct tlkey k = {llround(s * 1e3), stream, -1, 0, 0, NULL};
 		struct tlkey *hit = nk ? bsearch(&k, keys, nk, sizeof(*keys), tlkey_cmp) : NULL;
 		if (hit && hit->node >= 0) {
-			hit->matched = 1;
+			hit->slice = e;
 			node_args(m, &m->nodes[hit->node], e);
 		}
 	}
@@ -214,8 +281,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		double s = cell(row, 1), d = cell(row, 2);
 		if (!isfinite(s) || !isfinite(d))
 			continue;
-		name_thread(events, &nt, pid, P_NVTX, tid, "thread %d");
-		slice(events, name_of(names, cell(row, 3), "range"), "nvtx", pid + P_NVTX, tid,
+		slice(pending, name_of(names, cell(row, 3), "range"), "nvtx", pid + P_NVTX, tid,
 		      s + shift, d);
 	}
 	cJSON_ArrayForEach(row, jarr(run, "host"))
@@ -224,17 +290,19 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		double s = cell(row, 1), d = cell(row, 2);
 		if (!isfinite(s) || !isfinite(d))
 			continue;
-		name_thread(events, &nt, pid, P_HOST, tid, "thread %d");
-		slice(events, name_of(names, cell(row, 3), "api"), "api", pid + P_HOST, tid,
+		slice(pending, name_of(names, cell(row, 3), "api"), "api", pid + P_HOST, tid,
 		      s + shift, d);
 	}
+
+	place(events, pending, &nt, pid);
+	cJSON_Delete(pending);
 
 	/* flows: writer -> reader for each edge whose two ends were drawn (once a pair) */
 	int *at = xmalloc(sizeof(int) * (m->nr_nodes ? m->nr_nodes : 1));
 	for (int i = 0; i < m->nr_nodes; i++)
 		at[i] = -1;
 	for (int i = 0; i < nk; i++)
-		if (keys[i].matched && keys[i].node >= 0 && at[keys[i].node] < 0)
+		if (keys[i].slice && keys[i].node >= 0 && at[keys[i].node] < 0)
 			at[keys[i].node] = i;
 	int nflows = 0, skipped = 0;
 	for (int i = 0; i < m->nr_edges; i++) {
@@ -263,7 +331,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 			cJSON_AddNumberToObject(e, "id", nflows + 1);
 			cJSON_AddNumberToObject(e, "ts", k->start + k->dur / 2 + shift);
 			cJSON_AddNumberToObject(e, "pid", pid + P_GPU);
-			cJSON_AddNumberToObject(e, "tid", k->stream);
+			cJSON_AddNumberToObject(e, "tid", jnumd(k->slice, "tid", k->stream));
 			if (!end && g->bytes >= 0)
 				cJSON_AddNumberToObject(cJSON_AddObjectToObject(e, "args"), "bytes",
 				                        g->bytes);
@@ -314,7 +382,9 @@ static void write_step(const struct rmodel *m, const cJSON *tl, int pid, const c
 		if (!jnum(ev, "dur_us", &dur) || dur < 0)
 			dur = 0;
 		int tid = jnum(ev, "stream", &d) ? (int)d : 0;
-		name_thread(events, &nt, pid, 0, tid, "stream %d");
+		strbuf_reset(&sb);
+		strbuf_addf(&sb, "stream %d", tid);
+		name_thread(events, &nt, pid, 0, tid, sb.buf);
 		const char *kind = jstr(ev, "kind");
 		int node = jnum(ev, "node", &d) ? rmodel_find(m, (int)d) : -1;
 		const struct rnode *n = node >= 0 ? &m->nodes[node] : NULL;

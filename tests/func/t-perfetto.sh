@@ -2,7 +2,8 @@
 # checks the format ui.perfetto.dev loads) on every sample trace and the DDP pair as a job;
 # it holds every step, every kernel/copy/memset of the trace, its NVTX ranges, host API calls and
 # flow arrows writer -> reader; a run over the event cap says what it dropped, in the metadata
-# and in one line on stderr. The checker itself fails on broken files.
+# and in one line on stderr; slices that overlap on one stream without nesting get a lane of
+# their own. The checker itself fails on broken files.
 . "$(dirname "$0")/lib.sh"
 # V [--expect K=N ...] FILE: the checker, its problems on stderr (TAP keeps stdout)
 V() { python3 "$top/tests/tools/tevent-check.py" "$@" >&2; }
@@ -81,3 +82,6 @@ bad "a string pid" "next(e for e in ev if e['ph'] == 'X')['pid'] = 'a'"
 bad "an unknown ph" "next(e for e in ev if e['ph'] == 'X')['ph'] = 'Q'"
 bad "a flow that binds to no slice" "next(e for e in ev if e['ph'] == 's')['ts'] = 1e12"
 bad "no displayTimeUnit" "del d['displayTimeUnit']"
+bad "two slices of one thread that overlap without nesting" "
+e = next(x for x in ev if x['ph'] == 'X' and x['dur'] > 1); f = dict(e)
+f['ts'] = e['ts'] + e['dur'] / 2; ev.append(f)"

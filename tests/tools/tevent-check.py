@@ -6,7 +6,7 @@ Usage: tevent-check.py [--expect KEY=N ...] FILE.json
 Checks: the top level is an object with a traceEvents array and a displayTimeUnit of "ms" or
 "ns"; every event is an object with a name (string), a ph among B E X i s t f M, pid and tid
 integers, and (except M) a finite number ts >= 0; X events have dur >= 0; B/E pair per thread
-in order; M events are process_name, process_sort_index, thread_name or thread_sort_index with
+in order; X slices of one thread nest (disjoint or inside one another); M events are process_name, process_sort_index, thread_name or thread_sort_index with
 the matching args; every pid and (pid, tid) used by a non-M event is named by an M event; flow
 events: each id has exactly one "s" and one "f", the "s" first (ts), "t" steps in between, both
 inside an X slice of their thread (the slice they bind to). --expect KEY=N requires at least N
@@ -113,8 +113,18 @@ def check(doc):
         err("pid %d has events but no process_name" % p)
     for p, t in sorted(used_t - tnamed):
         err("pid %d tid %d has events but no thread_name" % (p, t))
-    for v in slices.values():
-        v.sort()
+    for (p, t), v in slices.items():
+        # X slices of one thread nest (disjoint or one inside the other), or the viewer
+        # drops them as misnested
+        v.sort(key=lambda ab: (ab[0], -ab[1]))
+        open_ends = []
+        for a, b in v:
+            while open_ends and open_ends[-1] <= a + 1e-6:
+                open_ends.pop()
+            if open_ends and b > open_ends[-1] + 1e-6:
+                err("pid %d tid %d: the slice at ts %g (dur %g) overlaps one it is not inside" % (p, t, a, b - a))
+                break
+            open_ends.append(b)
 
     def inside(ts, pid, tid):
         for a, b in slices.get((pid, tid), ()):
