@@ -16,7 +16,10 @@
  * (both from the same nanoseconds): a matched slice gets the node's args (node, family, bytes,
  * source, candidate), and each edge of the step graph (a value one kernel writes and another
  * reads back) becomes a flow: an "s" event inside the writer's slice and an "f" event ("bp":
- * "e") inside the reader's, one id each, at most PERFETTO_FLOWS of them. The run itself is
+ * "e") inside the reader's, one id each, at most PERFETTO_FLOWS of them; in the representative
+ * step and in every step whose GPU slices have the same names in the same order (matched by
+ * position, write_flows()). Slices of one thread that overlap without nesting get lanes of
+ * their own (place()). The run itself is
  * capped by the analyzer (RUNTL_CAP events); what was dropped is in metadata.dropped and said
  * in one warning on stderr. A summary without timeline.run (an older one, or a job's) gives
  * the representative step alone, as before. A job's summary adds one process per rank
@@ -206,6 +209,127 @@ static double earliest(const cJSON *tl, const cJSON *run)
 	return lo;
 }
 
+/* a GPU slice of the run: its start (µs from t0), name index and event */
+struct gslice {
+	double start;
+	int name;
+	cJSON *e;
+};
+
+static int gslice_cmp(const void *a, const void *b)
+{
+	const struct gslice *x = a, *y = b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* the first of v[0..n) (sorted) that starts at or after t */
+static int first_at(const struct gslice *v, int n, double t)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (v[mid].start < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void flow_end(cJSON *events, int id, int end, const cJSON *slice, double bytes)
+{
+	double ts = jnumd(slice, "ts", 0), dur = jnumd(slice, "dur", 0);
+	cJSON *e = cJSON_CreateObject();
+	cJSON_AddStringToObject(e, "name", "intermediate");
+	cJSON_AddStringToObject(e, "cat", "dataflow");
+	cJSON_AddStringToObject(e, "ph", end ? "f" : "s");
+	if (end)
+		cJSON_AddStringToObject(e, "bp", "e");
+	cJSON_AddNumberToObject(e, "id", id);
+	/* inside the slice: early in the writer, halfway through the reader */
+	cJSON_AddNumberToObject(e, "ts", ts + dur * (end ? 0.5 : 0.01));
+	cJSON_AddNumberToObject(e, "pid", jnumd(slice, "pid", 0));
+	cJSON_AddNumberToObject(e, "tid", jnumd(slice, "tid", 0));
+	if (!end && bytes >= 0)
+		cJSON_AddNumberToObject(cJSON_AddObjectToObject(e, "args"), "bytes", bytes);
+	cJSON_AddItemToArray(events, e);
+}
+
+/*
+ * The step graph's edges (writer -> reader, one flow a pair) as flows in every step whose GPU
+ * slices (those starting within it, in start order) have the names of the representative
+ * step's, position by position: the representative step's slices are matched to nodes (keys),
+ * the others by position. gv sorted here. Returns the flows written; *skipped counts those
+ * over PERFETTO_FLOWS.
+ */
+static int write_flows(const struct rmodel *m, const cJSON *tl, const struct tlkey *keys, int nk,
+                       struct gslice *gv, int ngv, cJSON *events, int *skipped)
+{
+	qsort(gv, ngv, sizeof(*gv), gslice_cmp);
+	/* the representative step: the one starting at t0, else the timeline's own span */
+	double rd = -1, end = 0;
+	const cJSON *row;
+	cJSON_ArrayForEach(row, jarr(tl, "steps")) if (fabs(cell(row, 0)) < 1e-9) rd = cell(row, 1);
+	for (int i = 0; i < nk; i++)
+		end = fmax(end, keys[i].start + keys[i].dur);
+	if (!(rd >= 0))
+		rd = end;
+	int r0 = first_at(gv, ngv, 0), r1 = first_at(gv, ngv, rd + 1e-6), nr = r1 - r0;
+	int *pos = xmalloc(sizeof(int) * (m->nr_nodes ? m->nr_nodes : 1));
+	for (int i = 0; i < m->nr_nodes; i++)
+		pos[i] = -1;
+	for (int i = 0; i < nk; i++)
+		for (int j = r0; keys[i].slice && keys[i].node >= 0 && j < r1; j++)
+			if (gv[j].e == keys[i].slice && pos[keys[i].node] < 0)
+				pos[keys[i].node] = j - r0;
+	/* the pairs, once each */
+	int(*pair)[2] = xmalloc(sizeof(*pair) * (m->nr_edges ? m->nr_edges : 1));
+	double *bytes = xmalloc(sizeof(double) * (m->nr_edges ? m->nr_edges : 1));
+	int np = 0;
+	for (int i = 0; i < m->nr_edges; i++) {
+		const struct redge *g = &m->edges[i];
+		if (g->from < 0 || g->to < 0 || g->from == g->to || pos[g->from] < 0 ||
+		    pos[g->to] < 0)
+			continue;
+		int dup = 0;
+		for (int j = 0; j < np && !dup; j++)
+			dup = pair[j][0] == pos[g->from] && pair[j][1] == pos[g->to];
+		if (dup)
+			continue;
+		pair[np][0] = pos[g->from];
+		pair[np][1] = pos[g->to];
+		bytes[np++] = g->bytes;
+	}
+	int nflows = 0;
+	cJSON_ArrayForEach(row, jarr(tl, "steps"))
+	{
+		double s0 = cell(row, 0), d = cell(row, 1);
+		if (!isfinite(s0) || !isfinite(d) || !np)
+			continue;
+		int a = first_at(gv, ngv, s0), b = first_at(gv, ngv, s0 + d + 1e-6);
+		int same = b - a == nr;
+		for (int i = 0; same && i < nr; i++)
+			same = gv[a + i].name == gv[r0 + i].name;
+		for (int i = 0; same && i < np; i++) {
+			const cJSON *w = gv[a + pair[i][0]].e, *r = gv[a + pair[i][1]].e;
+			if (jnumd(w, "ts", 0) + 0.01 * jnumd(w, "dur", 0) >
+			    jnumd(r, "ts", 0) + 0.5 * jnumd(r, "dur", 0))
+				continue; /* the reader ran first (another stream): no arrow back */
+			if (nflows >= PERFETTO_FLOWS) {
+				(*skipped)++;
+				continue;
+			}
+			nflows++;
+			flow_end(events, nflows, 0, w, bytes[i]);
+			flow_end(events, nflows, 1, r, -1);
+		}
+	}
+	free(pair);
+	free(bytes);
+	free(pos);
+	return nflows;
+}
+
 /* The run: steps, GPU, NVTX and host processes, flows of the step graph. */
 static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run, int pid,
                       const char *prog, cJSON *events, cJSON *meta)
@@ -259,6 +383,8 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	qsort(keys, nk, sizeof(*keys), tlkey_cmp);
 
 	static const char *const gpu_cat[] = {"kernel", "copy", "memset"};
+	int ngv = 0, agv = cJSON_GetArraySize(jarr(run, "gpu"));
+	struct gslice *gv = xcalloc(agv ? agv : 1, sizeof(*gv));
 	cJSON_ArrayForEach(row, jarr(run, "gpu"))
 	{
 		double kind = cell(row, 0), s = cell(row, 2), d = cell(row, 3);
@@ -268,6 +394,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		const char *cat = kind >= 0 && kind <= 2 ? gpu_cat[(int)kind] : "kernel";
 		cJSON *e = slice(pending, name_of(names, cell(row, 4), cat), cat, pid + P_GPU,
 		                 stream, s + shift, d);
+		gv[ngv++] = (struct gslice){s, isfinite(cell(row, 4)) ? (int)cell(row, 4) : -1, e};
 		struct tlkey k = {llround(s * 1e3), stream, -1, 0, 0, NULL};
 		struct tlkey *hit = nk ? bsearch(&k, keys, nk, sizeof(*keys), tlkey_cmp) : NULL;
 		if (hit && hit->node >= 0) {
@@ -297,48 +424,9 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	place(events, pending, &nt, pid);
 	cJSON_Delete(pending);
 
-	/* flows: writer -> reader for each edge whose two ends were drawn (once a pair) */
-	int *at = xmalloc(sizeof(int) * (m->nr_nodes ? m->nr_nodes : 1));
-	for (int i = 0; i < m->nr_nodes; i++)
-		at[i] = -1;
-	for (int i = 0; i < nk; i++)
-		if (keys[i].slice && keys[i].node >= 0 && at[keys[i].node] < 0)
-			at[keys[i].node] = i;
-	int nflows = 0, skipped = 0;
-	for (int i = 0; i < m->nr_edges; i++) {
-		const struct redge *g = &m->edges[i];
-		if (g->from < 0 || g->to < 0 || g->from == g->to || at[g->from] < 0 ||
-		    at[g->to] < 0)
-			continue;
-		int dup = 0;
-		for (int j = 0; j < i && !dup; j++)
-			dup = m->edges[j].from == g->from && m->edges[j].to == g->to;
-		if (dup)
-			continue;
-		if (nflows >= PERFETTO_FLOWS) {
-			skipped++;
-			continue;
-		}
-		const struct tlkey *w = &keys[at[g->from]], *r = &keys[at[g->to]];
-		for (int end = 0; end < 2; end++) {
-			const struct tlkey *k = end ? r : w;
-			cJSON *e = cJSON_CreateObject();
-			cJSON_AddStringToObject(e, "name", "intermediate");
-			cJSON_AddStringToObject(e, "cat", "dataflow");
-			cJSON_AddStringToObject(e, "ph", end ? "f" : "s");
-			if (end)
-				cJSON_AddStringToObject(e, "bp", "e");
-			cJSON_AddNumberToObject(e, "id", nflows + 1);
-			cJSON_AddNumberToObject(e, "ts", k->start + k->dur / 2 + shift);
-			cJSON_AddNumberToObject(e, "pid", pid + P_GPU);
-			cJSON_AddNumberToObject(e, "tid", jnumd(k->slice, "tid", k->stream));
-			if (!end && g->bytes >= 0)
-				cJSON_AddNumberToObject(cJSON_AddObjectToObject(e, "args"), "bytes",
-				                        g->bytes);
-			cJSON_AddItemToArray(events, e);
-		}
-		nflows++;
-	}
+	int skipped = 0;
+	int nflows = write_flows(m, tl, keys, nk, gv, ngv, events, &skipped);
+	free(gv);
 	cJSON_AddNumberToObject(meta, "flows", nflows);
 
 	/* what the cap dropped */
@@ -358,7 +446,6 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 		warning("trace.perfetto.json: the run has more than %.0f events: dropped the last "
 		        "%.0f GPU, %.0f host API and %.0f NVTX events, %d flows",
 		        cap, dg, dh, dn, skipped);
-	free(at);
 	free(keys);
 	free(nt.a);
 	strbuf_release(&sb);
