@@ -87,18 +87,31 @@ static int intern(struct runtl *rt, const char *s)
 	return rt->nnames++;
 }
 
-/* The integer after pat in the line's text ("\"start\":"), when obj's key is a number there. */
+#define TMAX 4000000000000000000LL /* |times| kept */
+
+/* a - b, saturated (a hostile trace's times must not overflow) */
+static int64_t sub(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_sub_overflow(a, b, &r))
+		return a > b ? INT64_MAX / 2 : INT64_MIN / 2;
+	return r;
+}
+
+/* The integer after pat in the line's text ("\"start\":"), when obj's key is a number there
+ * within ±TMAX. */
 static int exact(const struct trace_record *r, const char *key, const char *pat, int64_t *v)
 {
 	const cJSON *o = cJSON_GetObjectItemCaseSensitive(r->obj, key);
-	if (!cJSON_IsNumber(o) || o->valuedouble < -9e18 || o->valuedouble > 9e18)
+	if (!cJSON_IsNumber(o) || o->valuedouble < -4e18 || o->valuedouble > 4e18)
 		return 0;
 	*v = (int64_t)o->valuedouble;
 	const char *p = memmem(r->raw, r->rawlen, pat, strlen(pat));
 	if (p) {
 		char *end;
 		long long x = strtoll(p + strlen(pat), &end, 10);
-		if (end != p + strlen(pat) && llabs(x - *v) < 1000000) /* the same number */
+		if (end != p + strlen(pat) && x > -TMAX && x < TMAX &&
+		    llabs(x - *v) < 1000000) /* the same number */
 			*v = x;
 	}
 	return 1;
@@ -135,13 +148,13 @@ static void gpu(struct runtl *rt, const struct trace_record *r, int kind, int na
 	int64_t s, e;
 	if (!exact(r, "start", "\"start\":", &s) || !exact(r, "end", "\"end\":", &e))
 		return;
-	add(rt, C_GPU, s, e - s, kind, (int)num(r->obj, "stream", 0), name);
+	add(rt, C_GPU, s, sub(e, s), kind, (int)num(r->obj, "stream", 0), name);
 	uint64_t hi;
 	long c = num(r->obj, "c", -1);
 	if (c >= 0 && hmap_del(&rt->blocking, (uint64_t)c, &hi)) {
 		struct rev *h = &rt->ev[hi - 1];
 		if (e > h->t)
-			h->d = e - h->t;
+			h->d = sub(e, h->t);
 	}
 }
 
@@ -153,7 +166,8 @@ static void host(struct runtl *rt, const struct trace_record *r, int blocking)
 	if (r->type == TRACE_SYNC)
 		exact(r, "dur", "\"dur\":", &dur);
 	const char *api = str(r->obj, "api", r->t ? r->t : "api");
-	long i = add(rt, C_HOST, ts - rt->off, dur, (int)num(r->obj, "tid", 0), 0, intern(rt, api));
+	long i =
+	    add(rt, C_HOST, sub(ts, rt->off), dur, (int)num(r->obj, "tid", 0), 0, intern(rt, api));
 	long c = num(r->obj, "c", -1);
 	if (i >= 0 && blocking && c >= 0 && !strstr(api, "Async"))
 		hmap_put(&rt->blocking, (uint64_t)c, (uint64_t)i + 1);
@@ -173,8 +187,9 @@ static void range_open(struct runtl *rt, const struct trace_record *r, long id)
 		return;
 	}
 	ALLOC_GROW(rt->open, rt->nopen, rt->aopen);
-	rt->open[rt->nopen++] = (struct ropen){
-	    tid, id, ts - rt->off, intern(rt, str(r->obj, "text", "range")), id < 0 ? depth : 0};
+	rt->open[rt->nopen++] =
+	    (struct ropen){tid, id, sub(ts, rt->off), intern(rt, str(r->obj, "text", "range")),
+	                   id < 0 ? depth : 0};
 }
 
 static void range_close(struct runtl *rt, const struct trace_record *r, long id)
@@ -187,7 +202,7 @@ static void range_close(struct runtl *rt, const struct trace_record *r, long id)
 		struct ropen *o = &rt->open[i];
 		if (id >= 0 ? o->id != id : o->id >= 0 || o->tid != tid)
 			continue;
-		add(rt, C_NVTX, o->t, ts - rt->off - o->t, (int)o->tid, o->depth, o->name);
+		add(rt, C_NVTX, o->t, sub(sub(ts, rt->off), o->t), (int)o->tid, o->depth, o->name);
 		memmove(o, o + 1, sizeof(*o) * (rt->nopen - i - 1));
 		rt->nopen--;
 		return;
@@ -201,11 +216,11 @@ static int record(void *ctx, const struct trace_record *r)
 	case TRACE_HEADER: {
 		int64_t rtc, cup;
 		const cJSON *cs = cJSON_GetObjectItemCaseSensitive(r->obj, "clock_sync");
-		struct trace_record sub = *r;
-		sub.obj = cs;
-		if (cs && exact(&sub, "realtime", "\"realtime\":", &rtc) &&
-		    exact(&sub, "cupti", "\"cupti\":", &cup))
-			rt->off = rtc - cup;
+		struct trace_record in = *r;
+		in.obj = cs;
+		if (cs && exact(&in, "realtime", "\"realtime\":", &rtc) &&
+		    exact(&in, "cupti", "\"cupti\":", &cup))
+			rt->off = rtc - cup; /* both within ±TMAX */
 		break;
 	}
 	case TRACE_STR: {
@@ -308,7 +323,7 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 		                  * name]; nvtx: [tid, start, dur, name, depth] */
 		if (e->cat == C_GPU)
 			row[n++] = e->b;
-		row[n++] = us(e->t - t0_ns);
+		row[n++] = us(sub(e->t, t0_ns));
 		row[n++] = us(e->d);
 		row[n++] = e->name;
 		if (e->cat == C_NVTX)

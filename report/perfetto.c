@@ -141,13 +141,14 @@ static cJSON *slice(cJSON *events, const char *name, const char *cat, int pid, i
 	cJSON_AddNumberToObject(e, "dur", dur > 0 ? dur : 0);
 	cJSON_AddNumberToObject(e, "pid", pid);
 	cJSON_AddNumberToObject(e, "tid", tid);
+	cJSON_AddObjectToObject(e, "args"); /* node_args() fills it */
 	cJSON_AddItemToArray(events, e);
 	return e;
 }
 
 static void node_args(const struct rmodel *m, const struct rnode *n, cJSON *e)
 {
-	cJSON *args = cJSON_AddObjectToObject(e, "args");
+	cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
 	cJSON_AddNumberToObject(args, "node", n->id);
 	if (n->full_name)
 		cJSON_AddStringToObject(args, "full_name", n->full_name);
@@ -179,17 +180,25 @@ static int tlkey_cmp(const void *a, const void *b)
 	return x->ns < y->ns ? -1 : x->ns > y->ns;
 }
 
-/* the i-th number of row, NAN when absent */
+/* the i-th number of row, NAN when absent or beyond ±1e13 (µs: 115 days) */
 static double cell(const cJSON *row, int i)
 {
 	const cJSON *c = cJSON_GetArrayItem(row, i);
-	return cJSON_IsNumber(c) ? c->valuedouble : NAN;
+	return cJSON_IsNumber(c) && fabs(c->valuedouble) <= 1e13 ? c->valuedouble : NAN;
+}
+
+/* the i-th number of row as an id in [0, LANE_STRIDE) (a stream, tid or index), else dflt */
+static int icell(const cJSON *row, int i, int dflt)
+{
+	double v = cell(row, i);
+	return v >= 0 && v < LANE_STRIDE ? (int)v : dflt;
 }
 
 static const char *name_of(const cJSON *names, double i, const char *dflt)
 {
-	const char *s =
-	    isfinite(i) && i >= 0 ? cJSON_GetStringValue(cJSON_GetArrayItem(names, (int)i)) : NULL;
+	const char *s = i >= 0 && i < LANE_STRIDE
+	                    ? cJSON_GetStringValue(cJSON_GetArrayItem(names, (int)i))
+	                    : NULL;
 	return s ? s : dflt;
 }
 
@@ -388,13 +397,13 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	cJSON_ArrayForEach(row, jarr(run, "gpu"))
 	{
 		double kind = cell(row, 0), s = cell(row, 2), d = cell(row, 3);
-		int stream = isfinite(cell(row, 1)) ? (int)cell(row, 1) : 0;
+		int stream = icell(row, 1, 0);
 		if (!isfinite(s) || !isfinite(d))
 			continue;
 		const char *cat = kind >= 0 && kind <= 2 ? gpu_cat[(int)kind] : "kernel";
 		cJSON *e = slice(pending, name_of(names, cell(row, 4), cat), cat, pid + P_GPU,
 		                 stream, s + shift, d);
-		gv[ngv++] = (struct gslice){s, isfinite(cell(row, 4)) ? (int)cell(row, 4) : -1, e};
+		gv[ngv++] = (struct gslice){s, icell(row, 4, -1), e};
 		struct tlkey k = {llround(s * 1e3), stream, -1, 0, 0, NULL};
 		struct tlkey *hit = nk ? bsearch(&k, keys, nk, sizeof(*keys), tlkey_cmp) : NULL;
 		if (hit && hit->node >= 0) {
@@ -404,7 +413,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	}
 	cJSON_ArrayForEach(row, jarr(run, "nvtx"))
 	{
-		int tid = isfinite(cell(row, 0)) ? (int)cell(row, 0) : 0;
+		int tid = icell(row, 0, 0);
 		double s = cell(row, 1), d = cell(row, 2);
 		if (!isfinite(s) || !isfinite(d))
 			continue;
@@ -413,7 +422,7 @@ static void write_run(const struct rmodel *m, const cJSON *tl, const cJSON *run,
 	}
 	cJSON_ArrayForEach(row, jarr(run, "host"))
 	{
-		int tid = isfinite(cell(row, 0)) ? (int)cell(row, 0) : 0;
+		int tid = icell(row, 0, 0);
 		double s = cell(row, 1), d = cell(row, 2);
 		if (!isfinite(s) || !isfinite(d))
 			continue;
