@@ -19,11 +19,11 @@
  * "e") inside the reader's, one id each, at most PERFETTO_FLOWS of them; in the representative
  * step and in every step whose GPU slices have the same names in the same order (matched by
  * position, write_flows()). Slices of one thread that overlap without nesting get lanes of
- * their own (place()). The run itself is
- * capped by the analyzer (RUNTL_CAP events); what was dropped is in metadata.dropped and said
- * in one warning on stderr. A summary without timeline.run (an older one, or a job's) gives
- * the representative step alone, as before. A job's summary adds one process per rank
- * (report/job.c), each rank's representative step from its own start.
+ * their own (place()). The run itself is capped by the analyzer (RUNTL_CAP events); what was
+ * dropped is in metadata.dropped and said in one warning on stderr. A summary without
+ * timeline.run (one written before it existed) gives the representative step alone, as before.
+ * A job's summary (rank 0's run) adds one process per rank (report/job.c), each rank's
+ * representative step from its own start.
  */
 #include "report/perfetto.h"
 #include "report/job.h"
