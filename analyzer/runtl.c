@@ -293,9 +293,12 @@ struct trace_consumer runtl_consumer(struct runtl *rt)
 	return (struct trace_consumer){record, rt, want};
 }
 
-static double us(int64_t ns)
+/* ns as µs with three decimals, exactly (no double rounding) */
+static void add_us(struct strbuf *sb, int64_t ns)
 {
-	return (double)ns / 1e3;
+	uint64_t a = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	strbuf_addf(sb, "%s%llu.%03u", ns < 0 ? "-" : "", (unsigned long long)(a / 1000),
+	            (unsigned)(a % 1000));
 }
 
 cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
@@ -307,30 +310,33 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 		cJSON_AddNumberToObject(dr, cat_name[c], rt ? rt->dropped[c] : 0);
 	cJSON_AddNumberToObject(dr, "nvtx_unclosed", rt ? rt->unclosed + rt->nopen : 0);
 	cJSON *names = cJSON_AddArrayToObject(o, "names");
-	cJSON *arr[C_N];
-	for (int c = 0; c < C_N; c++)
-		arr[c] = cJSON_AddArrayToObject(o, cat_name[c]);
-	if (!rt)
-		return o;
-	for (int i = 0; i < rt->nnames; i++)
+	for (int i = 0; rt && i < rt->nnames; i++)
 		cJSON_AddItemToArray(names, cJSON_CreateString(rt->names[i]));
-	for (long i = 0; i < rt->nev; i++) {
+	/* The rows as raw JSON text, one line each: a cJSON tree of 100,000 rows would take
+	 * tens of MiB (t-scale bounds the analyzer's memory). gpu: [kind, stream, start, dur,
+	 * name]; host: [tid, start, dur, name]; nvtx: [tid, start, dur, name, depth]. */
+	struct strbuf sb[C_N] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT};
+	for (long i = 0; rt && i < rt->nev; i++) {
 		const struct rev *e = &rt->ev[i];
-		cJSON *a = cJSON_CreateArray();
-		double row[6];
-		int n = 0;
-		row[n++] = e->a; /* gpu: [kind, stream, start, dur, name]; host: [tid, start, dur,
-		                  * name]; nvtx: [tid, start, dur, name, depth] */
+		struct strbuf *b = &sb[e->cat];
+		strbuf_adds(b, b->len ? ", [" : "[");
+		strbuf_addf(b, "%d, ", e->a);
 		if (e->cat == C_GPU)
-			row[n++] = e->b;
-		row[n++] = us(sub(e->t, t0_ns));
-		row[n++] = us(e->d);
-		row[n++] = e->name;
+			strbuf_addf(b, "%d, ", e->b);
+		add_us(b, sub(e->t, t0_ns));
+		strbuf_adds(b, ", ");
+		add_us(b, e->d);
+		strbuf_addf(b, ", %d", e->name);
 		if (e->cat == C_NVTX)
-			row[n++] = e->b;
-		for (int k = 0; k < n; k++)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(row[k]));
-		cJSON_AddItemToArray(arr[e->cat], a);
+			strbuf_addf(b, ", %d", e->b);
+		strbuf_adds(b, "]");
+	}
+	for (int c = 0; c < C_N; c++) {
+		struct strbuf t = STRBUF_INIT;
+		strbuf_addf(&t, "[%s]", sb[c].len ? sb[c].buf : "");
+		strbuf_release(&sb[c]);
+		cJSON_AddItemToObject(o, cat_name[c], cJSON_CreateRaw(t.buf));
+		strbuf_release(&t);
 	}
 	return o;
 }
