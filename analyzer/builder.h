@@ -138,6 +138,7 @@ struct step {
 	long b, e;
 	int cls;
 	double us;
+	int64_t t0; /* its first op's GPU start, ns; INT64_MAX none (fold_step()) */
 };
 
 struct range {

@@ -120,8 +120,11 @@ int builder_finish(struct builder *b, struct model *m)
 	m->steps_how = b->how;
 	m->step_key = b->locked_key >= 0 ? xstrdup(nvtx_rule_text(&b->nvtx, b->locked_key)) : NULL;
 	m->step_us = xcalloc(b->nsteps ? b->nsteps : 1, sizeof(double));
-	for (long i = 0; i < b->nsteps; i++)
+	m->step_t0_ns = xcalloc(b->nsteps ? b->nsteps : 1, sizeof(int64_t));
+	for (long i = 0; i < b->nsteps; i++) {
 		m->step_us[i] = b->steps[i].us;
+		m->step_t0_ns[i] = b->steps[i].t0;
+	}
 	m->outside_ops = b->outside;
 	m->prelude_ops = b->prelude_ops;
 	m->epilogue_ops = b->epilogue_ops;

@@ -275,6 +275,7 @@ static void fold_step(struct builder *b, long si)
 		}
 	}
 	int len = (int)(st->e - st->b);
+	st->t0 = t0;
 	int ci;
 	for (ci = 0; ci < b->nclasses; ci++)
 		if (b->classes[ci].hash == h && b->classes[ci].len == len)

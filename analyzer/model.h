@@ -179,6 +179,7 @@ struct model {
 	char *step_key;        /* NVTX text pattern of the step range, or NULL */
 	double step_median_us, step_p10_us, step_p90_us;
 	double *step_us;                /* every step's time, in order; owned */
+	int64_t *step_t0_ns;            /* every step's GPU start (INT64_MAX none); owned */
 	long outside_ops;               /* ops that ran outside every step */
 	double steps_confidence;        /* how sure the steps are, in [0, 1] (NVTX: 1, whole: 0) */
 	char steps_reason[256];         /* how they were found, in words */
@@ -208,6 +209,7 @@ struct model {
 	int64_t tl_t0_ns;
 	struct tl_event *tl;
 	int ntl;
+	struct runtl *run; /* the whole run's timeline (runtl.h); owned, NULL none */
 
 	/* beyond fusion (deadwork.c, invariant.c, memplan.c) */
 	uint64_t cap_seq_end; /* seq of the first op after the captured step; UINT64_MAX none */

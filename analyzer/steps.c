@@ -159,7 +159,7 @@ void add_step(struct builder *b, long s, long e)
 	if (!nvtx_step_accept(&b->last_step_end, s, e))
 		return;
 	ALLOC_GROW(b->steps, b->nsteps, b->asteps);
-	b->steps[b->nsteps++] = (struct step){s, e, -1, 0};
+	b->steps[b->nsteps++] = (struct step){s, e, -1, 0, INT64_MAX};
 }
 
 void lock_key(struct builder *b, int key)

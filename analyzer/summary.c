@@ -5,6 +5,7 @@
  * analysis_run()/model_free(), the model's lifecycle.
  */
 #include "analyzer/model.h"
+#include "analyzer/runtl.h"
 #include "analyzer/timemodel.h"
 #include "analyzer/trace.h"
 #include "lib/util.h"
@@ -452,6 +453,19 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
 		cJSON_AddItemToArray(ev, o);
 	}
+	/* every step as [start_us, dur_us] from t0, and the whole run (runtl.h): the Perfetto
+	 * export's */
+	cJSON *tst = cJSON_AddArrayToObject(tl, "steps");
+	for (int i = 0; m->step_t0_ns && i < m->nsteps; i++) {
+		if (m->step_t0_ns[i] == INT64_MAX)
+			continue;
+		cJSON *o = cJSON_CreateArray();
+		cJSON_AddItemToArray(
+		    o, cJSON_CreateNumber(r3((double)(m->step_t0_ns[i] - m->tl_t0_ns) / 1e3)));
+		cJSON_AddItemToArray(o, cJSON_CreateNumber(r3(m->step_us[i])));
+		cJSON_AddItemToArray(tst, o);
+	}
+	cJSON_AddItemToObject(tl, "run", runtl_json(m->run, m->tl_t0_ns));
 	timemodel_renumber(root);
 	return root;
 }
@@ -486,6 +500,8 @@ void model_free(struct model *m)
 	free(m->dev.name);
 	free(m->step_key);
 	free(m->step_us);
+	free(m->step_t0_ns);
+	runtl_free(m->run);
 	for (int i = 0; i < m->nnodes; i++) {
 		free(m->nodes[i].name);
 		free(m->nodes[i].full_name);
@@ -545,10 +561,13 @@ static int analyse_one(const char *path, struct trace_info *ti, struct model *m,
 	struct builder *b = builder_new(strcmp(path, "-") ? ti->path : "<stdin>", ti, &m->dev);
 	*ml = memlog_new();
 	*ls = lines_sites_new();
-	struct trace_consumer cons[3] = {
-	    {feed_builder, b, TRACE_ALL}, memlog_consumer(*ml), lines_consumer(*ls)};
+	m->run = runtl_new();
+	struct trace_consumer cons[4] = {{feed_builder, b, TRACE_ALL},
+	                                 memlog_consumer(*ml),
+	                                 lines_consumer(*ls),
+	                                 runtl_consumer(m->run)};
 	struct trace_stats st = {0};
-	int r = trace_read(path, cons, 3, &st, 0);
+	int r = trace_read(path, cons, 4, &st, 0);
 	ti->records += st.records;
 	ti->truncated |= st.truncated;
 	for (int i = 0; i < st.nwarnings; i++) {

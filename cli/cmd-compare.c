@@ -8,7 +8,11 @@
  * ledger per step (bytes, round-trip bytes and share, kernel time), the time per kernel
  * family (union of both sides' families), and the candidates: one present before and not
  * after (matched by kind and the ops of its nodes) is listed as gone, one new after as new.
- * The table goes to stdout; the exit status is 0 when both sides could be read, else 1.
+ * Sizes and times go through one formatter each (fmt_size(), fmt_time(): the unit chosen by
+ * magnitude, three significant digits). When the two sides are of different programs (the
+ * program's name, or its script for an interpreter, differs, or fewer than a fifth of the
+ * kernel names are shared) the first line says so. The table goes to stdout; the exit status
+ * is 0 when both sides could be read, else 1.
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
@@ -62,16 +66,66 @@ static double num(const cJSON *o, const char *a, const char *b, const char *c)
 	return jnumd(o, last, -1);
 }
 
-static void row(const char *what, double a, double b, const char *unit, double scale)
+/* v with three significant digits (no fewer than its integer digits) and unit, into buf */
+static void sig3(char *buf, size_t n, double v, const char *unit)
 {
-	char sa[32] = "-", sb[32] = "-", sc[32] = "";
-	if (a >= 0)
-		snprintf(sa, sizeof(sa), "%.1f", a / scale);
-	if (b >= 0)
-		snprintf(sb, sizeof(sb), "%.1f", b / scale);
+	double a = v < 0 ? -v : v;
+	int dec = a >= 99.95 || a == 0 ? 0 : a >= 9.995 ? 1 : 2;
+	snprintf(buf, n, "%.*f %s", dec, v, unit);
+}
+
+/* bytes as B, KiB, MiB or GiB (the largest unit that leaves at least 1), three digits */
+static void fmt_size(char *buf, size_t n, double bytes)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int u = 0;
+	while (u < 4 && (bytes >= 1023.95 * (double)(1L << (10 * u)) ||
+	                 bytes <= -1023.95 * (double)(1L << (10 * u))))
+		u++;
+	if (u == 0)
+		snprintf(buf, n, "%.0f B", bytes);
+	else
+		sig3(buf, n, bytes / (double)(1L << (10 * u)), unit[u]);
+}
+
+/* microseconds as µs, ms or s, three digits */
+static void fmt_time(char *buf, size_t n, double us)
+{
+	double a = us < 0 ? -us : us;
+	if (a < 999.95)
+		sig3(buf, n, us, "µs");
+	else if (a < 999950)
+		sig3(buf, n, us / 1e3, "ms");
+	else
+		sig3(buf, n, us / 1e6, "s");
+}
+
+enum cell { C_COUNT, C_SIZE, C_TIME, C_PCT };
+
+static void fmt_cell(char *buf, size_t n, double v, enum cell kind)
+{
+	if (v < 0)
+		snprintf(buf, n, "-");
+	else if (kind == C_SIZE)
+		fmt_size(buf, n, v);
+	else if (kind == C_TIME)
+		fmt_time(buf, n, v);
+	else if (kind == C_PCT)
+		snprintf(buf, n, "%.1f%%", v);
+	else
+		snprintf(buf, n, "%.0f", v);
+}
+
+/* One row: what, before, after, the change in percent. µs takes one column more in bytes. */
+static void row(const char *what, double a, double b, enum cell kind)
+{
+	char sa[32], sb[32], sc[32] = "";
+	fmt_cell(sa, sizeof(sa), a, kind);
+	fmt_cell(sb, sizeof(sb), b, kind);
 	if (a > 0 && b >= 0)
 		snprintf(sc, sizeof(sc), "%+.1f%%", (b - a) / a * 100);
-	printf("%-34s %14s %14s %9s  %s\n", what, sa, sb, sc, unit);
+	printf("%-34s %*s %*s %9s\n", what, 14 + (strstr(sa, "µ") != NULL), sa,
+	       14 + (strstr(sb, "µ") != NULL), sb, sc);
 }
 
 /* "kind: op -> op -> op" of a candidate, a new string. */
@@ -122,9 +176,13 @@ static int cands_missing(const cJSON *a, const cJSON *b, const char *title)
 		if (!has_key(b, k)) {
 			if (!n++)
 				printf("\n%s\n", title);
-			printf("  %-70s %10.1f KiB/step %8.1f us/step\n", k,
-			       num(c, "bytes_saved_per_step", NULL, NULL) / 1024,
-			       num(c, "time_saved_us_per_step", NULL, NULL));
+			char sz[32], tm[32];
+			fmt_cell(sz, sizeof(sz), num(c, "bytes_saved_per_step", NULL, NULL),
+			         C_SIZE);
+			fmt_cell(tm, sizeof(tm), num(c, "time_saved_us_per_step", NULL, NULL),
+			         C_TIME);
+			printf("  %-70s %10s/step %*s/step\n", k, sz,
+			       10 + (strstr(tm, "µ") != NULL), tm);
 		}
 		free(k);
 	}
@@ -144,29 +202,128 @@ static double family_us(const cJSON *s, const char *fam)
 	return -1;
 }
 
+/*
+ * What names a program in summary.program ("python3 -u train.py --lr 1": "train.py"): the
+ * basename of the script after an interpreter's options (python, bash, sh, node, ruby, perl),
+ * else of the executable; into buf.
+ */
+static void prog_id(const char *prog, char *buf, size_t n)
+{
+	char w[4][256];
+	int nw = 0;
+	const char *p = prog;
+	while (nw < 4 && *p) {
+		while (*p == ' ')
+			p++;
+		size_t l = strcspn(p, " ");
+		if (!l)
+			break;
+		snprintf(w[nw++], sizeof(w[0]), "%.*s", (int)(l < 255 ? l : 255), p);
+		p += l;
+	}
+	if (!nw) {
+		snprintf(buf, n, "%s", prog);
+		return;
+	}
+	const char *exe = strrchr(w[0], '/') ? strrchr(w[0], '/') + 1 : w[0];
+	static const char *const interp[] = {"python", "bash", "sh", "node", "ruby", "perl"};
+	const char *id = exe;
+	for (size_t i = 0; i < sizeof(interp) / sizeof(interp[0]); i++)
+		if (!strncmp(exe, interp[i], strlen(interp[i])))
+			for (int k = 1; k < nw; k++)
+				if (w[k][0] != '-' || !strcmp(w[k], "-m")) {
+					id = strcmp(w[k], "-m") || k + 1 >= nw ? w[k] : w[k + 1];
+					id = strrchr(id, '/') ? strrchr(id, '/') + 1 : id;
+					i = sizeof(interp) / sizeof(interp[0]) - 1;
+					break;
+				}
+	snprintf(buf, n, "%s", id);
+}
+
+static int has_name(const cJSON *s, const char *name)
+{
+	const cJSON *n;
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(s, "nodes"))
+	{
+		const char *m = jstr(n, "name");
+		if (m && !strcmp(m, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* The note, on the first line, when a and b are of two programs; nothing when they are one. */
+static void note_programs(const cJSON *a, const cJSON *b)
+{
+	const char *ga = jstr(a, "program"), *gb = jstr(b, "program");
+	char ia[256] = "", ib[256] = "";
+	if (ga && gb) {
+		prog_id(ga, ia, sizeof(ia));
+		prog_id(gb, ib, sizeof(ib));
+	}
+	/* kernel names: shared / in either (each side's distinct names) */
+	int shared = 0, onlya = 0, onlyb = 0;
+	const cJSON *sides[2] = {a, b}, *n, *m;
+	for (int s = 0; s < 2; s++) {
+		int i = 0;
+		cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(sides[s], "nodes"))
+		{
+			const char *name = jstr(n, "name");
+			int j = 0, dup = 0;
+			cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(sides[s], "nodes"))
+			{
+				if (j++ >= i)
+					break;
+				dup |= name && jstr(m, "name") && !strcmp(jstr(m, "name"), name);
+			}
+			i++;
+			if (!name || dup)
+				continue;
+			int other = has_name(sides[!s], name);
+			if (s == 0)
+				other ? shared++ : onlya++;
+			else if (!other)
+				onlyb++;
+		}
+	}
+	int all = shared + onlya + onlyb;
+	int differ = (ia[0] && ib[0] && strcmp(ia, ib)) || (all && shared * 5 < all);
+	if (!differ)
+		return;
+	struct strbuf why = STRBUF_INIT;
+	if (ia[0] && ib[0] && strcmp(ia, ib))
+		strbuf_addf(&why, "%s vs %s; ", ia, ib);
+	strbuf_addf(&why, "%d of %d kernel names shared", shared, all);
+	printf("note: BEFORE and AFTER run different programs (%s): the comparison is of two "
+	       "programs, not of a change\n",
+	       why.buf);
+	strbuf_release(&why);
+}
+
 static void print_compare(const char *pa, const cJSON *a, const char *pb, const cJSON *b)
 {
+	note_programs(a, b);
 	printf("%-34s %14s %14s %9s\n", "", "before", "after", "change");
 	const cJSON *ga = cJSON_GetObjectItemCaseSensitive(a, "program");
 	const cJSON *gb = cJSON_GetObjectItemCaseSensitive(b, "program");
 	printf("%-34s %s\n%-34s %s\n", "before", pa, "after", pb);
 	if (cJSON_IsString(ga) && cJSON_IsString(gb))
 		printf("%-34s %s | %s\n", "program", ga->valuestring, gb->valuestring);
-	row("steps", num(a, "steps", "count", NULL), num(b, "steps", "count", NULL), "", 1);
+	row("steps", num(a, "steps", "count", NULL), num(b, "steps", "count", NULL), C_COUNT);
 	row("step median", num(a, "steps", "median_us", NULL), num(b, "steps", "median_us", NULL),
-	    "us", 1);
-	row("step p90", num(a, "steps", "p90_us", NULL), num(b, "steps", "p90_us", NULL), "us", 1);
+	    C_TIME);
+	row("step p90", num(a, "steps", "p90_us", NULL), num(b, "steps", "p90_us", NULL), C_TIME);
 	row("bytes per step", num(a, "ledger", "per_step", "bytes_total"),
-	    num(b, "ledger", "per_step", "bytes_total"), "MiB", 1048576);
+	    num(b, "ledger", "per_step", "bytes_total"), C_SIZE);
 	row("round-trip bytes per step", num(a, "ledger", "per_step", "roundtrip_bytes"),
-	    num(b, "ledger", "per_step", "roundtrip_bytes"), "MiB", 1048576);
+	    num(b, "ledger", "per_step", "roundtrip_bytes"), C_SIZE);
 	double sa = num(a, "ledger", "per_step", "roundtrip_share");
 	double sb = num(b, "ledger", "per_step", "roundtrip_share");
-	row("round-trip share", sa >= 0 ? sa * 100 : -1, sb >= 0 ? sb * 100 : -1, "%", 1);
+	row("round-trip share", sa >= 0 ? sa * 100 : -1, sb >= 0 ? sb * 100 : -1, C_PCT);
 	row("kernel time per step", num(a, "ledger", "per_step", "kernel_us"),
-	    num(b, "ledger", "per_step", "kernel_us"), "us", 1);
-	row("nodes per step", num(a, "steps", "period", NULL), num(b, "steps", "period", NULL), "",
-	    1);
+	    num(b, "ledger", "per_step", "kernel_us"), C_TIME);
+	row("nodes per step", num(a, "steps", "period", NULL), num(b, "steps", "period", NULL),
+	    C_COUNT);
 	printf("\ntime per step by family\n");
 	const cJSON *sides[2] = {a, b}, *f;
 	for (int s = 0; s < 2; s++)
@@ -180,12 +337,12 @@ static void print_compare(const char *pa, const cJSON *a, const char *pb, const 
 			char what[64];
 			snprintf(what, sizeof(what), "  %s", nm->valuestring);
 			row(what, family_us(a, nm->valuestring), family_us(b, nm->valuestring),
-			    "us", 1);
+			    C_TIME);
 		}
 	int na = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(a, "candidates"));
 	int nb = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(b, "candidates"));
 	printf("\n");
-	row("candidates", na, nb, "", 1);
+	row("candidates", na, nb, C_COUNT);
 	if (!cands_missing(a, b, "candidates gone after (present before)"))
 		printf("\ncandidates gone after: none\n");
 	if (!cands_missing(b, a, "candidates new after"))

@@ -5,10 +5,16 @@
  * A kernel is a circle whose area follows its share of the step's kernel time, coloured by
  * family. The bandwidth roof is y = peak_bw * x; each compute ceiling is a horizontal line at
  * peak_tflops[dtype] from the point where it meets the bandwidth roof (the ridge). Ceilings of
- * the same peak share one line and one label ("bf16/fp16 tensor core 989 TFLOP/s"); a label
- * that would print over the one above goes under its line. Every kernel with a FLOP count is a
- * point (GEMMs at the FLOPs the analyzer derived from their operand extents); a note says how
- * many have none (no intensity, so no place on the plot).
+ * the same peak share one line and one label ("bf16/fp16 tensor core 989 TFLOP/s", each
+ * tensor-core dtype named). Labels never overlap: each text's box is estimated from its font
+ * size and characters (text_w(): 0.6 em a character, the box from 0.8 em above the baseline to
+ * 0.25 em below; tests/func/t-plot.sh checks with the same estimate) and placed where it meets
+ * no box placed before (struct boxes): the bandwidth roof's label first, then each ceiling's
+ * above its line, else under it, else stepped further away; then the names of the largest
+ * kernels beside their points (right, left, above, below, else none), elided in the middle
+ * (elide_mid()) with the full name in a <title>. Every kernel with a FLOP count is a point
+ * (GEMMs at the FLOPs the analyzer derived from their operand extents); a note says how many
+ * have none (no intensity, so no place on the plot).
  *
  * Every number from the summary is checked before it becomes an int or a log: non-finite and
  * out-of-range values are left out or clamped (decades to [-30, 30], stream and node ids to
@@ -16,7 +22,8 @@
  *
  * Timeline: streams are lanes in the order they first appear; the x axis runs from the first
  * event's start to the last event's end, with ticks at 1, 2 or 5 times a power of ten. Names
- * are written inside a box only when they fit (about 6 px a character).
+ * are written inside a box only when at least 5 characters fit (about 6 px a character), elided
+ * in the middle when the whole does not (the box's <title> has it).
  */
 #include "report/plot.h"
 
@@ -80,6 +87,69 @@ static int clamp_int(double v, int lo, int hi)
 	if (v > hi)
 		return hi;
 	return (int)v;
+}
+
+/* A label's estimated width in px: 0.6 em a character (UTF-8 continuation bytes not counted). */
+static double text_w(const char *s, double fs)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0) != 0x80;
+	return 0.6 * fs * n;
+}
+
+/* The boxes of the labels placed so far, to keep the next one off them. */
+struct boxes {
+	double b[64][4]; /* x0, y0, x1, y1 */
+	int n;
+};
+
+static int box_free(const struct boxes *bx, double x0, double y0, double x1, double y1)
+{
+	for (int i = 0; i < bx->n; i++)
+		if (x0 < bx->b[i][2] && bx->b[i][0] < x1 && y0 < bx->b[i][3] && bx->b[i][1] < y1)
+			return 0;
+	return 1;
+}
+
+static void box_add(struct boxes *bx, double x0, double y0, double x1, double y1)
+{
+	if (bx->n < (int)ARRAY_SIZE(bx->b)) {
+		bx->b[bx->n][0] = x0;
+		bx->b[bx->n][1] = y0;
+		bx->b[bx->n][2] = x1;
+		bx->b[bx->n][3] = y1;
+		bx->n++;
+	}
+}
+
+/* Appends name, HTML-escaped, cut to at most max characters by an ellipsis in the middle. */
+static void elide_mid(struct strbuf *out, const char *name, int max)
+{
+	int n = 0;
+	for (const char *p = name; *p; p++)
+		n += ((unsigned char)*p & 0xC0) != 0x80;
+	if (n <= max || max < 5) {
+		strbuf_add_html(out, name);
+		return;
+	}
+	int head = (max - 1) / 2 + (max - 1) % 2, tail = (max - 1) / 2, c = 0;
+	struct strbuf cut = STRBUF_INIT;
+	const char *p = name;
+	for (; *p; p++) { /* the first head characters */
+		if (((unsigned char)*p & 0xC0) != 0x80 && c++ == head)
+			break;
+		strbuf_add(&cut, p, 1);
+	}
+	strbuf_adds(&cut, "…");
+	c = 0;
+	const char *q = name + strlen(name);
+	while (q > name && c < tail) /* the last tail characters */
+		if (((unsigned char)*--q & 0xC0) != 0x80)
+			c++;
+	strbuf_adds(&cut, q);
+	strbuf_add_html(out, cut.buf);
+	strbuf_release(&cut);
 }
 
 /* Whether a node is a roofline point: finite positive FLOPs, intensity and time. */
@@ -223,6 +293,9 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	            "height=\"%.0f\"/></clipPath><g clip-path=\"url(#rf-clip)\">\n",
 	            L, T, W - R - L, H - B - T);
 	double x0 = pow(10, ax.lo), x1 = pow(10, ax.hi);
+	struct boxes bx = {.n = 0};
+	if (without) /* the note's box first: it is written last, at the top left */
+		box_add(&bx, L + 6, T + 14 - 0.8 * 11, L + 6 + 0.6 * 11 * 42, T + 14 + 0.25 * 11);
 	if (bw > 0) {
 		double xe = peak > 0 ? peak / bw : x1;
 		strbuf_addf(out,
@@ -234,30 +307,63 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 		double lx = xe / 12, ly = bw * lx;
 		double ang =
 		    atan2(axis_px(&ay, 10) - axis_px(&ay, 1), axis_px(&ax, 10) - axis_px(&ax, 1));
-		if (lx > x0 && ly > pow(10, ay.lo) && ly < pow(10, ay.hi))
+		struct strbuf lab = STRBUF_INIT;
+		strbuf_addf(&lab, "bandwidth roof %.0f GB/s", bw / 1e9);
+		double w = text_w(lab.buf, 11), px = axis_px(&ax, lx), py = axis_px(&ay, ly);
+		/* the rotated box, (-w, -5 - 0.8 em) to (0, -5 + 0.25 em), as an upright one */
+		double ca = cos(ang), sa = sin(ang), bx0 = INFINITY, by0 = INFINITY,
+		       bx1 = -INFINITY, by1 = -INFINITY;
+		for (int c = 0; c < 4; c++) {
+			double u = c & 1 ? 0 : -w, v = c & 2 ? -5 + 0.25 * 11 : -5 - 0.8 * 11;
+			bx0 = fmin(bx0, px + u * ca - v * sa);
+			bx1 = fmax(bx1, px + u * ca - v * sa);
+			by0 = fmin(by0, py + u * sa + v * ca);
+			by1 = fmax(by1, py + u * sa + v * ca);
+		}
+		strbuf_release(&lab);
+		if (lx > x0 && ly > pow(10, ay.lo) && ly < pow(10, ay.hi) &&
+		    box_free(&bx, bx0, by0, bx1, by1)) {
+			box_add(&bx, bx0, by0, bx1, by1);
 			strbuf_addf(out,
 			            "<text class=\"rooflabel\" text-anchor=\"end\" "
 			            "transform=\"translate(%.1f %.1f) rotate(%.1f)\" dy=\"-5\">"
 			            "bandwidth roof %.0f GB/s</text>\n",
-			            axis_px(&ax, lx), axis_px(&ay, ly), ang * 180 / M_PI, bw / 1e9);
+			            px, py, ang * 180 / M_PI, bw / 1e9);
+		}
 	}
-	double last_label = -INFINITY; /* pixel y of the label above */
 	for (int k = 0; k < nceil; k++) {
 		double f = ceil_of[k].tflops * 1e12, xs = bw > 0 ? f / bw : x0;
-		double y = axis_px(&ay, f), ly = y - 4;
-		if (ly - last_label < 12) /* over the label above: under the line instead */
-			ly = y + 12;
-		if (ly - last_label < 12)
-			ly = last_label + 12;
-		last_label = ly;
+		double y = axis_px(&ay, f);
+		struct strbuf lab = STRBUF_INIT;
+		strbuf_adds(&lab, ceil_of[k].names);
+		strbuf_addf(&lab, "%s %.0f TFLOP/s", ceil_of[k].tensor ? " tensor core" : "",
+		            ceil_of[k].tflops);
+		double w = text_w(lab.buf, 11), xr = W - R - 4, ly = NAN;
+		/* above the line, under it, then further away on either side */
+		for (int t = 0; t < 24 && isnan(ly); t++) {
+			double c = t == 0   ? y - 4
+			           : t == 1 ? y + 12
+			           : t % 2  ? y + 12 + 12 * (t / 2)
+			                    : y - 4 - 12 * (t / 2);
+			if (c - 0.8 * 11 >= T && c + 0.25 * 11 <= H - B &&
+			    box_free(&bx, xr - w, c - 0.8 * 11, xr, c + 0.25 * 11))
+				ly = c;
+		}
 		strbuf_addf(out,
 		            "<line class=\"ceil\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-		            "y2=\"%.1f\"/><text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
-		            "text-anchor=\"end\">",
-		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y, W - R - 4, ly);
-		strbuf_add_html(out, ceil_of[k].names);
-		strbuf_addf(out, "%s %.0f TFLOP/s</text>\n",
-		            ceil_of[k].tensor ? " tensor core" : "", ceil_of[k].tflops);
+		            "y2=\"%.1f\"/>",
+		            axis_px(&ax, fmax(xs, x0)), y, axis_px(&ax, x1), y);
+		if (!isnan(ly)) {
+			box_add(&bx, xr - w, ly - 0.8 * 11, xr, ly + 0.25 * 11);
+			strbuf_addf(out,
+			            "<text class=\"rooflabel\" x=\"%.1f\" y=\"%.1f\" "
+			            "text-anchor=\"end\">",
+			            xr, ly);
+			strbuf_add_html(out, lab.buf);
+			strbuf_adds(out, "</text>");
+		}
+		strbuf_adds(out, "\n");
+		strbuf_release(&lab);
 	}
 	strbuf_adds(out, "</g>\n");
 	double total = m->kernel_us > 0 ? m->kernel_us : 1;
@@ -283,6 +389,68 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 			strbuf_adds(out, "-bound");
 		}
 		strbuf_adds(out, "</title></circle>\n");
+	}
+	/* the names of the largest points (by time), where they fit */
+	int order[12], no = 0;
+	for (int i = 0; i < m->nr_nodes; i++) {
+		const struct rnode *p = &m->nodes[i];
+		if (!roof_point(p))
+			continue;
+		int j = no;
+		if (no == (int)ARRAY_SIZE(order)) { /* full: p replaces the last when larger */
+			if (m->nodes[order[no - 1]].us >= p->us)
+				continue;
+			j = no - 1;
+		} else {
+			no++;
+		}
+		order[j] = i;
+		for (; j > 0 && m->nodes[order[j]].us > m->nodes[order[j - 1]].us; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	}
+	for (int k = 0, shown = 0; k < no && shown < 8; k++) {
+		const struct rnode *p = &m->nodes[order[k]];
+		int seen = 0; /* one label a name: the largest point of it */
+		for (int j = 0; j < k && !seen; j++)
+			seen = !strcmp(m->nodes[order[j]].name, p->name);
+		if (seen)
+			continue;
+		shown++;
+		double cx = axis_px(&ax, p->intensity),
+		       cy = axis_px(&ay, p->flops / (p->us * 1e-6));
+		double r = 3 + 14 * sqrt(fmin(p->us / total, 1)), fs = 11;
+		struct strbuf lab = STRBUF_INIT;
+		elide_mid(&lab, p->name, 28);
+		/* the width of what is shown: the escaped text, entities counted as one */
+		int chars = 0;
+		for (const char *q = lab.buf; *q; q++) {
+			if (*q == '&')
+				q = strchr(q, ';') ? strchr(q, ';') : q;
+			chars += ((unsigned char)*q & 0xC0) != 0x80;
+		}
+		double w = 0.6 * fs * chars;
+		double cand[4][2] = {{cx + r + 3, cy + 4},
+		                     {cx - r - 3 - w, cy + 4},
+		                     {cx - w / 2, cy - r - 4},
+		                     {cx - w / 2, cy + r + 12}};
+		for (int c = 0; c < 4; c++) {
+			double tx = cand[c][0], ty = cand[c][1];
+			double b0 = tx, b1 = ty - 0.8 * fs, b2 = tx + w, b3 = ty + 0.25 * fs;
+			if (b0 < L + 2 || b2 > W - R - 2 || b1 < T + 2 || b3 > H - B - 2 ||
+			    !box_free(&bx, b0, b1, b2, b3))
+				continue;
+			box_add(&bx, b0, b1, b2, b3);
+			strbuf_addf(out,
+			            "<text class=\"tick ptlabel\" x=\"%.1f\" y=\"%.1f\"><title>",
+			            tx, ty);
+			strbuf_add_html(out, p->full_name ? p->full_name : p->name);
+			strbuf_addf(out, "</title>%s</text>\n", lab.buf);
+			break;
+		}
+		strbuf_release(&lab);
 	}
 	if (without)
 		strbuf_addf(out,
@@ -402,21 +570,9 @@ int plot_timeline(const struct rmodel *m, struct strbuf *out)
 		/* The name inside the box when at least 5 characters fit. */
 		int fit = clamp_int((w - 6) / 6.2, -1, 1 << 20);
 		if (!sync && fit >= 5) {
-			size_t len = strlen(name);
 			strbuf_addf(out, "<text class=\"evlabel\" x=\"%.1f\" y=\"%.0f\">", x + 3,
 			            y + lane / 2 + 4);
-			if ((int)len <= fit) {
-				strbuf_add_html(out, name);
-			} else {
-				struct strbuf cut = STRBUF_INIT;
-				size_t c = (size_t)fit - 1;
-				while (c && ((unsigned char)name[c] & 0xC0) == 0x80)
-					c--;
-				strbuf_add(&cut, name, c);
-				strbuf_add_html(out, cut.buf);
-				strbuf_adds(out, "…");
-				strbuf_release(&cut);
-			}
+			elide_mid(out, name, fit);
 			strbuf_adds(out, "</text>\n");
 		}
 	}
