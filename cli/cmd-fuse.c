@@ -131,8 +131,6 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 						            path, i, k);
 					x->kind[k] = kd;
 				}
-				x->pf.g = &x->g;
-				x->pf.kind = x->kind;
 			}
 			strbuf_release(&err);
 		}
@@ -140,6 +138,11 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 			x->advice = msg.buf;
 		i++;
 	}
+	for (int k = 0; k < run->nfn; k++) /* run->fn moved while it grew */
+		if (run->fn[k].kind) {
+			run->fn[k].pf.g = &run->fn[k].g;
+			run->fn[k].pf.kind = run->fn[k].kind;
+		}
 }
 
 /* Candidates of a summary: each generated or advice. Returns 0, or -1 when unreadable. */
