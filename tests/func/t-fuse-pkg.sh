@@ -307,3 +307,20 @@ for w in off missing gpt2; do
 done
 PYTHONPATH=$tmp/fake python3 "$tmp/run.py" "$lp" llama 2>"$tmp/err.llama" ||
 	nok "runtime(llama) ran: $(tail -3 "$tmp/err.llama")"
+
+# the function groups' C ABI compiles with nvcc, and their CPU checks pass
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
+if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
+	nok "nvcc not found (set CUDA_HOME to the CUDA toolkit): the function groups are not compiled"
+else
+	for gd in "$gp"/aicprof_fused/*/ "$lp"/aicprof_fused/*/; do
+		g=$(basename "$gd")
+		(cd "$gd" && "$NVCC" -arch=sm_90 -Xcompiler -fPIC -c "${g}_capi.cu" -o capi.o \
+			>capi.log 2>&1)
+		check "$g: nvcc -arch=sm_90 -c of the C ABI" test $? = 0
+		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >cc.log 2>&1 && ./cpucheck >cc.out 2>&1)
+		check "$g: CPU check of the fused math against op-by-op double" test $? = 0
+		sed 's/^/# /' "$gd/cc.out"
+	done
+fi
