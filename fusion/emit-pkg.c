@@ -16,7 +16,8 @@
  * where the group has no backward) and runs the original when a guard fails; the first call of
  * each shape class runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN and inf
  * at the same positions); a mismatch or a failure to build or launch disables that replacement
- * with one warning on stderr. counts() says how often each fused form ran.
+ * with one warning on stderr. counts() says how often each fused form ran; restore() puts the
+ * originals back.
  */
 #include "fusion/fusion.h"
 
@@ -110,6 +111,20 @@ static const char pkg_runtime[] =
     "            _apply_one(spec)\n"
     "        except Exception as e:  # apply() never raises: the original stays\n"
     "            _record(spec, False, \"%s: %s\" % (type(e).__name__, e))\n"
+    "    return applied()\n"
+    "\n"
+    "\n"
+    "def restore():\n"
+    "    \"\"\"Puts the original functions back (what apply() replaced); returns applied().\"\"\"\n"
+    "    for spec in _FUNCS:\n"
+    "        try:\n"
+    "            owner, attr, cur = _resolve(spec[\"module\"], spec[\"qualname\"])\n"
+    "        except Exception:\n"
+    "            continue\n"
+    "        orig = getattr(cur, \"_aicprof_original\", None)\n"
+    "        if orig is not None:\n"
+    "            setattr(owner, attr, orig)\n"
+    "            _record(spec, False, \"restored\")\n"
     "    return applied()\n"
     "\n"
     "\n"
@@ -482,8 +497,9 @@ void emit_pkg(struct strbuf *sb, const struct pkg_func *f, int n)
 	            "the call fits the traced one and the\noriginal otherwise; the first call of "
 	            "each shape class runs both and compares them, and a\nmismatch disables "
 	            "that replacement (one warning on stderr). applied() says what was\nreplaced "
-	            "and why anything was not; counts() how often each fused form ran; "
-	            "AICPROF_FUSED=0\nmakes apply() do nothing.\n\n");
+	            "and why anything was not; counts() how often each fused form ran;\n"
+	            "restore() puts the originals back; AICPROF_FUSED=0 makes apply() do "
+	            "nothing.\n\n");
 	for (int i = 0; i < n; i++) {
 		strbuf_addf(sb, "    %s.%s (%d invocations a step): ", f[i].module, f[i].qualname,
 		            f[i].invocations);

@@ -254,6 +254,15 @@ elif which == "gpt2":
     import transformers.integrations.sdpa_attention as sd
     check("gpt2's eager attention: its module cannot be imported here, the reason recorded",
           "cannot be imported" in af.applied()["transformers.models.gpt2.modeling_gpt2.eager_attention_forward"]["reason"])
+    import transformers.activations as ta
+    NewGELUActivation.forward = orig
+    af._STATE.clear()
+    af.apply()
+    replaced = ta.NewGELUActivation.forward
+    af.restore()
+    check("restore() puts the original back",
+          replaced is not orig and ta.NewGELUActivation.forward is orig and
+          af.applied()[key]["reason"] == "restored")
 elif which == "llama":
     g = specs["LlamaRMSNorm.forward"]
     from transformers.models.llama import modeling_llama as ml
