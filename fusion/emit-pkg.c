@@ -359,6 +359,8 @@ static const char pkg_runtime[] =
     "a[\"attention_mask\"])\n"
     "        if not all(isinstance(t, torch.Tensor) for t in (q, k, v)) or not q.is_cuda:\n"
     "            return None, \"query, key and value are not CUDA tensors\"\n"
+    "        if extra.get(\"head_mask\") is not None:\n"
+    "            return None, \"a head mask is given\"\n"
     "        cfg = getattr(mod, \"config\", None)\n"
     "        if extra.get(\"output_attentions\") or getattr(cfg, \"output_attentions\", False):\n"
     "            return None, \"the attention weights are asked for\"\n"
