@@ -525,7 +525,7 @@ static void release_run(struct fuse_run *run)
 static int write_package(const char *fused, struct fuse_run *run)
 {
 	char *dir = path_join(fused, "aicprof_fused");
-	int rc = mkdir_p(dir) ? -1 : 0;
+	int rc = mkdir_nofollow(dir) ? -1 : 0; /* a planted link is refused, not written through */
 	struct pkg_func *pf = xcalloc(run->nfn, sizeof(*pf));
 	int n = 0;
 	for (int i = 0; i < run->nfn && !rc; i++) {

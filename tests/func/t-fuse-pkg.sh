@@ -24,6 +24,12 @@ for s in gpt2 llama; do
 		grep -q "## The aicprof_fused package" "$tmp/$s-f/README.md"
 done
 
+mkdir -p "$tmp/lk/f" "$tmp/lk/elsewhere"
+ln -s "$tmp/lk/elsewhere" "$tmp/lk/f/aicprof_fused"
+(cd "$top" && "$A" fuse "$tmp/gpt2" -o "$tmp/lk/f") >"$tmp/lk.out" 2>&1
+check "a planted link at aicprof_fused/ is refused, nothing written through it" sh -c \
+	"grep -q 'aicprof_fused.* is a symbolic link' '$tmp/lk.out' && test -z \"\$(ls -A '$tmp/lk/elsewhere')\""
+
 # the package's table, read by Python from the generated file
 cat >"$tmp/table.py" <<'PY'
 import ast, json, sys
