@@ -500,39 +500,72 @@ static int run_len(const struct model *m, int a)
 	return end;
 }
 
+struct run {
+	int a, len, nruns; /* nruns: a function's runs (its first run's entry) */
+};
+
+static const struct model *sort_model; /* qsort's context (the analyzer is single-threaded) */
+
+/* By function (file, name), then start. */
+static int cmp_run(const void *x, const void *y)
+{
+	const struct run *p = x, *q = y;
+	const struct node *a = &sort_model->nodes[p->a], *b = &sort_model->nodes[q->a];
+	int c = strcmp(a->model_site.file, b->model_site.file);
+	if (!c)
+		c = strcmp(a->model_site.func, b->model_site.func);
+	return c ? c : p->a - q->a;
+}
+
+static int cmp_first(const void *x, const void *y)
+{
+	return ((const struct run *)x)->a - ((const struct run *)y)->a;
+}
+
 cJSON *funcgroups_json(const struct model *m)
 {
 	cJSON *arr = cJSON_CreateArray();
-	int nn = m->nnodes;
-	char *done = xcalloc(nn ? nn : 1, 1);
-	int k = 0;
-	for (int a = 0; a < nn; a++) {
-		const struct node *n = &m->nodes[a];
-		if (done[a] || !lib_forward(n))
+	int nn = m->nnodes, nr = 0;
+	struct run *runs = xmalloc(sizeof(*runs) * (nn ? nn : 1));
+	for (int a = 0; a < nn;) {
+		if (!lib_forward(&m->nodes[a])) {
+			a++;
 			continue;
-		/* the first run, then every later run of the same function */
-		int len = run_len(m, a);
-		int ok = 1, nruns = 1;
-		for (int b = a + len; b < nn; b++) {
-			if (!lib_forward(&m->nodes[b]) || !same_func(n, &m->nodes[b]))
-				continue;
-			int l2 = run_len(m, b);
-			ok &= l2 == len && alike(m, a, b, len);
-			for (int i = b; i < b + l2; i++)
-				done[i] = 1;
-			nruns++;
-			b += l2 - 1;
 		}
-		for (int i = a; i < a + len; i++)
-			done[i] = 1;
-		if (!ok || len < 2)
-			continue;
-		cJSON *o = function_json(m, a, len, nruns, k);
+		int len = run_len(m, a);
+		runs[nr++] = (struct run){a, len, 0};
+		a += len;
+	}
+	sort_model = m;
+	qsort(runs, nr, sizeof(*runs), cmp_run);
+	/* per function, in the order of its first run: that run, when all its runs are alike */
+	struct run *first = xmalloc(sizeof(*first) * (nr ? nr : 1));
+	int nf = 0;
+	for (int i = 0; i < nr;) {
+		const struct lineref *l = &m->nodes[runs[i].a].model_site;
+		int j = i + 1, ok = 1;
+		while (j < nr && !strcmp(m->nodes[runs[j].a].model_site.file, l->file) &&
+		       !strcmp(m->nodes[runs[j].a].model_site.func, l->func)) {
+			ok &= runs[j].len == runs[i].len &&
+			      alike(m, runs[i].a, runs[j].a, runs[i].len);
+			j++;
+		}
+		if (ok && runs[i].len >= 2) {
+			first[nf] = runs[i];
+			first[nf++].nruns = j - i;
+		}
+		i = j;
+	}
+	qsort(first, nf, sizeof(*first), cmp_first);
+	int k = 0;
+	for (int i = 0; i < nf; i++) {
+		cJSON *o = function_json(m, first[i].a, first[i].len, first[i].nruns, k);
 		if (o) {
 			cJSON_AddItemToArray(arr, o);
 			k++;
 		}
 	}
-	free(done);
+	free(first);
+	free(runs);
 	return arr;
 }
