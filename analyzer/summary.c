@@ -5,6 +5,7 @@
  * analysis_run()/model_free(), the model's lifecycle.
  */
 #include "analyzer/model.h"
+#include "analyzer/funcgroup.h"
 #include "analyzer/runtl.h"
 #include "analyzer/timemodel.h"
 #include "analyzer/trace.h"
@@ -427,6 +428,11 @@ cJSON *summary_json(const struct model *m)
 	else
 		for (int i = 0; i < m->ncands; i++)
 			cJSON_AddItemToArray(cands, cand_json(m, &m->cands[i]));
+	cJSON *fg = funcgroups_json(m); /* function groups (funcgroup.c); absent when none */
+	if (cJSON_GetArraySize(fg))
+		cJSON_AddItemToObject(root, "functions", fg);
+	else
+		cJSON_Delete(fg);
 	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
 	for (int i = 0; i < m->nrejs; i++) {
 		cJSON *o = cJSON_CreateObject();

@@ -11,6 +11,11 @@
  * groups for `aicprof bench`. With --group, a bad description is an error and nothing is
  * written; from a summary, it is advice. OUTDIR/summary.json is read and checked by
  * summary_read(): a file that is not a summary is refused by name.
+ *
+ * The summary's function groups ("functions", analyzer/funcgroup.c) become the package
+ * FUSEDDIR/aicprof_fused/: __init__.py (fusion/emit-pkg.c: apply(), applied(), counts()) and
+ * each fused function's group files under aicprof_fused/<name>/; a function whose group does
+ * not parse is advice. The patch adds the package and the two lines that call apply().
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
@@ -34,10 +39,22 @@ struct fuse_entry {
 	struct patch_group pg; /* the patch's result for a generated group */
 };
 
+/* A function of the summary's "functions" for the package. */
+struct fuse_fn {
+	struct pkg_func pf; /* its strings point into spec */
+	cJSON *spec;        /* its summary entry (owned) */
+	struct fgroup g;    /* fused: the parsed group */
+	const char **kind;  /* fused: per group input */
+	char *advice;       /* why it is not in the package, or NULL */
+};
+
 struct fuse_run {
 	struct fuse_entry *e;
 	int nr, alloc;
-	struct patch_lib *libs; /* library forms and dead statements the patch handled */
+	struct fuse_fn *fn;
+	int nfn;
+	char *pkg_where, *pkg_advice; /* the patch's two lines: where, or why not */
+	struct patch_lib *libs;       /* library forms and dead statements the patch handled */
 	int nlibs;
 	int notfusion[3]; /* dead, invariant, memory candidates: the report's, not fuse's */
 	long *ids, *nums; /* every candidate's id and number in the summary */
@@ -72,6 +89,72 @@ static char *join_sources(const cJSON *c)
 	}
 	strbuf_add(&sb, "", 0);
 	return sb.buf;
+}
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(x) ? x->valuestring : NULL;
+}
+
+/* The summary's function groups (j's "functions") into run->fn: each in the package, or
+ * advice when its entry or group does not parse. */
+static void functions_from(const cJSON *j, const char *path, struct fuse_run *run)
+{
+	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(j, "functions"), *f;
+	int i = 0;
+	cJSON_ArrayForEach(f, fs)
+	{
+		run->fn = xrealloc(run->fn, sizeof(*run->fn) * (run->nfn + 1));
+		struct fuse_fn *x = &run->fn[run->nfn++];
+		memset(x, 0, sizeof(*x));
+		x->spec = cJSON_Duplicate(f, 1);
+		const cJSON *b = cJSON_GetObjectItemCaseSensitive(x->spec, "binding");
+		const cJSON *ln = cJSON_GetObjectItemCaseSensitive(x->spec, "line");
+		const cJSON *inv = cJSON_GetObjectItemCaseSensitive(x->spec, "invocations");
+		x->pf.form = str_of(x->spec, "form");
+		x->pf.module = str_of(b, "module");
+		x->pf.qualname = str_of(b, "qualname");
+		x->pf.file = str_of(x->spec, "file");
+		x->pf.line = cJSON_IsNumber(ln) ? ln->valueint : 0;
+		x->pf.invocations = cJSON_IsNumber(inv) ? inv->valueint : 0;
+		struct strbuf msg = STRBUF_INIT;
+		if (!x->pf.form || !x->pf.module || !x->pf.qualname ||
+		    (strcmp(x->pf.form, "fused") && strcmp(x->pf.form, "sdpa"))) {
+			strbuf_addf(&msg, "%s: functions[%d]: no form, module or qualname", path,
+			            i);
+		} else if (!strcmp(x->pf.form, "fused")) {
+			char where[128], name[32];
+			snprintf(where, sizeof(where), "%s: functions[%d].group", path, i);
+			snprintf(name, sizeof(name), "f%d", i);
+			struct strbuf err = STRBUF_INIT;
+			const cJSON *grp = cJSON_GetObjectItemCaseSensitive(x->spec, "group");
+			if (fgroup_parse(grp, where, name, &x->g, &err)) {
+				strbuf_addf(&msg, "%s", err.buf);
+			} else {
+				const cJSON *ins = cJSON_GetObjectItemCaseSensitive(b, "inputs");
+				x->kind = xcalloc(x->g.ninputs ? x->g.ninputs : 1, sizeof(char *));
+				for (int k = 0; k < x->g.ninputs && !msg.len; k++) {
+					const char *kd = str_of(cJSON_GetArrayItem(ins, k), "kind");
+					if (!kd || (strcmp(kd, "arg") && strcmp(kd, "param")))
+						strbuf_addf(&msg,
+						            "%s: functions[%d].binding.inputs[%d]: "
+						            "kind is not \"arg\" or \"param\"",
+						            path, i, k);
+					x->kind[k] = kd;
+				}
+			}
+			strbuf_release(&err);
+		}
+		if (msg.len)
+			x->advice = msg.buf;
+		i++;
+	}
+	for (int k = 0; k < run->nfn; k++) /* run->fn moved while it grew */
+		if (run->fn[k].kind) {
+			run->fn[k].pf.g = &run->fn[k].g;
+			run->fn[k].pf.kind = run->fn[k].kind;
+		}
 }
 
 /* Candidates of a summary: each generated or advice. Returns 0, or -1 when unreadable. */
@@ -161,6 +244,7 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		add_entry(run, &e);
 		i++;
 	}
+	functions_from(j, path, run);
 	cJSON_Delete(j);
 	free(path);
 	return 0;
@@ -197,7 +281,14 @@ static int patch_run(const char *outdir, const char *fused, const char *srcdir,
 		pg[n].cand = c;
 		at[n++] = i;
 	}
-	int rc = patch_write(fused, j, srcdir, pg, n, &run->libs, &run->nlibs);
+	struct pkg_func *pf = xcalloc(run->nfn ? run->nfn : 1, sizeof(*pf));
+	int npf = 0;
+	for (int i = 0; i < run->nfn; i++)
+		if (!run->fn[i].advice)
+			pf[npf++] = run->fn[i].pf;
+	int rc = patch_write(fused, j, srcdir, pg, n, pf, npf, &run->pkg_where, &run->pkg_advice,
+	                     &run->libs, &run->nlibs);
+	free(pf);
 	for (int k = 0; k < n; k++)
 		run->e[at[k]].pg = pg[k];
 	free(pg);
@@ -312,6 +403,38 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 				            l->advice ? l->advice : "?", l->what);
 		}
 	}
+	if (run->nfn) {
+		strbuf_adds(&sb, "\n## The aicprof_fused package (library functions)\n\n"
+		                 "`aicprof_fused/` holds fused forms of library functions; "
+		                 "`import aicprof_fused` and\n`aicprof_fused.apply()` replace "
+		                 "them at run time (no library file is edited), guarded\nand "
+		                 "verified on first use; `aicprof_fused.applied()` says what was "
+		                 "replaced and why\nanything was not. `AICPROF_FUSED=0` turns it "
+		                 "off. See docs/fusion.md.\n\n");
+		for (int i = 0; i < run->nfn; i++) {
+			const struct fuse_fn *x = &run->fn[i];
+			if (x->advice)
+				strbuf_addf(&sb, "- %s: not in the package: %s\n",
+				            x->pf.qualname ? x->pf.qualname : "?", x->advice);
+			else if (x->pf.g)
+				strbuf_addf(&sb,
+				            "- `%s.%s` (%d a step): group `%s` "
+				            "(`aicprof_fused/%s/`)\n",
+				            x->pf.module, x->pf.qualname, x->pf.invocations,
+				            x->pf.g->name, x->pf.g->name);
+			else
+				strbuf_addf(&sb,
+				            "- `%s.%s` (%d a step): transformers' "
+				            "`sdpa_attention_forward`\n",
+				            x->pf.module, x->pf.qualname, x->pf.invocations);
+		}
+		if (run->pkg_where)
+			strbuf_addf(&sb, "\nThe patch adds the two lines to `%s`.\n",
+			            run->pkg_where);
+		else if (run->pkg_advice)
+			strbuf_addf(&sb, "\nThe patch adds no lines (%s): add them by hand.\n",
+			            run->pkg_advice);
+	}
 	int nnf = run->notfusion[0] + run->notfusion[1] + run->notfusion[2];
 	if (nnf)
 		strbuf_addf(&sb,
@@ -405,7 +528,44 @@ static void release_run(struct fuse_run *run)
 		fgroup_release(&run->e[i].g);
 	}
 	free(run->e);
+	for (int i = 0; i < run->nfn; i++) {
+		cJSON_Delete(run->fn[i].spec);
+		fgroup_release(&run->fn[i].g);
+		free(run->fn[i].kind);
+		free(run->fn[i].advice);
+	}
+	free(run->fn);
+	free(run->pkg_where);
+	free(run->pkg_advice);
 	patch_lib_release(run->libs, run->nlibs);
+}
+
+/* FUSEDDIR/aicprof_fused/: its __init__.py and the fused functions' groups. Returns 0 or
+ * error() (printed). */
+static int write_package(const char *fused, struct fuse_run *run)
+{
+	char *dir = path_join(fused, "aicprof_fused");
+	int rc = mkdir_nofollow(dir) ? -1 : 0; /* a planted link is refused, not written through */
+	struct pkg_func *pf = xcalloc(run->nfn, sizeof(*pf));
+	int n = 0;
+	for (int i = 0; i < run->nfn && !rc; i++) {
+		if (run->fn[i].advice)
+			continue;
+		if (run->fn[i].pf.g && fusion_write_group(dir, run->fn[i].pf.g))
+			rc = -1;
+		pf[n++] = run->fn[i].pf;
+	}
+	if (!rc) {
+		struct strbuf sb = STRBUF_INIT;
+		emit_pkg(&sb, pf, n);
+		char *init = path_join(dir, "__init__.py");
+		rc = write_file_atomic(init, sb.buf, sb.len);
+		free(init);
+		strbuf_release(&sb);
+	}
+	free(pf);
+	free(dir);
+	return rc;
 }
 
 static const char *const fuse_usage[] = {
@@ -470,6 +630,8 @@ int cmd_fuse(int argc, char **argv)
 	for (int i = 0; !rc && i < run.nr; i++)
 		if (run.e[i].name && fusion_write_group(fused, &run.e[i].g))
 			rc = -1;
+	if (!rc && run.nfn && write_package(fused, &run))
+		rc = -1;
 	if (!rc && outdir && patch_run(outdir, fused, srcdir, &run))
 		rc = -1;
 	if (!rc) {
@@ -501,6 +663,22 @@ int cmd_fuse(int argc, char **argv)
 				printf("library   finding #%ld: %s: not rewritten: %s\n",
 				       num_of(&run, l->cand), l->form, l->advice ? l->advice : "?");
 		}
+		for (int i = 0; !rc && i < run.nfn; i++) {
+			const struct fuse_fn *x = &run.fn[i];
+			if (x->advice)
+				printf("package   %s: not in the package: %s\n",
+				       x->pf.qualname ? x->pf.qualname : "?", x->advice);
+			else
+				printf("package   %s/aicprof_fused: %s.%s -> %s\n", fused,
+				       x->pf.module, x->pf.qualname,
+				       x->pf.g ? x->pf.g->name : "sdpa_attention_forward");
+		}
+		if (!rc && run.pkg_where)
+			printf("package   apply() added to %s\n", run.pkg_where);
+		else if (!rc && run.pkg_advice)
+			printf("package   apply() not added: %s; add 'import aicprof_fused' and "
+			       "'aicprof_fused.apply()' by hand\n",
+			       run.pkg_advice);
 		int nnf = run.notfusion[0] + run.notfusion[1] + run.notfusion[2];
 		if (!rc && nnf)
 			printf(

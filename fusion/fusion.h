@@ -195,6 +195,22 @@ int emit_bcast(const struct fgroup *g, int i);
  */
 int fusion_write_group(const char *dir, const struct fgroup *g);
 
+/*
+ * A library function the package aicprof_fused/ replaces at run time (fusion/emit-pkg.c),
+ * from summary.json's "functions": form "fused" (g its generated group, kind[i] "arg" or
+ * "param" for each of g's inputs) or "sdpa" (g NULL). All pointers are the caller's.
+ */
+struct pkg_func {
+	const char *form;
+	const char *module, *qualname, *file;
+	int line, invocations;
+	const struct fgroup *g;
+	const char *const *kind;
+};
+
+/* aicprof_fused/__init__.py of the functions f[0..n-1] (apply(), applied(), counts()). */
+void emit_pkg(struct strbuf *sb, const struct pkg_func *f, int n);
+
 /* One generated group offered to the patch (patch.c). */
 struct patch_group {
 	const struct fgroup *g;
@@ -219,15 +235,20 @@ void patch_lib_release(struct patch_lib *l, int n);
 /*
  * Writes fused/aicprof.patch (whole or not at all): a unified diff relative to the program's
  * working directory that adds aicprof_fused/<name>/ (module, binding, C ABI, kernels, math) of
- * every group in pg[0..n-1] and aicprof_fused/Makefile, rewrites the user's source lines of
- * each group where that is safe, and applies the library forms of the summary's candidates
- * (attention -> scaled_dot_product_attention, fused=True on an Adam/AdamW constructor) and
- * removes dead statements where that is safe (see patch.c), reading the sources under srcdir
+ * every group in pg[0..n-1] and aicprof_fused/Makefile; where pkg has functions (npkg > 0), the
+ * package (fused/aicprof_fused/__init__.py and its groups' files) beside the entry script
+ * (summary.json's traces[0].program names it; a .py file inside the tree) and two lines in that
+ * script after its imports: "import aicprof_fused" and "aicprof_fused.apply()" (*pkg_where: the
+ * script's path, owned, NULL when not added; *pkg_advice: why not, owned); rewrites the user's
+ * source lines of each group where that is safe, and applies the library forms of the summary's
+ * candidates (attention -> scaled_dot_product_attention, fused=True on an Adam/AdamW constructor)
+ * and removes dead statements where that is safe (see patch.c), reading the sources under srcdir
  * (NULL: "."). Fills pg[i].rewritten, .where and .advice (the caller frees them) and *libs
  * (*nlibs entries; free with patch_lib_release). Writes no file when there is nothing to
  * change. Returns 0 or error().
  */
 int patch_write(const char *fused, const struct cJSON *summary, const char *srcdir,
-                struct patch_group *pg, int n, struct patch_lib **libs, int *nlibs);
+                struct patch_group *pg, int n, const struct pkg_func *pkg, int npkg,
+                char **pkg_where, char **pkg_advice, struct patch_lib **libs, int *nlibs);
 
 #endif

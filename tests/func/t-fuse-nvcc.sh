@@ -30,8 +30,8 @@ for s in $SAMPLES; do
 	# one group of each text: groups whose files are the same but for the group's name (the
 	# same chain in every layer) compile alike, so only the first of them is compiled
 	: >"$tmp/$s.list"
-	for gd in "$tmp/$s.f"/*/; do
-		[ -d "$gd" ] || continue
+	for gd in "$tmp/$s.f"/*/ "$tmp/$s.f"/aicprof_fused/*/; do
+		[ -d "$gd" ] && [ "$gd" != "$tmp/$s.f/aicprof_fused/" ] || continue
 		g=$(basename "$gd")
 		G=$(echo "$g" | tr a-z A-Z)
 		h=$(cat "$gd"*.cu "$gd"*.h | sed "s/$g/GROUP/g; s/$G/GROUP/g" | md5sum | cut -c1-32)

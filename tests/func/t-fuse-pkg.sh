@@ -1,0 +1,341 @@
+# aicprof fuse: the package aicprof_fused/ installed into library code. On the GPT-2 and Llama
+# sample traces it lists NewGELUActivation.forward (an arg) and eager_attention_forward (sdpa),
+# and LlamaRMSNorm.forward (an arg and a param), with their import paths; the patch adds the
+# package beside samples/*_train.py and exactly two lines there, touches no site-packages path,
+# and `git apply --check` takes it in a scratch copy; the generated Python compiles. Then the
+# package's apply() runs under a small fake torch (pure Python: no torch here) and fake
+# transformers: it replaces the functions, binds args and params, guards device, dtype,
+# contiguity and shapes (falling back to the original), verifies on first use and disables a
+# replacement that differs (one warning), never raises when a library is missing, and does
+# nothing with AICPROF_FUSED=0.
+. "$(dirname "$0")/lib.sh"
+A=$B/aicprof
+
+for s in gpt2 llama; do
+	"$A" analyze "$top/samples/traces/${s}_train.aicp.jsonl" -o "$tmp/$s" >/dev/null 2>&1 ||
+		nok "analyze $s"
+	(cd "$top" && "$A" fuse "$tmp/$s" -o "$tmp/$s-f") >"$tmp/$s.out" 2>&1
+	check "fuse $s exits 0" test $? = 0
+	check "fuse $s writes the package aicprof_fused/__init__.py" \
+		test -s "$tmp/$s-f/aicprof_fused/__init__.py"
+	check "fuse $s says where apply() was added" \
+		grep -q "package   apply() added to samples/${s}_train.py" "$tmp/$s.out"
+	check "fuse $s: README has the package's section" \
+		grep -q "## The aicprof_fused package" "$tmp/$s-f/README.md"
+done
+
+mkdir -p "$tmp/lk/f" "$tmp/lk/elsewhere"
+ln -s "$tmp/lk/elsewhere" "$tmp/lk/f/aicprof_fused"
+(cd "$top" && "$A" fuse "$tmp/gpt2" -o "$tmp/lk/f") >"$tmp/lk.out" 2>&1
+check "a planted link at aicprof_fused/ is refused, nothing written through it" sh -c \
+	"grep -q 'aicprof_fused.* is a symbolic link' '$tmp/lk.out' && test -z \"\$(ls -A '$tmp/lk/elsewhere')\""
+
+# the package's table, read by Python from the generated file
+cat >"$tmp/table.py" <<'PY'
+import ast, json, sys
+src = open(sys.argv[1]).read()
+tree = ast.parse(src)
+for node in tree.body:
+    if isinstance(node, ast.Assign) and node.targets[0].id == "_FUNCS":
+        funcs = json.loads(node.value.args[0].value)
+for f in funcs:
+    print(f["form"], f["module"], f["qualname"],
+          ",".join(i["kind"] for i in f.get("inputs", [])) or "-", f.get("name", "-"))
+PY
+python3 "$tmp/table.py" "$tmp/gpt2-f/aicprof_fused/__init__.py" >"$tmp/gpt2.tab"
+python3 "$tmp/table.py" "$tmp/llama-f/aicprof_fused/__init__.py" >"$tmp/llama.tab"
+check "gpt2: NewGELUActivation.forward from transformers.activations, one arg" \
+	grep -q "^fused transformers.activations NewGELUActivation.forward arg f[0-9]*_NewGELU" \
+	"$tmp/gpt2.tab"
+check "gpt2: eager_attention_forward of modeling_gpt2 as the sdpa form" \
+	grep -q "^sdpa transformers.models.gpt2.modeling_gpt2 eager_attention_forward - -" \
+	"$tmp/gpt2.tab"
+check "llama: LlamaRMSNorm.forward of modeling_llama, an arg and a param" \
+	grep -q "^fused transformers.models.llama.modeling_llama LlamaRMSNorm.forward arg,param f" \
+	"$tmp/llama.tab"
+check "llama: eager_attention_forward of modeling_llama as the sdpa form" \
+	grep -q "^sdpa transformers.models.llama.modeling_llama eager_attention_forward" \
+	"$tmp/llama.tab"
+check "gpt2: no function of the program's own tree, nor a fragment (GPT2Block.forward)" \
+	sh -c "! grep -q 'samples\\|GPT2Block\\|GPT2Attention' '$tmp/gpt2.tab'"
+check "summary.json: functions[] with the binding (llama's weight a param of 512 elements)" \
+	python3 -c "
+import json,sys
+s=json.load(open('$tmp/llama/summary.json'))
+f=[f for f in s['functions'] if f['func']=='LlamaRMSNorm.forward'][0]
+b=f['binding']['inputs']
+sys.exit(not (b[1]['kind']=='param' and b[1]['numel']==512 and b[0]['kind']=='arg'
+ and f['group']['kind']=='reduction-epilogue' and f['group']['ops'][0]['op']=='rms_norm'
+ and f['invocations']==9))"
+
+# the patch: two lines in the entry script, nothing in a library, applies
+for s in gpt2 llama; do
+	p=$tmp/$s-f/aicprof.patch
+	awk -v f="samples/${s}_train.py" '/^diff --git /{on = ($3 == "a/" f)} on && /^\+[^+]/' \
+		"$p" >"$tmp/$s.added"
+	check "$s: the entry script gets exactly the two lines" sh -c \
+		"grep -c aicprof_fused '$tmp/$s.added' | grep -qx 2 &&
+		 grep -qx '+import aicprof_fused' '$tmp/$s.added' &&
+		 grep -qx '+aicprof_fused.apply()' '$tmp/$s.added'"
+	check "$s: the patch touches no site-packages or dist-packages path" sh -c \
+		"! grep '^diff --git' '$p' | grep -q 'site-packages\\|dist-packages'"
+	check "$s: the patch adds samples/aicprof_fused/__init__.py" \
+		grep -q "^diff --git a/samples/aicprof_fused/__init__.py" "$p"
+	rm -rf "$tmp/scr-$s"
+	mkdir -p "$tmp/scr-$s"
+	(cd "$top" && git archive HEAD samples) | tar -x -C "$tmp/scr-$s"
+	(cd "$tmp/scr-$s" && git init -q . && git apply --check "$p" && git apply "$p")
+	check "$s: git apply --check accepts the patch in a scratch copy" test $? = 0
+	check "$s: the patched script and the package compile" sh -c \
+		"cd '$tmp/scr-$s' && python3 -m py_compile samples/${s}_train.py &&
+		 for f in samples/aicprof_fused/__init__.py samples/aicprof_fused/*/*.py; do
+		   python3 -m py_compile \"\$f\" || exit 1; done"
+	check "$s: the apply lines follow the imports, before main()" sh -c \
+		"cd '$tmp/scr-$s' && awk '/^import aicprof_fused\$/{a=NR} /^aicprof_fused.apply\\(\\)\$/{b=NR}
+		 /^def main/{d=NR} END{exit !(a && b == a + 1 && d > b)}' samples/${s}_train.py"
+done
+
+# the runtime under a fake torch and fake transformers
+mkdir -p "$tmp/fake/torch" "$tmp/fake/transformers/integrations" "$tmp/fake/transformers/models/llama"
+cat >"$tmp/fake/torch/__init__.py" <<'PY'
+"""A fake torch: flat lists of floats, enough for aicprof_fused's wrappers."""
+import math
+
+class dtype:
+    def __init__(self, n): self.n = n
+    def __repr__(self): return "torch." + self.n
+float32, float16, bfloat16 = dtype("float32"), dtype("float16"), dtype("bfloat16")
+bool = dtype("bool")
+_grad = [True]
+
+class Tensor:
+    def __init__(self, data, shape=None, dtype=float32, cuda=True, contiguous=True):
+        self.data = list(data)
+        self.shape = tuple(shape) if shape is not None else (len(self.data),)
+        self.dtype, self.is_cuda, self._contig = dtype, cuda, contiguous
+        self.requires_grad = False
+    def numel(self): return len(self.data)
+    def dim(self): return len(self.shape)
+    def is_contiguous(self): return self._contig
+    def float(self): return Tensor(self.data, self.shape, float32, self.is_cuda)
+    def view(self, *shape): return Tensor(self.data, shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape, self.dtype, self.is_cuda)
+    def __sub__(self, o): return Tensor([a - b for a, b in zip(self.data, o.data)], self.shape)
+    def abs(self): return Tensor([abs(a) for a in self.data], self.shape)
+    def max(self): return Tensor([max(self.data)], (1,))
+    def item(self): return self.data[0]
+    def __getitem__(self, m): return Tensor([a for a, k in zip(self.data, m.data) if k], None, self.dtype)
+    def size(self, d): return self.shape[d]
+
+def _map(f, t): return Tensor([1.0 if f(a) else 0.0 for a in t.data], t.shape, bool)
+def isnan(t): return _map(math.isnan, t)
+def isinf(t): return _map(math.isinf, t)
+def isfinite(t): return _map(math.isfinite, t)
+def equal(a, b): return a.shape == b.shape and a.data == b.data
+def allclose(a, b, rtol, atol): return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.data, b.data))
+def is_grad_enabled(): return _grad[0]
+class no_grad:
+    def __enter__(self): self.s = _grad[0]; _grad[0] = False
+    def __exit__(self, *a): _grad[0] = self.s
+PY
+: >"$tmp/fake/transformers/__init__.py"
+: >"$tmp/fake/transformers/models/__init__.py"
+: >"$tmp/fake/transformers/integrations/__init__.py"
+cat >"$tmp/fake/transformers/activations.py" <<'PY'
+import math
+import torch
+class NewGELUActivation:
+    def forward(self, input):
+        return torch.Tensor([0.5 * x * (1 + math.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+                             for x in input.data], input.shape, torch.float32, input.is_cuda)
+    def __call__(self, *a, **k): return self.forward(*a, **k)
+PY
+cat >"$tmp/fake/transformers/integrations/sdpa_attention.py" <<'PY'
+import torch
+CALLS = []
+def sdpa_attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None, **kw):
+    CALLS.append((dropout, scaling, is_causal))
+    return torch.Tensor(value.data, value.shape, value.dtype), None
+PY
+cat >"$tmp/fake/transformers/models/llama/__init__.py" <<'PY'
+PY
+cat >"$tmp/fake/transformers/models/llama/modeling_llama.py" <<'PY'
+import torch
+class LlamaRMSNorm:
+    def __init__(self, w, others=()):
+        self.weight = w
+        self.others = list(others)
+    def parameters(self, recurse=True):
+        return [self.weight] + self.others
+    def forward(self, hidden_states):
+        c = self.weight.numel()
+        out = []
+        for r in range(hidden_states.numel() // c):
+            row = hidden_states.data[r * c:(r + 1) * c]
+            s = (sum(x * x for x in row) / c + 1e-6) ** -0.5
+            out += [w * x * s for w, x in zip(self.weight.data, row)]
+        return torch.Tensor(out, hidden_states.shape, torch.float32, hidden_states.is_cuda)
+    def __call__(self, *a, **k): return self.forward(*a, **k)
+def eager_attention_forward(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    return torch.Tensor(value.data, value.shape, value.dtype), "weights"
+def caller(module, q, k, v):
+    return eager_attention_forward(module, q, k, v, None, 0.125, dropout=0.1)
+PY
+cat >"$tmp/run.py" <<'PY'
+import io, math, os, sys, types
+import torch
+pkgdir, which = sys.argv[1], sys.argv[2]
+sys.path.insert(0, pkgdir)
+import aicprof_fused as af
+res = []
+def check(name, cond):
+    res.append(("ok" if cond else "not ok") + " - runtime(%s): %s" % (which, name))
+
+def fake_group(name, fn, has_bwd=True):
+    m = types.ModuleType(name)
+    m.HAS_BACKWARD = has_bwd
+    m._FUSED_BWD = has_bwd
+    calls = []
+    def run(*ins):
+        calls.append(ins)
+        return (fn(*ins),)
+    setattr(m, name, run)
+    af._GROUPS[name] = m
+    return calls
+
+specs = {f["qualname"]: f for f in af._FUNCS}
+if which == "off":
+    os.environ["AICPROF_FUSED"] = "0"
+    r = af.apply()
+    check("AICPROF_FUSED=0: nothing applied, the reason recorded",
+          r and all(not v["applied"] and v["reason"] == "AICPROF_FUSED=0" for v in r.values()))
+elif which == "missing":
+    sys.modules["transformers"] = None  # an import of transformers fails
+    r = af.apply()
+    check("a missing library: apply() does not raise, nothing applied, ImportError said",
+          r and all(not v["applied"] and "cannot be imported" in v["reason"] for v in r.values()))
+elif which == "gpt2":
+    g = specs["NewGELUActivation.forward"]
+    from transformers.activations import NewGELUActivation
+    orig = NewGELUActivation.forward
+    ref = lambda x: orig(None, x)
+    good = fake_group(g["name"], lambda x: ref(x))
+    r = af.apply()
+    key = "transformers.activations.NewGELUActivation.forward"
+    check("GELU replaced", r[key]["applied"] and NewGELUActivation.forward is not orig)
+    m = NewGELUActivation()
+    x = torch.Tensor([0.5, -1.0, 2.0, 0.0], (2, 2), torch.bfloat16)
+    y = m(x)
+    check("GELU: the fused op ran once (after its verification) and counts() says 1",
+          len(good) == 2 and af.counts()[key] == 1)
+    check("GELU: the result has the call's shape and the original's values",
+          y.shape == (2, 2) and all(abs(a - b) < 1e-6 for a, b in zip(y.data, ref(x).data)))
+    check("GELU: the shape class is recorded as verified",
+          list(af.applied()[key]["verified"].values()) == ["verified"])
+    m(torch.Tensor([1.0], (1,), torch.bfloat16, cuda=False))
+    check("GELU: a CPU tensor falls back", af.counts()[key] == 1 and
+          "CUDA" in af.applied()[key]["last_fallback"])
+    m(torch.Tensor([1.0], (1,), torch.float32))
+    check("GELU: another dtype falls back", af.counts()[key] == 1 and
+          "float32" in af.applied()[key]["last_fallback"])
+    m(torch.Tensor([1.0, 2.0], (2,), torch.bfloat16, contiguous=False))
+    check("GELU: a non-contiguous tensor falls back", af.counts()[key] == 1 and
+          "contiguous" in af.applied()[key]["last_fallback"])
+    # a second package state: the fused op is wrong -> disabled with one warning
+    good[:] = []
+    af._GROUPS[g["name"]] = None
+    bad = fake_group(g["name"], lambda x: torch.Tensor([v + 1.0 for v in ref(x).data], x.shape))
+    NewGELUActivation.forward = orig
+    af._STATE.clear()
+    err, sys.stderr = sys.stderr, io.StringIO()
+    af.apply()
+    y = NewGELUActivation()(x)
+    y2 = NewGELUActivation()(x)
+    w, sys.stderr = sys.stderr.getvalue(), err
+    check("a mismatch on first use: the original's result, the replacement disabled",
+          y.data == ref(x).data and y2.data == ref(x).data and af.counts()[key] == 1 and
+          not af.applied()[key]["applied"] and "disabled on first use" in af.applied()[key]["reason"])
+    check("a mismatch warns once on stderr, naming the function",
+          w.count("aicprof_fused: " + key) == 1 and len(bad) == 1)
+    # sdpa
+    import transformers.integrations.sdpa_attention as sd
+    check("gpt2's eager attention: its module cannot be imported here, the reason recorded",
+          "cannot be imported" in af.applied()["transformers.models.gpt2.modeling_gpt2.eager_attention_forward"]["reason"])
+    import transformers.activations as ta
+    NewGELUActivation.forward = orig
+    af._STATE.clear()
+    af.apply()
+    replaced = ta.NewGELUActivation.forward
+    af.restore()
+    check("restore() puts the original back",
+          replaced is not orig and ta.NewGELUActivation.forward is orig and
+          af.applied()[key]["reason"] == "restored")
+elif which == "llama":
+    g = specs["LlamaRMSNorm.forward"]
+    from transformers.models.llama import modeling_llama as ml
+    orig = ml.LlamaRMSNorm.forward
+    cols = g["inputs"][1]["numel"]
+    seen = []
+    def fused(x, w):
+        seen.append(w)
+        return orig(ml.LlamaRMSNorm(w), x)
+    fake_group(g["name"], fused)
+    r = af.apply()
+    key = "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward"
+    check("RMSNorm replaced", r[key]["applied"])
+    w = torch.Tensor([1.0 + i / cols for i in range(cols)], (cols,))
+    other = torch.Tensor([0.0] * 7, (7,))
+    m = ml.LlamaRMSNorm(w, [other])
+    x = torch.Tensor([math.sin(i) for i in range(2 * cols)], (1, 2, cols))
+    y = m(x)
+    check("RMSNorm: the param bound to the module's weight (numel and dtype), not another",
+          seen and all(s is w for s in seen) and af.counts()[key] == 1)
+    check("RMSNorm: the values match the original",
+          all(abs(a - b) < 1e-5 for a, b in zip(y.data, orig(m, x).data)))
+    m(torch.Tensor([1.0] * 6, (2, 3)))
+    check("RMSNorm: rows of another length fall back", af.counts()[key] == 1 and
+          "rows of 3 elements" in af.applied()[key]["last_fallback"])
+    m2 = ml.LlamaRMSNorm(torch.Tensor([1.0] * cols, (cols,)), [torch.Tensor([1.0] * cols, (cols,))])
+    m2(x)
+    check("RMSNorm: two parameters that fit: ambiguous, falls back", af.counts()[key] == 1 and
+          "2 parameters" in af.applied()[key]["last_fallback"])
+    import transformers.integrations.sdpa_attention as sd
+    akey = "transformers.models.llama.modeling_llama.eager_attention_forward"
+    check("eager attention replaced (module global)", af.applied()[akey]["applied"])
+    q = torch.Tensor([1.0, 2.0], (1, 1, 2, 1))
+    mod = types.SimpleNamespace(config=types.SimpleNamespace(output_attentions=False))
+    out = ml.caller(mod, q, q, q)
+    check("eager attention: the caller's lookup reaches sdpa_attention_forward with scaling, "
+          "dropout and is_causal=False (verified with dropout 0 first)",
+          sd.CALLS == [(0.0, 0.125, False), (0.1, 0.125, False)] and out[1] is None and
+          af.counts()[akey] == 1)
+    mod.config.output_attentions = True
+    out = ml.caller(mod, q, q, q)
+    check("eager attention: asked for the weights, the original runs",
+          out[1] == "weights" and af.counts()[akey] == 1)
+print("\n".join(res))
+PY
+gp=$tmp/gpt2-f
+lp=$tmp/llama-f
+for w in off missing gpt2; do
+	PYTHONPATH=$tmp/fake python3 "$tmp/run.py" "$gp" "$w" 2>"$tmp/err.$w" ||
+		nok "runtime($w) ran: $(tail -3 "$tmp/err.$w")"
+done
+PYTHONPATH=$tmp/fake python3 "$tmp/run.py" "$lp" llama 2>"$tmp/err.llama" ||
+	nok "runtime(llama) ran: $(tail -3 "$tmp/err.llama")"
+
+# the function groups' C ABI compiles with nvcc, and their CPU checks pass
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
+if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
+	nok "nvcc not found (set CUDA_HOME to the CUDA toolkit): the function groups are not compiled"
+else
+	for gd in "$gp"/aicprof_fused/*/ "$lp"/aicprof_fused/*/; do
+		g=$(basename "$gd")
+		(cd "$gd" && "$NVCC" -arch=sm_90 -Xcompiler -fPIC -c "${g}_capi.cu" -o capi.o \
+			>capi.log 2>&1)
+		check "$g: nvcc -arch=sm_90 -c of the C ABI" test $? = 0
+		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >cc.log 2>&1 && ./cpucheck >cc.out 2>&1)
+		check "$g: CPU check of the fused math against op-by-op double" test $? = 0
+		sed 's/^/# /' "$gd/cc.out"
+	done
+fi

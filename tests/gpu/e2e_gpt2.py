@@ -1,0 +1,110 @@
+"""End to end on the device: the GPT-2 sample's training step three ways, interleaved.
+
+  original   samples/gpt2_train.py's step as written (eager attention, bf16 autocast, AdamW)
+  fused      the same after aicprof_fused.apply() (the package fuse wrote from the bundled
+             trace) with AdamW(fused=True), as aicprof.patch makes it
+  compile    the same model under torch.compile
+
+Each (round, variant) runs in a fresh process (apply() and torch.compile change global state),
+rounds interleaved so that drift of the GPU clocks hits every variant alike. Prints one JSON line:
+per variant the median over rounds of the per-run median step time (after warm-up), every
+run's time, the final losses (same seed, same data: they should agree), and what apply()
+replaced. Run from the repository root after make:
+  python3 tests/gpu/e2e_gpt2.py [--rounds 3] [--steps 20] [--pkg FUSEDDIR]
+Without --pkg it analyses samples/traces/gpt2_train.aicp.jsonl and fuses it into a temporary
+directory first (build/aicprof).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def one(variant, steps, pkg):
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+    info = {}
+    if variant == "fused":
+        sys.path.insert(0, pkg)
+        import aicprof_fused
+        r = aicprof_fused.apply()
+        info = {k: v["applied"] for k, v in r.items()}
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
+                     bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
+    ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+    fwd = torch.compile(model) if variant == "compile" else model
+    times, loss = [], None
+    for _ in range(steps):
+        t = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = fwd(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t) * 1e3)
+    warm = 5 if variant == "compile" else 2
+    out = {"variant": variant, "step_ms": statistics.median(times[warm:] or times),
+           "loss": loss.item(), "applied": info}
+    if variant == "fused":
+        import aicprof_fused
+        out["counts"] = aicprof_fused.counts()
+    print(json.dumps(out))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--pkg", help="FUSEDDIR of aicprof fuse (holds aicprof_fused/)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        one(a.one, a.steps, a.pkg)
+        return
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    tmp = None
+    if not a.pkg:
+        tmp = tempfile.mkdtemp(prefix="e2e_gpt2.")
+        aic = os.path.join(top, "build", "aicprof")
+        subprocess.run([aic, "analyze", os.path.join(top, "samples/traces/gpt2_train.aicp.jsonl"),
+                        "-o", os.path.join(tmp, "an")], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        subprocess.run([aic, "fuse", os.path.join(tmp, "an"), "-o", os.path.join(tmp, "f")],
+                       check=True, stdout=subprocess.DEVNULL, cwd=top)
+        a.pkg = os.path.join(tmp, "f")
+    runs = {v: [] for v in ("original", "fused", "compile")}
+    errors = []
+    for _ in range(max(3, a.rounds)):
+        for v in runs:
+            p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", v,
+                                "--steps", str(a.steps), "--pkg", a.pkg],
+                               capture_output=True, text=True)
+            line = [x for x in p.stdout.splitlines() if x.startswith("{")]
+            if p.returncode or not line:
+                errors.append({"variant": v, "rc": p.returncode, "stderr": p.stderr[-1500:]})
+                continue
+            runs[v].append(json.loads(line[-1]))
+    res = {"rounds": max(3, a.rounds), "steps": a.steps, "errors": errors}
+    for v, rs in runs.items():
+        res[v] = {"median_step_ms": statistics.median([r["step_ms"] for r in rs]) if rs else None,
+                  "step_ms": [round(r["step_ms"], 3) for r in rs],
+                  "final_loss": [round(r["loss"], 5) for r in rs]}
+        if v == "fused" and rs:
+            res[v]["applied"] = rs[-1]["applied"]
+            res[v]["counts"] = rs[-1].get("counts")
+    o, f = res["original"]["median_step_ms"], res["fused"]["median_step_ms"]
+    res["fused_speedup"] = round(o / f, 3) if o and f else None
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

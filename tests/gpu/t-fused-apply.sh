@@ -1,0 +1,94 @@
+#!/bin/sh
+# The package aicprof_fused/ on the device machine (torch, transformers and nvcc there): build,
+# analyse the bundled GPT-2 and Llama traces (nothing is recorded), fuse them, then in Python
+# build the samples' models (samples/gpt2_train.py's and llama_train.py's configs, dropout 0)
+# and check that apply() replaced NewGELUActivation.forward and eager_attention_forward (GPT-2),
+# LlamaRMSNorm.forward (Llama), that the first use verified them, that a forward in eval mode
+# and a forward + backward in train mode under bf16 autocast match the original within
+# tolerance, and that the fused forms actually ran (counts()). Prints TAP lines. Run from the
+# repository root:
+#   make -j8 build/aicprof && sh tests/gpu/t-fused-apply.sh
+. "$(dirname "$0")/../func/lib.sh"
+[ -x "$B/aicprof" ] || make -j8 build/aicprof >/dev/null 2>&1
+for s in gpt2 llama; do
+	"$B/aicprof" analyze "$top/samples/traces/${s}_train.aicp.jsonl" -o "$tmp/$s" >/dev/null 2>&1
+	(cd "$top" && "$B/aicprof" fuse "$tmp/$s" -o "$tmp/$s-f") >"$tmp/$s.out" 2>&1
+	check "fuse $s writes the package" test -s "$tmp/$s-f/aicprof_fused/__init__.py"
+done
+
+cat >"$tmp/check.py" <<'PY'
+import json, sys
+import torch
+pkg, which = sys.argv[1], sys.argv[2]
+sys.path.insert(0, pkg)
+import aicprof_fused as af
+res = []
+def check(name, cond, note=""):
+    res.append(("ok" if cond else "not ok") + " - %s: %s%s" % (which, name, (" (%s)" % note) if note else ""))
+
+torch.manual_seed(0)
+if which == "gpt2":
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
+                     bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0,
+                     attn_pdrop=0.0)
+    cfg._attn_implementation = "eager"
+    model = GPT2LMHeadModel(cfg).cuda()
+    keys = ["transformers.activations.NewGELUActivation.forward",
+            "transformers.models.gpt2.modeling_gpt2.eager_attention_forward"]
+else:
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+                      num_attention_heads=8, num_key_value_heads=8, vocab_size=8192,
+                      max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
+                      pad_token_id=0)
+    cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).cuda()
+    keys = ["transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",
+            "transformers.models.llama.modeling_llama.eager_attention_forward"]
+ids = torch.randint(0, cfg.vocab_size, (8 if which == "gpt2" else 4, 256), device="cuda")
+
+def run(train):
+    model.train(train)
+    model.zero_grad(set_to_none=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        out = model(input_ids=ids, labels=ids)
+    if not train:
+        return out.logits.float().detach(), out.loss.item(), None
+    out.loss.backward()
+    g = torch.cat([p.grad.float().reshape(-1) for p in model.parameters() if p.grad is not None])
+    return out.logits.float().detach(), out.loss.item(), g
+
+ref_eval = run(False)
+ref_train = run(True)
+r = af.apply()
+for k in keys:
+    check("apply() replaced " + k, r.get(k, {}).get("applied"), r.get(k, {}).get("reason"))
+got_eval = run(False)
+got_train = run(True)
+a = af.applied()
+for k in keys:
+    v = a.get(k, {})
+    check("first use of %s verified it and left it applied" % k,
+          v.get("applied") and v.get("verified") and
+          all(x.startswith("verified") for x in v["verified"].values()),
+          json.dumps(v)[:400])
+    check("the fused form of %s ran" % k, af.counts().get(k, 0) > 0, "counts %s" % af.counts())
+def rel(x, y):
+    return ((x - y).norm() / y.norm().clamp_min(1e-12)).item()
+le = rel(got_eval[0], ref_eval[0])
+check("eval forward: logits match the original", le < 2e-2, "rel l2 %.2e" % le)
+check("eval forward: loss matches", abs(got_eval[1] - ref_eval[1]) <= 1e-2 * abs(ref_eval[1]),
+      "%.5f vs %.5f" % (got_eval[1], ref_eval[1]))
+lt = rel(got_train[0], ref_train[0])
+check("train forward (dropout 0): logits match", lt < 2e-2, "rel l2 %.2e" % lt)
+gr = rel(got_train[2], ref_train[2])
+check("train backward (dropout 0): gradients match", gr < 5e-2, "rel l2 %.2e" % gr)
+af.restore()
+check("restore() puts the originals back", not any(af.applied()[k]["applied"] for k in keys))
+print("\n".join(res))
+PY
+for s in gpt2 llama; do
+	python3 "$tmp/check.py" "$tmp/$s-f" "$s" 2>"$tmp/$s.err" || nok "$s: the check ran"
+	grep -v '^\s*$' "$tmp/$s.err" | tail -15 | sed 's/^/# /'
+done
