@@ -15,12 +15,6 @@
  * Finish: at exit (atexit, registered at start, so it runs before CUDA's own teardown),
  * on SIGTERM/SIGINT when the program left them at their defaults (flush, then the default
  * action), the activity buffers are flushed, the rings drained, and the end line written.
- * After a context-killing fault: PyTorch's cudaMallocAsync allocator, which the shim chose,
- * throws from a destructor when its frees fail on the dead context, and the process aborts
- * (134) where the same program on its own caching allocator (which never frees at exit) ends
- * with its own status. So once the context is dead, and only where the shim made the switch,
- * the shim's cudaFreeAsync reports success without calling the runtime (the memory went with
- * the context); otherwise it is the runtime's own, called straight through.
  * Fork: the child forgets the parent's records and opens its own trace if it records.
  * Nothing here changes what the program computes, prints (beyond "aicprof:" lines on
  * stderr) or returns. This is the entry point only: the services every part shares (messages,
@@ -39,7 +33,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +44,6 @@ static int init_done, start_done, start_ok;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t t_start;
 static char alloc_note[256] = "default";
-static int alloc_switched; /* the shim set PYTORCH_CUDA_ALLOC_CONF */
 static char xla_note[256] = "default";
 static char xla_graphs_note[64] = "default";
 static char self_path[PATH_MAX];
@@ -360,7 +352,6 @@ __attribute__((constructor)) static void aicprof_init(void)
 	} else if (shim_cfg.alloc_backend) {
 		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
 		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
-		alloc_switched = 1;
 	}
 	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
 	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */
@@ -430,19 +421,4 @@ __attribute__((constructor)) static void aicprof_init(void)
 		}
 	}
 	shim_leave();
-}
-
-/* PyTorch's frees after the context died (see the top of this file). The runtime's type is
- * cudaError_t cudaFreeAsync(void *, cudaStream_t): an enum and a pointer, as here. */
-__attribute__((visibility("default"))) int cudaFreeAsync(void *ptr, void *stream)
-{
-	static int (*real)(void *, void *);
-	if (alloc_switched && cupti_context_dead())
-		return 0; /* cudaSuccess */
-	if (!real)
-		real =
-		    (int (*)(void *, void *))shim_real_fn("cudaFreeAsync", (void *)cudaFreeAsync);
-	if (!real)
-		return 3; /* cudaErrorInitializationError: no runtime in the process */
-	return real(ptr, stream);
 }
