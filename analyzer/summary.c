@@ -231,10 +231,113 @@ static cJSON *pattern_json(const struct model *m, const struct pattern *p)
 	return o;
 }
 
-static void add_ledger(cJSON *root, const struct model *m)
+/*
+ * The summary is made through a sink, so that summary_write() never holds the whole tree: a
+ * tree sink (out NULL) builds one cJSON tree; a text sink prints each member and each
+ * element of the long arrays (nodes, edges, ledger values, candidates, timeline events) as
+ * soon as it is made and frees it, giving exactly cJSON_Print's text of the whole tree (a
+ * member printed alone gets one tab after each of its newlines for each open container: cJSON
+ * escapes newlines inside strings, so every newline in its text is its own formatting).
+ * Before, the tree of a 200k-kernel step held 12 KB a kernel (2.4 GB) besides the text.
+ */
+#define JS_DEPTH 8
+struct jsink {
+	struct strbuf *out;     /* text sink; NULL: tree sink */
+	struct atomic_file *af; /* text sink: where out is flushed once past 1 MiB */
+	cJSON *root;            /* tree sink: the tree, once the outermost object is closed */
+	cJSON *open[JS_DEPTH];
+	int nmembers[JS_DEPTH], is_array[JS_DEPTH];
+	int depth;
+};
+
+static void js_member(struct jsink *s, const char *key)
 {
-	cJSON *l = cJSON_AddObjectToObject(root, "ledger");
-	cJSON *ps = cJSON_AddObjectToObject(l, "per_step");
+	int i = s->depth - 1;
+	if (s->is_array[i]) {
+		if (s->nmembers[i])
+			strbuf_adds(s->out, ", ");
+	} else {
+		strbuf_adds(s->out, s->nmembers[i] ? ",\n" : "");
+		for (int k = 0; k < s->depth; k++)
+			strbuf_add(s->out, "\t", 1);
+		strbuf_addf(s->out, "\"%s\":\t", key); /* keys are this file's constants */
+	}
+	s->nmembers[i]++;
+}
+
+/* Adds item (taken over) as member key of the open object, or as the next element of the open
+ * array (key unused). */
+static void js_put(struct jsink *s, const char *key, cJSON *item)
+{
+	if (!s->out) {
+		cJSON *top = s->open[s->depth - 1];
+		if (s->is_array[s->depth - 1])
+			cJSON_AddItemToArray(top, item);
+		else
+			cJSON_AddItemToObject(top, key, item);
+		return;
+	}
+	js_member(s, key);
+	char *text = cJSON_Print(item);
+	if (!text)
+		die("out of memory");
+	for (const char *t = text; *t; t++) {
+		strbuf_add(s->out, t, 1);
+		if (*t == '\n')
+			for (int k = 0; k < s->depth; k++)
+				strbuf_add(s->out, "\t", 1);
+	}
+	free(text);
+	cJSON_Delete(item);
+	if (s->af && s->out->len > (1u << 20)) {
+		atomic_write(s->af, s->out->buf, s->out->len);
+		strbuf_reset(s->out);
+	}
+}
+
+/* Opens an object (array when is_array) as member key of the open object, or the outermost. */
+static void js_open(struct jsink *s, const char *key, int is_array)
+{
+	if (s->depth == JS_DEPTH)
+		BUG("summary nested too deep");
+	if (!s->out) {
+		cJSON *o = is_array ? cJSON_CreateArray() : cJSON_CreateObject();
+		if (s->depth)
+			js_put(s, key, o);
+		s->open[s->depth] = o;
+	} else {
+		if (s->depth)
+			js_member(s, key);
+		strbuf_adds(s->out, is_array ? "[" : "{\n");
+	}
+	s->nmembers[s->depth] = 0;
+	s->is_array[s->depth] = is_array;
+	s->depth++;
+}
+
+static void js_close(struct jsink *s)
+{
+	int i = --s->depth;
+	if (!s->out) {
+		if (!i)
+			s->root = s->open[0];
+		return;
+	}
+	if (s->is_array[i]) {
+		strbuf_adds(s->out, "]");
+		return;
+	}
+	if (s->nmembers[i])
+		strbuf_adds(s->out, "\n");
+	for (int k = 0; k < i; k++)
+		strbuf_add(s->out, "\t", 1);
+	strbuf_adds(s->out, "}");
+}
+
+static void add_ledger(struct jsink *sk, const struct model *m)
+{
+	js_open(sk, "ledger", 0);
+	cJSON *ps = cJSON_CreateObject();
 	uint64_t tot = m->per_step.bytes_read + m->per_step.bytes_written;
 	cJSON_AddNumberToObject(ps, "bytes_read", (double)m->per_step.bytes_read);
 	cJSON_AddNumberToObject(ps, "bytes_written", (double)m->per_step.bytes_written);
@@ -244,8 +347,9 @@ static void add_ledger(cJSON *root, const struct model *m)
 	                        tot ? r3((double)m->per_step.roundtrip_bytes / (double)tot) : 0);
 	cJSON_AddNumberToObject(ps, "kernel_us", r3(m->per_step.kernel_us));
 	cJSON_AddNumberToObject(ps, "copy_us", r3(m->per_step.copy_us));
+	js_put(sk, "per_step", ps);
 
-	cJSON *bf = cJSON_AddArrayToObject(l, "by_family");
+	cJSON *bf = cJSON_CreateArray();
 	for (int f = 0; f < FAM__COUNT; f++) {
 		double us = 0, bytes = 0;
 		int count = 0;
@@ -266,7 +370,9 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddItemToArray(bf, o);
 	}
 
-	cJSON *bs = cJSON_AddArrayToObject(l, "by_source");
+	js_put(sk, "by_family", bf);
+
+	cJSON *bs = cJSON_CreateArray();
 	for (int i = 0; i < m->nnodes; i++) {
 		const char *s = m->nodes[i].source;
 		if (!s)
@@ -293,7 +399,9 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddItemToArray(bs, o);
 	}
 
-	cJSON *vals = cJSON_AddArrayToObject(l, "values");
+	js_put(sk, "by_source", bs);
+
+	js_open(sk, "values", 1);
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		cJSON *o = cJSON_CreateObject();
@@ -316,16 +424,18 @@ static void add_ledger(cJSON *root, const struct model *m)
 			cJSON_AddStringToObject(o, "source", src);
 		else
 			cJSON_AddNullToObject(o, "source");
-		cJSON_AddItemToArray(vals, o);
+		js_put(sk, NULL, o);
 	}
+	js_close(sk);
+	js_close(sk);
 }
 
-cJSON *summary_json(const struct model *m)
+static void summary_emit(struct jsink *s, const struct model *m)
 {
-	cJSON *root = cJSON_CreateObject();
-	cJSON_AddNumberToObject(root, "format", 1);
-	cJSON_AddStringToObject(root, "tool", "aicprof " AICPROF_VERSION);
-	cJSON *tr = cJSON_AddArrayToObject(root, "traces");
+	js_open(s, NULL, 0);
+	js_put(s, "format", cJSON_CreateNumber(1));
+	js_put(s, "tool", cJSON_CreateString("aicprof " AICPROF_VERSION));
+	cJSON *tr = cJSON_CreateArray();
 	for (int i = 0; i < m->ntraces; i++) {
 		const struct trace_info *t = &m->traces[i];
 		cJSON *o = cJSON_CreateObject();
@@ -351,9 +461,10 @@ cJSON *summary_json(const struct model *m)
 			cJSON_AddItemToArray(w, cJSON_CreateString(t->warnings[k]));
 		cJSON_AddItemToArray(tr, o);
 	}
-	cJSON_AddStringToObject(root, "program",
-	                        m->ntraces && m->traces[0].program ? m->traces[0].program : "");
-	cJSON *d = cJSON_AddObjectToObject(root, "device");
+	js_put(s, "traces", tr);
+	js_put(s, "program",
+	       cJSON_CreateString(m->ntraces && m->traces[0].program ? m->traces[0].program : ""));
+	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "name", m->dev.name ? m->dev.name : "unknown");
 	cJSON_AddStringToObject(d, "cc", m->dev.cc);
 	cJSON_AddNumberToObject(d, "sm_count", m->dev.sm_count);
@@ -363,8 +474,9 @@ cJSON *summary_json(const struct model *m)
 	cJSON_AddNumberToObject(pk, "bf16", m->dev.tflops_bf16);
 	cJSON_AddNumberToObject(pk, "fp16", m->dev.tflops_fp16);
 	cJSON_AddNumberToObject(pk, "tf32", m->dev.tflops_tf32);
+	js_put(s, "device", d);
 
-	cJSON *st = cJSON_AddObjectToObject(root, "steps");
+	cJSON *st = cJSON_CreateObject();
 	cJSON_AddNumberToObject(st, "count", m->nsteps);
 	cJSON_AddNumberToObject(st, "warmup", m->warmup);
 	cJSON_AddNumberToObject(st, "period", m->period);
@@ -386,11 +498,13 @@ cJSON *summary_json(const struct model *m)
 	cJSON *tu = cJSON_AddArrayToObject(st, "times_us");
 	for (int i = 0; i < m->nsteps; i++)
 		cJSON_AddItemToArray(tu, cJSON_CreateNumber(r3(m->step_us[i])));
+	js_put(s, "steps", st);
 
-	cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+	js_open(s, "nodes", 1);
 	for (int i = 0; i < m->nnodes; i++)
-		cJSON_AddItemToArray(nodes, node_json(m, &m->nodes[i]));
-	cJSON *edges = cJSON_AddArrayToObject(root, "edges");
+		js_put(s, NULL, node_json(m, &m->nodes[i]));
+	js_close(s);
+	js_open(s, "edges", 1);
 	for (int i = 0; i < m->nedges; i++) {
 		const struct edge *e = &m->edges[i];
 		cJSON *o = cJSON_CreateObject();
@@ -402,18 +516,20 @@ cJSON *summary_json(const struct model *m)
 			cJSON_AddNullToObject(o, "value");
 		cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
 		cJSON_AddStringToObject(o, "how", edge_how_name(e->how));
-		cJSON_AddItemToArray(edges, o);
+		js_put(s, NULL, o);
 	}
-	add_ledger(root, m);
+	js_close(s);
+	add_ledger(s, m);
 
-	cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
+	js_open(s, "candidates", 1);
 	if (m->pats)
 		for (int i = 0; i < m->npats; i++)
-			cJSON_AddItemToArray(cands, pattern_json(m, &m->pats[i]));
+			js_put(s, NULL, pattern_json(m, &m->pats[i]));
 	else
 		for (int i = 0; i < m->ncands; i++)
-			cJSON_AddItemToArray(cands, cand_json(m, &m->cands[i]));
-	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
+			js_put(s, NULL, cand_json(m, &m->cands[i]));
+	js_close(s);
+	cJSON *rej = cJSON_CreateArray();
 	for (int i = 0; i < m->nrejs; i++) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "nodes", int_array(m->rejs[i].nodes, m->rejs[i].nnodes));
@@ -421,11 +537,12 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "reason", m->rejs[i].reason);
 		cJSON_AddItemToArray(rej, o);
 	}
-	cJSON_AddItemToObject(root, "memory", memplan_json(m));
-	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
-	cJSON_AddNumberToObject(tl, "step", m->tl_step);
-	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
-	cJSON *ev = cJSON_AddArrayToObject(tl, "events");
+	js_put(s, "rejected", rej);
+	js_put(s, "memory", memplan_json(m));
+	js_open(s, "timeline", 0);
+	js_put(s, "step", cJSON_CreateNumber(m->tl_step));
+	js_put(s, "t0_ns", cJSON_CreateNumber((double)m->tl_t0_ns));
+	js_open(s, "events", 1);
 	for (int i = 0; i < m->ntl; i++) {
 		const struct tl_event *e = &m->tl[i];
 		cJSON *o = cJSON_CreateObject();
@@ -435,23 +552,32 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddNumberToObject(o, "start_us", r3(e->start_us));
 		cJSON_AddNumberToObject(o, "dur_us", r3(e->dur_us));
 		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
-		cJSON_AddItemToArray(ev, o);
+		js_put(s, NULL, o);
 	}
-	return root;
+	js_close(s);
+	js_close(s);
+	js_close(s);
+}
+
+cJSON *summary_json(const struct model *m)
+{
+	struct jsink s = {0};
+	summary_emit(&s, m);
+	return s.root;
 }
 
 int summary_write(const struct model *m, const char *path)
 {
-	cJSON *root = summary_json(m);
-	char *text = cJSON_Print(root);
-	cJSON_Delete(root);
-	if (!text)
-		return error("cannot format '%s'", path);
-	size_t n = strlen(text);
-	text[n] = '\n'; /* replace the NUL: the file ends in a newline */
-	int r = write_file_atomic(path, text, n + 1);
-	free(text);
-	return r;
+	struct atomic_file af;
+	if (atomic_open(&af, path) < 0)
+		return atomic_commit(&af);
+	struct strbuf text = STRBUF_INIT;
+	struct jsink s = {.out = &text, .af = &af};
+	summary_emit(&s, m);
+	strbuf_add(&text, "\n", 1); /* the file ends in a newline */
+	atomic_write(&af, text.buf, text.len);
+	strbuf_release(&text);
+	return atomic_commit(&af);
 }
 
 void model_free(struct model *m)
