@@ -143,7 +143,19 @@ static int common_member(const struct model *m, const struct candidate *c, int u
 	return best;
 }
 
-static cJSON *cand_json(const struct model *m, const struct candidate *c)
+/* A copy of x for the output tree, or (by_ref: the text sink, which prints the item and
+ * deletes it at once) a reference to it, which cJSON_Delete leaves alone: the invariant
+ * finding's evidence of a 200k-kernel fan-out is 200k entries. */
+static cJSON *json_copy(const cJSON *x, int by_ref)
+{
+	if (by_ref && cJSON_IsObject(x))
+		return cJSON_CreateObjectReference(x->child);
+	if (by_ref && cJSON_IsArray(x))
+		return cJSON_CreateArrayReference(x->child);
+	return cJSON_Duplicate(x, 1);
+}
+
+static cJSON *cand_json(const struct model *m, const struct candidate *c, int by_ref)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "id", c->id);
@@ -161,14 +173,14 @@ static cJSON *cand_json(const struct model *m, const struct candidate *c)
 	else
 		cJSON_AddNullToObject(o, "library_form");
 	cJSON_AddItemToObject(o, "group",
-	                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
+	                      c->group ? json_copy(c->group, by_ref) : cJSON_CreateNull());
 	if (c->group_why)
 		cJSON_AddStringToObject(o, "group_why", c->group_why);
 	else
 		cJSON_AddNullToObject(o, "group_why");
 	cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
 	if (c->evidence)
-		cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
+		cJSON_AddItemToObject(o, "evidence", json_copy(c->evidence, by_ref));
 	return o;
 }
 
@@ -181,10 +193,10 @@ static void set_num(cJSON *o, const char *name, double v)
  * One pattern: its representative occurrence's fields (nodes, values, group: what fusion/
  * generates from) with the totals over the occurrences, and the pattern's own fields.
  */
-static cJSON *pattern_json(const struct model *m, const struct pattern *p)
+static cJSON *pattern_json(const struct model *m, const struct pattern *p, int by_ref)
 {
 	const struct candidate *rep = &m->cands[p->rep];
-	cJSON *o = cand_json(m, rep);
+	cJSON *o = cand_json(m, rep, by_ref);
 	set_num(o, "bytes_saved_per_step", (double)p->bytes_saved);
 	set_num(o, "time_before_us", r3(p->before_us));
 	set_num(o, "time_after_us", r3(p->after_us));
@@ -524,10 +536,10 @@ static void summary_emit(struct jsink *s, const struct model *m)
 	js_open(s, "candidates", 1);
 	if (m->pats)
 		for (int i = 0; i < m->npats; i++)
-			js_put(s, NULL, pattern_json(m, &m->pats[i]));
+			js_put(s, NULL, pattern_json(m, &m->pats[i], s->out != NULL));
 	else
 		for (int i = 0; i < m->ncands; i++)
-			js_put(s, NULL, cand_json(m, &m->cands[i]));
+			js_put(s, NULL, cand_json(m, &m->cands[i], s->out != NULL));
 	js_close(s);
 	cJSON *rej = cJSON_CreateArray();
 	for (int i = 0; i < m->nrejs; i++) {
