@@ -262,6 +262,8 @@ int atomic_open(struct atomic_file *af, const char *path)
 	af->fd = mkostemp(af->tmp, O_CLOEXEC);
 	if (af->fd < 0) {
 		error("cannot create '%s': %s", af->tmp, strerror(errno));
+		free(af->tmp);
+		af->tmp = NULL; /* nothing to remove */
 		af->failed = 1;
 		return -1;
 	}
@@ -307,7 +309,7 @@ int atomic_commit(struct atomic_file *af)
 		error("cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(errno));
 		af->failed = 1;
 	}
-	if (af->failed && af->fd >= 0)
+	if (af->failed && af->tmp)
 		unlink(af->tmp);
 	int r = af->failed ? -1 : 0;
 	free(af->tmp);
