@@ -6,6 +6,7 @@
  */
 #include "analyzer/model.h"
 #include "analyzer/trace.h"
+#include "lib/hmap.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -28,20 +29,53 @@ static double r3(double x)
 	return (double)(long long)(x * 1000.0 + (x < 0 ? -0.5 : 0.5)) / 1000.0;
 }
 
+static uint64_t str_hash(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The first item equal to item idx among those seen so far in set (idx itself when none, and
+ * then it is added): hash is idx's key's hash, eq(a, b, ctx) compares two items' keys.
+ * Distinct keys of one hash are chained by rehashing. This keeps the groupings of the summary
+ * (sources of a finding, sources of the ledger, a finding's most frequent line) linear: each
+ * compared every node with every earlier one, minutes for a 200k-kernel fan-out with lines.
+ */
+static int first_equal(struct hmap *set, uint64_t hash, int idx,
+                       int (*eq)(int a, int b, const void *ctx), const void *ctx)
+{
+	uint64_t v;
+	while (hmap_get(set, hash, &v)) {
+		if (eq((int)v, idx, ctx))
+			return (int)v;
+		hash = hash * 0x9e3779b97f4a7c15ULL + 1;
+	}
+	hmap_put(set, hash, (uint64_t)idx);
+	return idx;
+}
+
+static int same_source(int a, int b, const void *ctx)
+{
+	const struct model *m = ctx;
+	return !strcmp(m->nodes[a].source, m->nodes[b].source);
+}
+
 static void add_sources(cJSON *o, const struct model *m, const int *nodes, int n)
 {
 	cJSON *arr = cJSON_AddArrayToObject(o, "sources");
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int i = 0; i < n; i++) {
 		const char *s = m->nodes[nodes[i]].source;
 		if (!s)
 			continue;
-		int dup = 0;
-		for (int j = 0; j < i; j++)
-			if (m->nodes[nodes[j]].source && !strcmp(m->nodes[nodes[j]].source, s))
-				dup = 1;
-		if (!dup)
+		if (first_equal(&seen, str_hash(s, 1469598103934665603ULL), nodes[i], same_source,
+		                m) == nodes[i])
 			cJSON_AddItemToArray(arr, cJSON_CreateString(s));
 	}
+	hmap_release(&seen);
 }
 
 /* {"file", "line", "func"[, "derived"]} or null */
@@ -123,23 +157,51 @@ static int same_line(const struct lineref *a, const struct lineref *b)
 	       ((!a->file && !b->file) || (a->file && b->file && !strcmp(a->file, b->file)));
 }
 
-/* The member whose line (user or model) is the most frequent among c's members, -1 none. */
+struct line_ctx {
+	const struct model *m;
+	int user;
+};
+
+static const struct lineref *line_of(const struct line_ctx *lc, int node)
+{
+	return lc->user ? &lc->m->nodes[node].user_site : &lc->m->nodes[node].model_site;
+}
+
+static int same_line_of(int a, int b, const void *ctx)
+{
+	return same_line(line_of(ctx, a), line_of(ctx, b));
+}
+
+/* The member whose line (user or model) is the most frequent among c's members, -1 none; of
+ * members with equally frequent lines, the first. */
 static int common_member(const struct model *m, const struct candidate *c, int user)
 {
-	int best = -1, bestn = 0;
+	struct line_ctx lc = {m, user};
+	struct hmap first, count; /* a line's hash chain; its first member -> members with it */
+	hmap_init(&first);
+	hmap_init(&count);
+	int *rep = xmalloc(sizeof(int) * (size_t)(c->nnodes ? c->nnodes : 1));
 	for (int i = 0; i < c->nnodes; i++) {
-		const struct node *a = &m->nodes[c->nodes[i]];
-		const struct lineref *la = user ? &a->user_site : &a->model_site;
-		if (!la->file)
+		const struct lineref *la = line_of(&lc, c->nodes[i]);
+		if (!la->file) {
+			rep[i] = -1;
 			continue;
-		int n = 0;
-		for (int j = 0; j < c->nnodes; j++) {
-			const struct node *b = &m->nodes[c->nodes[j]];
-			n += same_line(la, user ? &b->user_site : &b->model_site);
 		}
-		if (n > bestn)
+		uint64_t h = str_hash(la->file, 1469598103934665603ULL ^ (uint64_t)la->line), n = 0;
+		rep[i] = first_equal(&first, h, c->nodes[i], same_line_of, &lc);
+		hmap_get(&count, (uint64_t)rep[i], &n);
+		hmap_put(&count, (uint64_t)rep[i], n + 1);
+	}
+	int best = -1;
+	uint64_t bestn = 0;
+	for (int i = 0; i < c->nnodes; i++) {
+		uint64_t n = 0;
+		if (rep[i] >= 0 && hmap_get(&count, (uint64_t)rep[i], &n) && n > bestn)
 			best = c->nodes[i], bestn = n;
 	}
+	free(rep);
+	hmap_release(&first);
+	hmap_release(&count);
 	return best;
 }
 
@@ -384,32 +446,46 @@ static void add_ledger(struct jsink *sk, const struct model *m)
 
 	js_put(sk, "by_family", bf);
 
+	/* one group a source, in the order of their first nodes: each node's first node of its
+	 * source, then each group's nodes chained through next[] */
 	cJSON *bs = cJSON_CreateArray();
+	int *next = xmalloc(sizeof(int) * (size_t)(m->nnodes ? m->nnodes : 1));
+	int *last = xmalloc(sizeof(int) * (size_t)(m->nnodes ? m->nnodes : 1));
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int i = 0; i < m->nnodes; i++) {
+		next[i] = -1;
+		last[i] = i;
 		const char *s = m->nodes[i].source;
 		if (!s)
 			continue;
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s))
-				seen = 1;
-		if (seen)
+		int f = first_equal(&seen, str_hash(s, 1469598103934665603ULL), i, same_source, m);
+		if (f != i) {
+			next[last[f]] = i;
+			last[f] = i;
+		}
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		const char *s = m->nodes[i].source;
+		if (!s ||
+		    first_equal(&seen, str_hash(s, 1469598103934665603ULL), i, same_source, m) != i)
 			continue;
 		double us = 0, bytes = 0;
 		cJSON *o = cJSON_CreateObject(), *nl = cJSON_CreateArray();
-		for (int j = i; j < m->nnodes; j++)
-			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s)) {
-				us += m->nodes[j].median_us;
-				bytes +=
-				    (double)(m->nodes[j].bytes_read + m->nodes[j].bytes_written);
-				cJSON_AddItemToArray(nl, cJSON_CreateNumber(j));
-			}
+		for (int j = i; j >= 0; j = next[j]) {
+			us += m->nodes[j].median_us;
+			bytes += (double)(m->nodes[j].bytes_read + m->nodes[j].bytes_written);
+			cJSON_AddItemToArray(nl, cJSON_CreateNumber(j));
+		}
 		cJSON_AddStringToObject(o, "source", s);
 		cJSON_AddNumberToObject(o, "us", r3(us));
 		cJSON_AddNumberToObject(o, "bytes", bytes);
 		cJSON_AddItemToObject(o, "nodes", nl);
 		cJSON_AddItemToArray(bs, o);
 	}
+	hmap_release(&seen);
+	free(next);
+	free(last);
 
 	js_put(sk, "by_source", bs);
 
