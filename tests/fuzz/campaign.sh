@@ -44,7 +44,7 @@ while [ "$r" -lt "$ROUNDS" ]; do
 		    -max_total_time="$SLICE" -timeout=10 -rss_limit_mb=2048 -close_fd_mask=2 \
 		    -print_final_stats=1 -artifact_prefix="$DIR/artifacts/$n-" $dirs) >"$log" 2>&1
 		rc=$?
-		last=$(grep -E '^#[0-9]+' "$log" | tail -n 1)
+		last=$(grep -aE '^#[0-9]+' "$log" | tail -n 1 | cut -c1-160)
 		echo "$start $n round $r $(($(date +%s) - t0)) s rc $rc: $last" >>"$DIR/campaign.log"
 	done
 done
