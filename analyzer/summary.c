@@ -1,6 +1,9 @@
 /*
- * summary.c - the model as summary.json (docs/summary-format.md is the contract): one cJSON
- * tree built from the model, printed, and written with write_file_atomic(). Also the ledger's
+ * summary.c - the model as summary.json (docs/summary-format.md is the contract): made through
+ * a sink (struct jsink below) that either builds one cJSON tree (summary_json()) or prints each
+ * member as it is made and streams the text to the file (summary_write(), through lib/util.c's
+ * atomic_open/atomic_write/atomic_commit), so a large step graph is never held as a tree and
+ * its text at once; the text is cJSON_Print's of the tree, byte for byte. Also the ledger's
  * groupings (by family, by source), which are only ever needed for output, and
  * analysis_run()/model_free(), the model's lifecycle.
  */
