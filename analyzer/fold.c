@@ -6,11 +6,11 @@
  * How it works: try_fold() folds a step once all its ops have their GPU times and its
  * successor has ended (or at the end of the trace). fold_step() hashes the step's kernel
  * sequence into its class (steps with the same sequence, at most MAX_CLASSES), adds each
- * position's duration to a reservoir sample (SAMPLE_CAP) and tallies the calibration
- * fingerprints; for the class's first step, and again for its first steady one (preceded by a
- * step of the same class), capture() copies the step's nodes, values, edges and timeline.
- * release_before() then frees what lies before the next step: memory follows the step, not
- * the file.
+ * position's duration to a reservoir sample (SAMPLE_CAP, grown by doubling) and tallies the
+ * calibration fingerprints; for the class's first step, and again for its first steady one
+ * (preceded by a step of the same class), capture() copies the step's nodes, values, edges and
+ * timeline. release_before() then frees what lies before the next step: memory follows the step,
+ * not the file.
  */
 #include "analyzer/builder.h"
 
@@ -39,8 +39,14 @@ static void sample_add(struct builder *b, struct possamp *ps, float v)
 		ps->min = v;
 	if (!ps->n || v > ps->max)
 		ps->max = v;
+	/* the sample grows by doubling up to SAMPLE_CAP: a position seen once (a step of 200k
+	 * distinct kernels) holds 8 floats, not SAMPLE_CAP (16 KiB a position made 3.2 GB) */
 	if (!ps->s)
-		ps->s = xmalloc(sizeof(float) * SAMPLE_CAP);
+		ps->s = xmalloc(sizeof(float) * (SAMPLE_CAP < 8 ? SAMPLE_CAP : 8));
+	else if (ps->n >= 8 && ps->n < SAMPLE_CAP && !(ps->n & (ps->n - 1)))
+		ps->s =
+		    xrealloc(ps->s, sizeof(float) *
+		                        (size_t)(2 * ps->n < SAMPLE_CAP ? 2 * ps->n : SAMPLE_CAP));
 	if (ps->n < SAMPLE_CAP) {
 		ps->s[ps->n] = v;
 	} else {

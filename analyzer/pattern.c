@@ -54,24 +54,35 @@ char *pattern_key(const struct model *m, const struct candidate *c)
 	}
 	strbuf_adds(&sb, "|");
 	int first = 1;
+	/* each (file, line) once, in member order: a hash of it -> the first member with it
+	 * (distinct keys of one hash chained by rehashing); comparing each member with every
+	 * earlier one took minutes for a 200k-member finding with a line each */
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int i = 0; i < c->nnodes; i++) {
 		const struct node *n = &m->nodes[c->nodes[i]];
 		const char *file = n->own_site.file ? n->own_site.file : n->source;
 		int line = n->own_site.file ? n->own_site.line : -1;
+		uint64_t h = 1469598103934665603ULL ^ (uint64_t)(int64_t)line, v;
+		for (const char *q = file ? file : ""; *q; q++)
+			h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
 		int dup = 0;
-		for (int j = 0; j < i && !dup; j++) {
-			const struct node *p = &m->nodes[c->nodes[j]];
+		while (!dup && hmap_get(&seen, h, &v)) {
+			const struct node *p = &m->nodes[c->nodes[v]];
 			const char *pf = p->own_site.file ? p->own_site.file : p->source;
 			int pl = p->own_site.file ? p->own_site.line : -1;
 			dup = pl == line && ((!pf && !file) || (pf && file && !strcmp(pf, file)));
+			h = h * 0x9e3779b97f4a7c15ULL + 1;
 		}
 		if (dup)
 			continue;
+		hmap_put(&seen, h, (uint64_t)i);
 		strbuf_addf(&sb, "%s%s", first ? "" : ",", file ? file : "-");
 		if (line >= 0)
 			strbuf_addf(&sb, ":%d", line);
 		first = 0;
 	}
+	hmap_release(&seen);
 	if (c->evidence) {
 		const cJSON *what = cJSON_GetObjectItemCaseSensitive(c->evidence, "what");
 		if (cJSON_IsString(what))

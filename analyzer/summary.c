@@ -1,6 +1,9 @@
 /*
- * summary.c - the model as summary.json (docs/summary-format.md is the contract): one cJSON
- * tree built from the model, printed, and written with write_file_atomic(). Also the ledger's
+ * summary.c - the model as summary.json (docs/summary-format.md is the contract): made through
+ * a sink (struct jsink below) that either builds one cJSON tree (summary_json()) or prints each
+ * member as it is made and streams the text to the file (summary_write(), through lib/util.c's
+ * atomic_open/atomic_write/atomic_commit), so a large step graph is never held as a tree and
+ * its text at once; the text is cJSON_Print's of the tree, byte for byte. Also the ledger's
  * groupings (by family, by source), which are only ever needed for output, and
  * analysis_run()/model_free(), the model's lifecycle.
  */
@@ -9,6 +12,7 @@
 #include "analyzer/runtl.h"
 #include "analyzer/timemodel.h"
 #include "analyzer/trace.h"
+#include "lib/hmap.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -31,20 +35,53 @@ static double r3(double x)
 	return (double)(long long)(x * 1000.0 + (x < 0 ? -0.5 : 0.5)) / 1000.0;
 }
 
+static uint64_t str_hash(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * The first item equal to item idx among those seen so far in set (idx itself when none, and
+ * then it is added): hash is idx's key's hash, eq(a, b, ctx) compares two items' keys.
+ * Distinct keys of one hash are chained by rehashing. This keeps the groupings of the summary
+ * (sources of a finding, sources of the ledger, a finding's most frequent line) linear: each
+ * compared every node with every earlier one, minutes for a 200k-kernel fan-out with lines.
+ */
+static int first_equal(struct hmap *set, uint64_t hash, int idx,
+                       int (*eq)(int a, int b, const void *ctx), const void *ctx)
+{
+	uint64_t v;
+	while (hmap_get(set, hash, &v)) {
+		if (eq((int)v, idx, ctx))
+			return (int)v;
+		hash = hash * 0x9e3779b97f4a7c15ULL + 1;
+	}
+	hmap_put(set, hash, (uint64_t)idx);
+	return idx;
+}
+
+static int same_source(int a, int b, const void *ctx)
+{
+	const struct model *m = ctx;
+	return !strcmp(m->nodes[a].source, m->nodes[b].source);
+}
+
 static void add_sources(cJSON *o, const struct model *m, const int *nodes, int n)
 {
 	cJSON *arr = cJSON_AddArrayToObject(o, "sources");
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int i = 0; i < n; i++) {
 		const char *s = m->nodes[nodes[i]].source;
 		if (!s)
 			continue;
-		int dup = 0;
-		for (int j = 0; j < i; j++)
-			if (m->nodes[nodes[j]].source && !strcmp(m->nodes[nodes[j]].source, s))
-				dup = 1;
-		if (!dup)
+		if (first_equal(&seen, str_hash(s, 1469598103934665603ULL), nodes[i], same_source,
+		                m) == nodes[i])
 			cJSON_AddItemToArray(arr, cJSON_CreateString(s));
 	}
+	hmap_release(&seen);
 }
 
 /* {"file", "line", "func"[, "derived"]} or null */
@@ -126,27 +163,67 @@ static int same_line(const struct lineref *a, const struct lineref *b)
 	       ((!a->file && !b->file) || (a->file && b->file && !strcmp(a->file, b->file)));
 }
 
-/* The member whose line (user or model) is the most frequent among c's members, -1 none. */
+struct line_ctx {
+	const struct model *m;
+	int user;
+};
+
+static const struct lineref *line_of(const struct line_ctx *lc, int node)
+{
+	return lc->user ? &lc->m->nodes[node].user_site : &lc->m->nodes[node].model_site;
+}
+
+static int same_line_of(int a, int b, const void *ctx)
+{
+	return same_line(line_of(ctx, a), line_of(ctx, b));
+}
+
+/* The member whose line (user or model) is the most frequent among c's members, -1 none; of
+ * members with equally frequent lines, the first. */
 static int common_member(const struct model *m, const struct candidate *c, int user)
 {
-	int best = -1, bestn = 0;
+	struct line_ctx lc = {m, user};
+	struct hmap first, count; /* a line's hash chain; its first member -> members with it */
+	hmap_init(&first);
+	hmap_init(&count);
+	int *rep = xmalloc(sizeof(int) * (size_t)(c->nnodes ? c->nnodes : 1));
 	for (int i = 0; i < c->nnodes; i++) {
-		const struct node *a = &m->nodes[c->nodes[i]];
-		const struct lineref *la = user ? &a->user_site : &a->model_site;
-		if (!la->file)
+		const struct lineref *la = line_of(&lc, c->nodes[i]);
+		if (!la->file) {
+			rep[i] = -1;
 			continue;
-		int n = 0;
-		for (int j = 0; j < c->nnodes; j++) {
-			const struct node *b = &m->nodes[c->nodes[j]];
-			n += same_line(la, user ? &b->user_site : &b->model_site);
 		}
-		if (n > bestn)
+		uint64_t h = str_hash(la->file, 1469598103934665603ULL ^ (uint64_t)la->line), n = 0;
+		rep[i] = first_equal(&first, h, c->nodes[i], same_line_of, &lc);
+		hmap_get(&count, (uint64_t)rep[i], &n);
+		hmap_put(&count, (uint64_t)rep[i], n + 1);
+	}
+	int best = -1;
+	uint64_t bestn = 0;
+	for (int i = 0; i < c->nnodes; i++) {
+		uint64_t n = 0;
+		if (rep[i] >= 0 && hmap_get(&count, (uint64_t)rep[i], &n) && n > bestn)
 			best = c->nodes[i], bestn = n;
 	}
+	free(rep);
+	hmap_release(&first);
+	hmap_release(&count);
 	return best;
 }
 
-static cJSON *cand_json(const struct model *m, const struct candidate *c)
+/* A copy of x for the output tree, or (by_ref: the text sink, which prints the item and
+ * deletes it at once) a reference to it, which cJSON_Delete leaves alone: the invariant
+ * finding's evidence of a 200k-kernel fan-out is 200k entries. */
+static cJSON *json_copy(const cJSON *x, int by_ref)
+{
+	if (by_ref && cJSON_IsObject(x))
+		return cJSON_CreateObjectReference(x->child);
+	if (by_ref && cJSON_IsArray(x))
+		return cJSON_CreateArrayReference(x->child);
+	return cJSON_Duplicate(x, 1);
+}
+
+static cJSON *cand_json(const struct model *m, const struct candidate *c, int by_ref)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "id", c->id);
@@ -164,14 +241,14 @@ static cJSON *cand_json(const struct model *m, const struct candidate *c)
 	else
 		cJSON_AddNullToObject(o, "library_form");
 	cJSON_AddItemToObject(o, "group",
-	                      c->group ? cJSON_Duplicate(c->group, 1) : cJSON_CreateNull());
+	                      c->group ? json_copy(c->group, by_ref) : cJSON_CreateNull());
 	if (c->group_why)
 		cJSON_AddStringToObject(o, "group_why", c->group_why);
 	else
 		cJSON_AddNullToObject(o, "group_why");
 	cJSON_AddStringToObject(o, "why", c->why ? c->why : "");
 	if (c->evidence)
-		cJSON_AddItemToObject(o, "evidence", cJSON_Duplicate(c->evidence, 1));
+		cJSON_AddItemToObject(o, "evidence", json_copy(c->evidence, by_ref));
 	return o;
 }
 
@@ -184,10 +261,10 @@ static void set_num(cJSON *o, const char *name, double v)
  * One pattern: its representative occurrence's fields (nodes, values, group: what fusion/
  * generates from) with the totals over the occurrences, and the pattern's own fields.
  */
-static cJSON *pattern_json(const struct model *m, const struct pattern *p)
+static cJSON *pattern_json(const struct model *m, const struct pattern *p, int by_ref)
 {
 	const struct candidate *rep = &m->cands[p->rep];
-	cJSON *o = cand_json(m, rep);
+	cJSON *o = cand_json(m, rep, by_ref);
 	set_num(o, "bytes_saved_per_step", (double)p->bytes_saved);
 	set_num(o, "time_before_us", r3(p->before_us));
 	set_num(o, "time_after_us", r3(p->after_us));
@@ -246,10 +323,113 @@ static cJSON *pattern_json(const struct model *m, const struct pattern *p)
 	return o;
 }
 
-static void add_ledger(cJSON *root, const struct model *m)
+/*
+ * The summary is made through a sink, so that summary_write() never holds the whole tree: a
+ * tree sink (out NULL) builds one cJSON tree; a text sink prints each member and each
+ * element of the long arrays (nodes, edges, ledger values, candidates, timeline events) as
+ * soon as it is made and frees it, giving exactly cJSON_Print's text of the whole tree (a
+ * member printed alone gets one tab after each of its newlines for each open container: cJSON
+ * escapes newlines inside strings, so every newline in its text is its own formatting).
+ * Before, the tree of a 200k-kernel step held 12 KB a kernel (2.4 GB) besides the text.
+ */
+#define JS_DEPTH 8
+struct jsink {
+	struct strbuf *out;     /* text sink; NULL: tree sink */
+	struct atomic_file *af; /* text sink: where out is flushed once past 1 MiB */
+	cJSON *root;            /* tree sink: the tree, once the outermost object is closed */
+	cJSON *open[JS_DEPTH];
+	int nmembers[JS_DEPTH], is_array[JS_DEPTH];
+	int depth;
+};
+
+static void js_member(struct jsink *s, const char *key)
 {
-	cJSON *l = cJSON_AddObjectToObject(root, "ledger");
-	cJSON *ps = cJSON_AddObjectToObject(l, "per_step");
+	int i = s->depth - 1;
+	if (s->is_array[i]) {
+		if (s->nmembers[i])
+			strbuf_adds(s->out, ", ");
+	} else {
+		strbuf_adds(s->out, s->nmembers[i] ? ",\n" : "");
+		for (int k = 0; k < s->depth; k++)
+			strbuf_add(s->out, "\t", 1);
+		strbuf_addf(s->out, "\"%s\":\t", key); /* keys are this file's constants */
+	}
+	s->nmembers[i]++;
+}
+
+/* Adds item (taken over) as member key of the open object, or as the next element of the open
+ * array (key unused). */
+static void js_put(struct jsink *s, const char *key, cJSON *item)
+{
+	if (!s->out) {
+		cJSON *top = s->open[s->depth - 1];
+		if (s->is_array[s->depth - 1])
+			cJSON_AddItemToArray(top, item);
+		else
+			cJSON_AddItemToObject(top, key, item);
+		return;
+	}
+	js_member(s, key);
+	char *text = cJSON_Print(item);
+	if (!text)
+		die("out of memory");
+	for (const char *t = text; *t; t++) {
+		strbuf_add(s->out, t, 1);
+		if (*t == '\n')
+			for (int k = 0; k < s->depth; k++)
+				strbuf_add(s->out, "\t", 1);
+	}
+	free(text);
+	cJSON_Delete(item);
+	if (s->af && s->out->len > (1u << 20)) {
+		atomic_write(s->af, s->out->buf, s->out->len);
+		strbuf_reset(s->out);
+	}
+}
+
+/* Opens an object (array when is_array) as member key of the open object, or the outermost. */
+static void js_open(struct jsink *s, const char *key, int is_array)
+{
+	if (s->depth == JS_DEPTH)
+		BUG("summary nested too deep");
+	if (!s->out) {
+		cJSON *o = is_array ? cJSON_CreateArray() : cJSON_CreateObject();
+		if (s->depth)
+			js_put(s, key, o);
+		s->open[s->depth] = o;
+	} else {
+		if (s->depth)
+			js_member(s, key);
+		strbuf_adds(s->out, is_array ? "[" : "{\n");
+	}
+	s->nmembers[s->depth] = 0;
+	s->is_array[s->depth] = is_array;
+	s->depth++;
+}
+
+static void js_close(struct jsink *s)
+{
+	int i = --s->depth;
+	if (!s->out) {
+		if (!i)
+			s->root = s->open[0];
+		return;
+	}
+	if (s->is_array[i]) {
+		strbuf_adds(s->out, "]");
+		return;
+	}
+	if (s->nmembers[i])
+		strbuf_adds(s->out, "\n");
+	for (int k = 0; k < i; k++)
+		strbuf_add(s->out, "\t", 1);
+	strbuf_adds(s->out, "}");
+}
+
+static void add_ledger(struct jsink *sk, const struct model *m)
+{
+	js_open(sk, "ledger", 0);
+	cJSON *ps = cJSON_CreateObject();
 	uint64_t tot = m->per_step.bytes_read + m->per_step.bytes_written;
 	cJSON_AddNumberToObject(ps, "bytes_read", (double)m->per_step.bytes_read);
 	cJSON_AddNumberToObject(ps, "bytes_written", (double)m->per_step.bytes_written);
@@ -259,8 +439,9 @@ static void add_ledger(cJSON *root, const struct model *m)
 	                        tot ? r3((double)m->per_step.roundtrip_bytes / (double)tot) : 0);
 	cJSON_AddNumberToObject(ps, "kernel_us", r3(m->per_step.kernel_us));
 	cJSON_AddNumberToObject(ps, "copy_us", r3(m->per_step.copy_us));
+	js_put(sk, "per_step", ps);
 
-	cJSON *bf = cJSON_AddArrayToObject(l, "by_family");
+	cJSON *bf = cJSON_CreateArray();
 	for (int f = 0; f < FAM__COUNT; f++) {
 		double us = 0, bytes = 0;
 		int count = 0;
@@ -281,34 +462,52 @@ static void add_ledger(cJSON *root, const struct model *m)
 		cJSON_AddItemToArray(bf, o);
 	}
 
-	cJSON *bs = cJSON_AddArrayToObject(l, "by_source");
+	js_put(sk, "by_family", bf);
+
+	/* one group a source, in the order of their first nodes: each node's first node of its
+	 * source, then each group's nodes chained through next[] */
+	cJSON *bs = cJSON_CreateArray();
+	int *next = xmalloc(sizeof(int) * (size_t)(m->nnodes ? m->nnodes : 1));
+	int *last = xmalloc(sizeof(int) * (size_t)(m->nnodes ? m->nnodes : 1));
+	struct hmap seen;
+	hmap_init(&seen);
 	for (int i = 0; i < m->nnodes; i++) {
+		next[i] = -1;
+		last[i] = i;
 		const char *s = m->nodes[i].source;
 		if (!s)
 			continue;
-		int seen = 0;
-		for (int j = 0; j < i; j++)
-			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s))
-				seen = 1;
-		if (seen)
+		int f = first_equal(&seen, str_hash(s, 1469598103934665603ULL), i, same_source, m);
+		if (f != i) {
+			next[last[f]] = i;
+			last[f] = i;
+		}
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		const char *s = m->nodes[i].source;
+		if (!s ||
+		    first_equal(&seen, str_hash(s, 1469598103934665603ULL), i, same_source, m) != i)
 			continue;
 		double us = 0, bytes = 0;
 		cJSON *o = cJSON_CreateObject(), *nl = cJSON_CreateArray();
-		for (int j = i; j < m->nnodes; j++)
-			if (m->nodes[j].source && !strcmp(m->nodes[j].source, s)) {
-				us += m->nodes[j].median_us;
-				bytes +=
-				    (double)(m->nodes[j].bytes_read + m->nodes[j].bytes_written);
-				cJSON_AddItemToArray(nl, cJSON_CreateNumber(j));
-			}
+		for (int j = i; j >= 0; j = next[j]) {
+			us += m->nodes[j].median_us;
+			bytes += (double)(m->nodes[j].bytes_read + m->nodes[j].bytes_written);
+			cJSON_AddItemToArray(nl, cJSON_CreateNumber(j));
+		}
 		cJSON_AddStringToObject(o, "source", s);
 		cJSON_AddNumberToObject(o, "us", r3(us));
 		cJSON_AddNumberToObject(o, "bytes", bytes);
 		cJSON_AddItemToObject(o, "nodes", nl);
 		cJSON_AddItemToArray(bs, o);
 	}
+	hmap_release(&seen);
+	free(next);
+	free(last);
 
-	cJSON *vals = cJSON_AddArrayToObject(l, "values");
+	js_put(sk, "by_source", bs);
+
+	js_open(sk, "values", 1);
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		cJSON *o = cJSON_CreateObject();
@@ -331,16 +530,18 @@ static void add_ledger(cJSON *root, const struct model *m)
 			cJSON_AddStringToObject(o, "source", src);
 		else
 			cJSON_AddNullToObject(o, "source");
-		cJSON_AddItemToArray(vals, o);
+		js_put(sk, NULL, o);
 	}
+	js_close(sk);
+	js_close(sk);
 }
 
-cJSON *summary_json(const struct model *m)
+static void summary_emit(struct jsink *s, const struct model *m)
 {
-	cJSON *root = cJSON_CreateObject();
-	cJSON_AddNumberToObject(root, "format", 1);
-	cJSON_AddStringToObject(root, "tool", "aicprof " AICPROF_VERSION);
-	cJSON *tr = cJSON_AddArrayToObject(root, "traces");
+	js_open(s, NULL, 0);
+	js_put(s, "format", cJSON_CreateNumber(1));
+	js_put(s, "tool", cJSON_CreateString("aicprof " AICPROF_VERSION));
+	cJSON *tr = cJSON_CreateArray();
 	for (int i = 0; i < m->ntraces; i++) {
 		const struct trace_info *t = &m->traces[i];
 		cJSON *o = cJSON_CreateObject();
@@ -366,9 +567,10 @@ cJSON *summary_json(const struct model *m)
 			cJSON_AddItemToArray(w, cJSON_CreateString(t->warnings[k]));
 		cJSON_AddItemToArray(tr, o);
 	}
-	cJSON_AddStringToObject(root, "program",
-	                        m->ntraces && m->traces[0].program ? m->traces[0].program : "");
-	cJSON *d = cJSON_AddObjectToObject(root, "device");
+	js_put(s, "traces", tr);
+	js_put(s, "program",
+	       cJSON_CreateString(m->ntraces && m->traces[0].program ? m->traces[0].program : ""));
+	cJSON *d = cJSON_CreateObject();
 	cJSON_AddStringToObject(d, "name", m->dev.name ? m->dev.name : "unknown");
 	cJSON_AddStringToObject(d, "cc", m->dev.cc);
 	cJSON_AddNumberToObject(d, "sm_count", m->dev.sm_count);
@@ -378,8 +580,9 @@ cJSON *summary_json(const struct model *m)
 	cJSON_AddNumberToObject(pk, "bf16", m->dev.tflops_bf16);
 	cJSON_AddNumberToObject(pk, "fp16", m->dev.tflops_fp16);
 	cJSON_AddNumberToObject(pk, "tf32", m->dev.tflops_tf32);
+	js_put(s, "device", d);
 
-	cJSON *st = cJSON_AddObjectToObject(root, "steps");
+	cJSON *st = cJSON_CreateObject();
 	cJSON_AddNumberToObject(st, "count", m->nsteps);
 	cJSON_AddNumberToObject(st, "warmup", m->warmup);
 	cJSON_AddNumberToObject(st, "period", m->period);
@@ -401,11 +604,13 @@ cJSON *summary_json(const struct model *m)
 	cJSON *tu = cJSON_AddArrayToObject(st, "times_us");
 	for (int i = 0; i < m->nsteps; i++)
 		cJSON_AddItemToArray(tu, cJSON_CreateNumber(r3(m->step_us[i])));
+	js_put(s, "steps", st);
 
-	cJSON *nodes = cJSON_AddArrayToObject(root, "nodes");
+	js_open(s, "nodes", 1);
 	for (int i = 0; i < m->nnodes; i++)
-		cJSON_AddItemToArray(nodes, node_json(m, &m->nodes[i]));
-	cJSON *edges = cJSON_AddArrayToObject(root, "edges");
+		js_put(s, NULL, node_json(m, &m->nodes[i]));
+	js_close(s);
+	js_open(s, "edges", 1);
 	for (int i = 0; i < m->nedges; i++) {
 		const struct edge *e = &m->edges[i];
 		cJSON *o = cJSON_CreateObject();
@@ -417,23 +622,39 @@ cJSON *summary_json(const struct model *m)
 			cJSON_AddNullToObject(o, "value");
 		cJSON_AddNumberToObject(o, "bytes", (double)e->bytes);
 		cJSON_AddStringToObject(o, "how", edge_how_name(e->how));
-		cJSON_AddItemToArray(edges, o);
+		js_put(s, NULL, o);
 	}
-	add_ledger(root, m);
+	js_close(s);
+	add_ledger(s, m);
 
-	cJSON *cands = cJSON_AddArrayToObject(root, "candidates");
-	if (m->pats)
-		for (int i = 0; i < m->npats; i++)
-			cJSON_AddItemToArray(cands, pattern_json(m, &m->pats[i]));
-	else
-		for (int i = 0; i < m->ncands; i++)
-			cJSON_AddItemToArray(cands, cand_json(m, &m->cands[i]));
+	/* candidates in the time model's order, numbered (timemodel_renumber()'s rule): the
+	 * keys from a first pass, each object built again when it is written, so that a
+	 * streamed summary never holds every candidate at once */
+	js_open(s, "candidates", 1);
+	int nc = m->pats ? m->npats : m->ncands;
+	struct tm_rank *rk = xcalloc(nc ? (size_t)nc : 1, sizeof(*rk));
+	for (int i = 0; i < nc; i++) {
+		cJSON *c =
+		    m->pats ? pattern_json(m, &m->pats[i], 1) : cand_json(m, &m->cands[i], 1);
+		timemodel_rank_key(c, i, &rk[i]);
+		cJSON_Delete(c);
+	}
+	qsort(rk, (size_t)nc, sizeof(*rk), timemodel_rank_cmp);
+	for (int r = 0; r < nc; r++) {
+		int i = rk[r].at;
+		cJSON *c = m->pats ? pattern_json(m, &m->pats[i], s->out != NULL)
+		                   : cand_json(m, &m->cands[i], s->out != NULL);
+		timemodel_set_number(c, r + 1);
+		js_put(s, NULL, c);
+	}
+	free(rk);
+	js_close(s);
 	cJSON *fg = funcgroups_json(m); /* function groups (funcgroup.c); absent when none */
 	if (cJSON_GetArraySize(fg))
-		cJSON_AddItemToObject(root, "functions", fg);
+		js_put(s, "functions", fg);
 	else
 		cJSON_Delete(fg);
-	cJSON *rej = cJSON_AddArrayToObject(root, "rejected");
+	cJSON *rej = cJSON_CreateArray();
 	for (int i = 0; i < m->nrejs; i++) {
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddItemToObject(o, "nodes", int_array(m->rejs[i].nodes, m->rejs[i].nnodes));
@@ -441,13 +662,14 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddStringToObject(o, "reason", m->rejs[i].reason);
 		cJSON_AddItemToArray(rej, o);
 	}
-	cJSON_AddItemToObject(root, "memory", memplan_json(m));
+	js_put(s, "rejected", rej);
+	js_put(s, "memory", memplan_json(m));
 	if (m->tm) /* absent without a timeline (no kernel ran in the step) */
-		cJSON_AddItemToObject(root, "time_model", timemodel_json(m));
-	cJSON *tl = cJSON_AddObjectToObject(root, "timeline");
-	cJSON_AddNumberToObject(tl, "step", m->tl_step);
-	cJSON_AddNumberToObject(tl, "t0_ns", (double)m->tl_t0_ns);
-	cJSON *ev = cJSON_AddArrayToObject(tl, "events");
+		js_put(s, "time_model", timemodel_json(m));
+	js_open(s, "timeline", 0);
+	js_put(s, "step", cJSON_CreateNumber(m->tl_step));
+	js_put(s, "t0_ns", cJSON_CreateNumber((double)m->tl_t0_ns));
+	js_open(s, "events", 1);
 	for (int i = 0; i < m->ntl; i++) {
 		const struct tl_event *e = &m->tl[i];
 		cJSON *o = cJSON_CreateObject();
@@ -457,11 +679,12 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddNumberToObject(o, "start_us", r3(e->start_us));
 		cJSON_AddNumberToObject(o, "dur_us", r3(e->dur_us));
 		cJSON_AddStringToObject(o, "name", m->nodes[e->node].name);
-		cJSON_AddItemToArray(ev, o);
+		js_put(s, NULL, o);
 	}
+	js_close(s);
 	/* every step as [start_us, dur_us] from t0, and the whole run (runtl.h): the Perfetto
 	 * export's */
-	cJSON *tst = cJSON_AddArrayToObject(tl, "steps");
+	cJSON *tst = cJSON_CreateArray();
 	for (int i = 0; m->step_t0_ns && i < m->nsteps; i++) {
 		if (m->step_t0_ns[i] == INT64_MAX)
 			continue;
@@ -471,23 +694,31 @@ cJSON *summary_json(const struct model *m)
 		cJSON_AddItemToArray(o, cJSON_CreateNumber(r3(m->step_us[i])));
 		cJSON_AddItemToArray(tst, o);
 	}
-	cJSON_AddItemToObject(tl, "run", runtl_json(m->run, m->tl_t0_ns));
-	timemodel_renumber(root);
-	return root;
+	js_put(s, "steps", tst);
+	js_put(s, "run", runtl_json(m->run, m->tl_t0_ns));
+	js_close(s);
+	js_close(s);
+}
+
+cJSON *summary_json(const struct model *m)
+{
+	struct jsink s = {0};
+	summary_emit(&s, m);
+	return s.root;
 }
 
 int summary_write(const struct model *m, const char *path)
 {
-	cJSON *root = summary_json(m);
-	char *text = cJSON_Print(root);
-	cJSON_Delete(root);
-	if (!text)
-		return error("cannot format '%s'", path);
-	size_t n = strlen(text);
-	text[n] = '\n'; /* replace the NUL: the file ends in a newline */
-	int r = write_file_atomic(path, text, n + 1);
-	free(text);
-	return r;
+	struct atomic_file af;
+	if (atomic_open(&af, path) < 0)
+		return atomic_commit(&af);
+	struct strbuf text = STRBUF_INIT;
+	struct jsink s = {.out = &text, .af = &af};
+	summary_emit(&s, m);
+	strbuf_add(&text, "\n", 1); /* the file ends in a newline */
+	atomic_write(&af, text.buf, text.len);
+	strbuf_release(&text);
+	return atomic_commit(&af);
 }
 
 void model_free(struct model *m)

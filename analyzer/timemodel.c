@@ -409,20 +409,52 @@ void timemodel_free(struct timemodel *tm)
 	free(tm);
 }
 
-struct ranked {
-	cJSON *c;
-	int proven, at;
-	double saved;
-};
-
-static int ranked_cmp(const void *a, const void *b)
+int timemodel_rank_cmp(const void *a, const void *b)
 {
-	const struct ranked *x = a, *y = b;
+	const struct tm_rank *x = a, *y = b;
 	if (x->proven != y->proven)
 		return x->proven ? -1 : 1;
 	if (x->saved != y->saved)
 		return x->saved > y->saved ? -1 : 1;
 	return x->at - y->at;
+}
+
+void timemodel_rank_key(const cJSON *c, int at, struct tm_rank *k)
+{
+	const cJSON *pv = cJSON_GetObjectItemCaseSensitive(c, "proven");
+	const cJSON *sv = cJSON_GetObjectItemCaseSensitive(c, "time_saved_us_per_step");
+	*k = (struct tm_rank){!cJSON_IsFalse(pv), at, cJSON_IsNumber(sv) ? sv->valuedouble : 0};
+}
+
+void timemodel_set_number(cJSON *c, int number)
+{
+	cJSON *num = cJSON_CreateNumber(number);
+	if (cJSON_GetObjectItemCaseSensitive(c, "number"))
+		cJSON_ReplaceItemInObjectCaseSensitive(c, "number", num);
+	else
+		cJSON_AddItemToObject(c, "number", num);
+	/* the group's name (fusegroup.c: "c<id>_ops"): fuse's directory, by number */
+	cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
+	if (cJSON_IsObject(grp) && (grp->type & cJSON_IsReference)) {
+		/* the streaming writer's reference to the model's own group: rename a copy */
+		cJSON *cp = cJSON_Duplicate(grp, 1);
+		cJSON_ReplaceItemInObjectCaseSensitive(c, "group", cp);
+		grp = cp;
+	}
+	cJSON *nm = cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "name") : NULL;
+	if (cJSON_IsString(nm) && nm->valuestring[0] == 'c' && nm->valuestring[1] >= '0' &&
+	    nm->valuestring[1] <= '9') {
+		const char *rest = nm->valuestring + 1;
+		while (*rest >= '0' && *rest <= '9')
+			rest++;
+		if (!*rest || *rest == '_') {
+			struct strbuf sb = STRBUF_INIT;
+			strbuf_addf(&sb, "c%d%s", number, rest);
+			cJSON_ReplaceItemInObjectCaseSensitive(grp, "name",
+			                                       cJSON_CreateString(sb.buf));
+			strbuf_release(&sb);
+		}
+	}
 }
 
 void timemodel_renumber(cJSON *root)
@@ -431,39 +463,17 @@ void timemodel_renumber(cJSON *root)
 	int n = cJSON_IsArray(cands) ? cJSON_GetArraySize(cands) : 0;
 	if (!n)
 		return;
-	struct ranked *r = xcalloc((size_t)n, sizeof(*r));
+	struct tm_rank *r = xcalloc((size_t)n, sizeof(*r));
+	cJSON **obj = xcalloc((size_t)n, sizeof(*obj));
 	for (int i = 0; i < n; i++) {
-		cJSON *c = cJSON_DetachItemFromArray(cands, 0);
-		const cJSON *pv = cJSON_GetObjectItemCaseSensitive(c, "proven");
-		const cJSON *sv = cJSON_GetObjectItemCaseSensitive(c, "time_saved_us_per_step");
-		r[i] = (struct ranked){c, !cJSON_IsFalse(pv), i,
-		                       cJSON_IsNumber(sv) ? sv->valuedouble : 0};
+		obj[i] = cJSON_DetachItemFromArray(cands, 0);
+		timemodel_rank_key(obj[i], i, &r[i]);
 	}
-	qsort(r, (size_t)n, sizeof(*r), ranked_cmp);
+	qsort(r, (size_t)n, sizeof(*r), timemodel_rank_cmp);
 	for (int i = 0; i < n; i++) {
-		cJSON *num = cJSON_CreateNumber(i + 1);
-		if (cJSON_GetObjectItemCaseSensitive(r[i].c, "number"))
-			cJSON_ReplaceItemInObjectCaseSensitive(r[i].c, "number", num);
-		else
-			cJSON_AddItemToObject(r[i].c, "number", num);
-		/* the group's name (fusegroup.c: "c<id>_ops"): fuse's directory, by number */
-		cJSON *grp = cJSON_GetObjectItemCaseSensitive(r[i].c, "group");
-		cJSON *nm =
-		    cJSON_IsObject(grp) ? cJSON_GetObjectItemCaseSensitive(grp, "name") : NULL;
-		if (cJSON_IsString(nm) && nm->valuestring[0] == 'c' && nm->valuestring[1] >= '0' &&
-		    nm->valuestring[1] <= '9') {
-			const char *rest = nm->valuestring + 1;
-			while (*rest >= '0' && *rest <= '9')
-				rest++;
-			if (!*rest || *rest == '_') {
-				struct strbuf sb = STRBUF_INIT;
-				strbuf_addf(&sb, "c%d%s", i + 1, rest);
-				cJSON_ReplaceItemInObjectCaseSensitive(grp, "name",
-				                                       cJSON_CreateString(sb.buf));
-				strbuf_release(&sb);
-			}
-		}
-		cJSON_AddItemToArray(cands, r[i].c);
+		timemodel_set_number(obj[r[i].at], i + 1);
+		cJSON_AddItemToArray(cands, obj[r[i].at]);
 	}
+	free(obj);
 	free(r);
 }

@@ -52,6 +52,17 @@ struct cJSON *timemodel_json(const struct model *m);
  */
 void timemodel_renumber(struct cJSON *root);
 
+/* The parts of timemodel_renumber() for a writer that emits candidates one at a time
+ * (summary.c's streaming writer): the rank key of candidate object c at position at, the order
+ * of two keys (qsort), and writing number n (1-based) into c with its group renamed. */
+struct tm_rank {
+	int proven, at;
+	double saved;
+};
+void timemodel_rank_key(const struct cJSON *c, int at, struct tm_rank *k);
+int timemodel_rank_cmp(const void *a, const void *b);
+void timemodel_set_number(struct cJSON *c, int number);
+
 /* A time in µs for a finding's text into buf (32 bytes): "12.3 µs", "4.56 ms"; returns buf. */
 char *fmt_us(double us, char *buf);
 

@@ -10,7 +10,10 @@
  * kind). A row is checked wherever its parent exists and has the parent's type; an
  * absent or mistyped parent is its own row's business, so one row a fact. Integer rows refuse
  * a fraction, NaN, +-inf and anything outside [lo, hi], which is what lets every consumer
- * convert them to int without further care.
+ * convert them to int without further care. A T_INTN row takes null as absent (the
+ * consumers read a null so): the ints the report prints (a pid, a value's writer, the memory
+ * plan's nodes, a timeline event's stream and node) came in after fuzzing found each
+ * converted unchecked (tests/fuzz/regress/summary/).
  *
  * Before the table: the top level must be an object, not a trace record (a trace's lines have
  * "t"; a whole trace is not one JSON value, so on a parse error the first line is tried as a
@@ -26,18 +29,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum stype { T_NUM, T_INT, T_STR, T_BOOL, T_OBJ, T_ARR };
+enum stype { T_NUM, T_INT, T_STR, T_BOOL, T_OBJ, T_ARR, T_INTN /* T_INT or null */ };
 
 struct field {
 	const char *path;
 	enum stype type;
 	int required;
-	double lo, hi; /* T_NUM and T_INT */
+	double lo, hi; /* T_NUM, T_INT and T_INTN */
 };
 
-#define IMAX 2147483647.0 /* ids and indices become int */
-#define CMAX 1e15         /* counts and sizes: exact in a double */
-#define UMAX 1e15         /* times in microseconds */
+#define IMAX 2147483647.0    /* ids and indices become int */
+#define IMIN (-2147483648.0) /* ints that may be -1 or another sentinel */
+#define CMAX 1e15            /* counts and sizes: exact in a double */
+#define UMAX 1e15            /* times in microseconds */
 
 static const struct field run_schema[] = {
     {"format", T_INT, 1, 1, IMAX},
@@ -45,6 +49,7 @@ static const struct field run_schema[] = {
     {"program", T_STR, 0, 0, 0},
     {"traces", T_ARR, 0, 0, 0},
     {"traces[]", T_OBJ, 0, 0, 0},
+    {"traces[].pid", T_INTN, 0, IMIN, IMAX}, /* the Perfetto trace's pid */
     {"device", T_OBJ, 0, 0, 0},
     {"device.sm_count", T_INT, 0, 0, IMAX},
     {"steps", T_OBJ, 0, 0, 0},
@@ -63,6 +68,12 @@ static const struct field run_schema[] = {
     {"edges[].from", T_INT, 1, 0, IMAX},
     {"edges[].to", T_INT, 1, 0, IMAX},
     {"ledger", T_OBJ, 0, 0, 0},
+    {"ledger.by_family", T_ARR, 0, 0, 0},
+    {"ledger.by_family[]", T_OBJ, 0, 0, 0},
+    {"ledger.by_family[].count", T_INTN, 0, 0, IMAX},
+    {"ledger.values", T_ARR, 0, 0, 0},
+    {"ledger.values[]", T_OBJ, 0, 0, 0},
+    {"ledger.values[].writer", T_INTN, 0, IMIN, IMAX},
     {"candidates", T_ARR, 0, 0, 0},
     {"candidates[]", T_OBJ, 0, 0, 0},
     {"candidates[].id", T_INT, 1, 0, IMAX},
@@ -76,8 +87,20 @@ static const struct field run_schema[] = {
     {"candidates[].in_headline", T_BOOL, 0, 0, 0},
     {"rejected", T_ARR, 0, 0, 0},
     {"memory", T_OBJ, 0, 0, 0},
+    {"memory.step", T_INTN, 0, IMIN, IMAX},
+    {"memory.ideal_peak_after_node", T_INTN, 0, IMIN, IMAX},
+    {"memory.at_peak", T_ARR, 0, 0, 0},
+    {"memory.at_peak[]", T_OBJ, 0, 0, 0},
+    {"memory.at_peak[].value", T_INTN, 0, IMIN, IMAX},
+    {"memory.at_peak[].writer", T_INTN, 0, IMIN, IMAX},
+    {"memory.freed_by_candidate", T_ARR, 0, 0, 0},
+    {"memory.freed_by_candidate[]", T_OBJ, 0, 0, 0},
+    {"memory.freed_by_candidate[].candidate", T_INTN, 0, IMIN, IMAX},
     {"timeline", T_OBJ, 0, 0, 0},
     {"timeline.events", T_ARR, 0, 0, 0},
+    {"timeline.events[]", T_OBJ, 0, 0, 0},
+    {"timeline.events[].stream", T_INTN, 0, IMIN, IMAX},
+    {"timeline.events[].node", T_INTN, 0, IMIN, IMAX},
     {"time_model", T_OBJ, 0, 0, 0},
     {"time_model.step_us", T_NUM, 0, 0, UMAX},
     {"time_model.kernel_sum_us", T_NUM, 0, 0, UMAX},
@@ -106,8 +129,9 @@ static const struct field rank_schema[] = {
     {"colls[]", T_OBJ, 0, 0, 0},      {"colls[].key", T_STR, 1, 0, 0},
 };
 
-static const char *const type_names[] = {"a number",  "an integer", "a string",
-                                         "a boolean", "an object",  "an array"};
+static const char *const type_names[] = {"a number",          "an integer", "a string",
+                                         "a boolean",         "an object",  "an array",
+                                         "an integer or null"};
 
 struct ck {
 	const char *file;
@@ -144,6 +168,14 @@ static int check_value(struct ck *c, const struct field *f, const cJSON *v)
 {
 	char got[64];
 	int ok;
+	struct field as_int;
+	if (f->type == T_INTN) { /* null is taken as absent, as the consumers read it */
+		if (cJSON_IsNull(v))
+			return 0;
+		as_int = *f;
+		as_int.type = T_INT;
+		f = &as_int;
+	}
 	switch (f->type) {
 	case T_NUM:
 		ok = cJSON_IsNumber(v) && v->valuedouble == v->valuedouble;

@@ -249,60 +249,82 @@ void strbuf_add_esc(struct strbuf *sb, const char *s, size_t max)
 		strbuf_adds(sb, "...");
 }
 
-int write_file_atomic(const char *path, const void *data, size_t len)
+int atomic_open(struct atomic_file *af, const char *path)
 {
 	/* mkostemp: a fresh name no one could have planted (O_EXCL; a link there is never
 	 * followed), and rename() replaces a link at path itself instead of writing through it */
+	memset(af, 0, sizeof(*af));
+	af->path = xstrdup(path);
 	struct strbuf tmp = STRBUF_INIT;
 	strbuf_addf(&tmp, "%s.tmp.XXXXXX", path);
-	int fd = mkostemp(tmp.buf, O_CLOEXEC);
-	if (fd < 0) {
-		error("cannot create '%s': %s", tmp.buf, strerror(errno));
-		strbuf_release(&tmp);
+	af->tmp = xstrdup(tmp.buf);
+	strbuf_release(&tmp);
+	af->fd = mkostemp(af->tmp, O_CLOEXEC);
+	if (af->fd < 0) {
+		error("cannot create '%s': %s", af->tmp, strerror(errno));
+		free(af->tmp);
+		af->tmp = NULL; /* nothing to remove */
+		af->failed = 1;
 		return -1;
 	}
 	mode_t um = umask(0);
 	umask(um);
-	if (fchmod(fd, 0666 & ~um) < 0) {
-		error("cannot set the mode of '%s': %s", tmp.buf, strerror(errno));
-		close(fd);
-		unlink(tmp.buf);
-		strbuf_release(&tmp);
+	if (fchmod(af->fd, 0666 & ~um) < 0) {
+		error("cannot set the mode of '%s': %s", af->tmp, strerror(errno));
+		af->failed = 1;
 		return -1;
 	}
+	return 0;
+}
+
+int atomic_write(struct atomic_file *af, const void *data, size_t len)
+{
 	const char *p = data;
 	size_t left = len;
-	while (left) {
-		ssize_t w = write(fd, p, left);
+	while (left && !af->failed) {
+		ssize_t w = write(af->fd, p, left);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0) {
-			error("cannot write '%s': %s", path,
+			error("cannot write '%s': %s", af->path,
 			      w < 0 ? strerror(errno) : "short write");
-			close(fd);
-			unlink(tmp.buf);
-			strbuf_release(&tmp);
-			return -1;
+			af->failed = 1;
+			break;
 		}
 		p += w;
 		left -= (size_t)w;
 	}
-	if (fsync(fd) < 0 && errno != EINVAL) {
-		error("cannot sync '%s': %s", path, strerror(errno));
-		close(fd);
-		unlink(tmp.buf);
-		strbuf_release(&tmp);
-		return -1;
+	return af->failed ? -1 : 0;
+}
+
+int atomic_commit(struct atomic_file *af)
+{
+	if (!af->failed && fsync(af->fd) < 0 && errno != EINVAL) {
+		error("cannot sync '%s': %s", af->path, strerror(errno));
+		af->failed = 1;
 	}
-	close(fd);
-	if (rename(tmp.buf, path) < 0) {
-		error("cannot rename '%s' to '%s': %s", tmp.buf, path, strerror(errno));
-		unlink(tmp.buf);
-		strbuf_release(&tmp);
-		return -1;
+	if (af->fd >= 0)
+		close(af->fd);
+	if (!af->failed && rename(af->tmp, af->path) < 0) {
+		error("cannot rename '%s' to '%s': %s", af->tmp, af->path, strerror(errno));
+		af->failed = 1;
 	}
-	strbuf_release(&tmp);
-	return 0;
+	if (af->failed && af->tmp)
+		unlink(af->tmp);
+	int r = af->failed ? -1 : 0;
+	free(af->tmp);
+	free(af->path);
+	memset(af, 0, sizeof(*af));
+	af->fd = -1;
+	return r;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len)
+{
+	struct atomic_file af;
+	if (atomic_open(&af, path) == 0)
+		atomic_write(&af, data, len);
+	return atomic_commit(&af);
 }
 
 int error_into(struct strbuf *err, const char *fmt, ...)

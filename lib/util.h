@@ -87,6 +87,23 @@ void strbuf_add_esc(struct strbuf *sb, const char *s, size_t max);
 int write_file_atomic(const char *path, const void *data, size_t len);
 
 /*
+ * write_file_atomic() in pieces, for a file too large to hold in memory: atomic_open()
+ * creates the temporary beside path (as write_file_atomic), atomic_write() appends to it,
+ * atomic_commit() syncs it and renames it over path. Each returns 0, or error() (-1) naming
+ * the path; after a failure later writes do nothing and atomic_commit() removes the
+ * temporary and returns -1, leaving path untouched. atomic_commit() must always be called
+ * (after a failed atomic_open() too): it releases *af.
+ */
+struct atomic_file {
+	int fd;
+	int failed;
+	char *tmp, *path;
+};
+int atomic_open(struct atomic_file *af, const char *path);
+int atomic_write(struct atomic_file *af, const void *data, size_t len);
+int atomic_commit(struct atomic_file *af);
+
+/*
  * Creates the directory path (its parent must exist) or accepts it when it is already a
  * directory; refuses, with error() (-1), when path is a symbolic link or another file, so a
  * link planted inside an output directory never redirects what is written under it.
