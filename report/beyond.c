@@ -199,8 +199,10 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 	}
 	if (n)
 		strbuf_adds(o, "</tbody></table></details>\n");
-	/* every fusion candidate, with what it frees at the ideal peak (0 when nothing) */
+	/* the fusion candidates that free something at the ideal peak; a table of zeros says
+	 * nothing, so when none does, one line says that */
 	n = 0;
+	int fusions = 0;
 	for (int r = 0; r < m->nr_cands; r++) {
 		int ci = m->cand_order ? m->cand_order[r] : r;
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
@@ -213,6 +215,9 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 			if ((int)jnumd(v, "candidate", -1) == (int)jnumd(c, "id", -2))
 				freed = jnumd(v, "bytes", 0);
 		}
+		fusions++;
+		if (!(freed > 0))
+			continue;
 		if (!n++)
 			strbuf_adds(o, "<table class=\"beyond\" id=\"beyond-frees\"><thead><tr>"
 			               "<th>rank</th><th>fusion candidate</th><th>frees at the peak"
@@ -224,4 +229,10 @@ void report_beyond_section(const struct rmodel *m, struct strbuf *o)
 	}
 	if (n)
 		strbuf_adds(o, "</tbody></table>\n");
+	else if (fusions)
+		strbuf_addf(o,
+		            "<p class=\"note\" id=\"beyond-frees\">None of the %d fusion "
+		            "findings frees memory at the ideal peak: the intermediates they keep "
+		            "on chip are not live there.</p>\n",
+		            fusions);
 }
