@@ -124,3 +124,38 @@ void finding_todo(struct strbuf *o, const cJSON *c, int num)
 	}
 	strbuf_release(&err);
 }
+
+void finding_package(struct strbuf *o, const cJSON *functions, const cJSON *c)
+{
+	const cJSON *ms = jobj(c, "model_site");
+	const char *file = jstr(ms, "file"), *func = jstr(ms, "func");
+	if (!cJSON_IsArray(functions) || !file || !func)
+		return;
+	const cJSON *f;
+	cJSON_ArrayForEach(f, functions)
+	{
+		const char *ff = jstr(f, "file"), *fn = jstr(f, "func");
+		if (!ff || !fn || strcmp(ff, file) || strcmp(fn, func))
+			continue;
+		const cJSON *b = jobj(f, "binding");
+		const char *mod = jstr(b, "module"), *qn = jstr(b, "qualname");
+		const char *form = jstr(f, "form");
+		strbuf_adds(o, "; the whole function <code>");
+		if (mod && qn) {
+			H(o, mod);
+			strbuf_adds(o, ".");
+			H(o, qn);
+		} else {
+			H(o, fn);
+		}
+		strbuf_adds(
+		    o, "</code> is replaced at run time by <code>aicprof_fused.apply()</code> (");
+		if (form && !strcmp(form, "sdpa"))
+			strbuf_adds(o, "the library's scaled_dot_product_attention form");
+		else
+			strbuf_adds(o, "one generated kernel for every call, with its backward");
+		strbuf_adds(o, ", checked against the original on first use), the two lines "
+		               "<code>aicprof.patch</code> adds to the program's script");
+		return;
+	}
+}

@@ -23,4 +23,12 @@ int finding_number(const struct cJSON *c, int k);
  */
 void finding_todo(struct strbuf *o, const struct cJSON *c, int num);
 
+/*
+ * Where finding c's model line is in a library function that summary.json's functions[]
+ * (analyzer/funcgroup.c) lists, appends to o (HTML) how aicprof_fused.apply() replaces that
+ * whole function at run time (its generated group, or the library's own form such as SDPA) and
+ * that the patch adds the two lines to the program's script. functions may be NULL. Never fails.
+ */
+void finding_package(struct strbuf *o, const struct cJSON *functions, const struct cJSON *c);
+
 #endif

@@ -732,6 +732,7 @@ static void section_candidates(struct page *pg, struct strbuf *o)
 		} else {
 			finding_todo(o, c, num);
 		}
+		finding_package(o, cJSON_GetObjectItemCaseSensitive(m->root, "functions"), c);
 		strbuf_adds(o, "</dd>\n</dl></article>\n");
 	}
 	if (nbrief) {

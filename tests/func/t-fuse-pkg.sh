@@ -339,3 +339,14 @@ else
 		sed 's/^/# /' "$gd/cc.out"
 	done
 fi
+
+# the report says what the package does for a finding whose model line is a function it replaces
+check "gpt2 report: a GELU finding says aicprof_fused.apply() replaces NewGELUActivation.forward" \
+	grep -q 'the whole function <code>transformers.activations.NewGELUActivation.forward</code> is replaced at run time by <code>aicprof_fused.apply()</code>' "$tmp/gpt2/report.html"
+check "gpt2 report: only findings of listed functions say so (every such line names a listed function)" \
+	python3 -c "
+import json, re, sys
+s = json.load(open(sys.argv[1])); h = open(sys.argv[2]).read()
+listed = {f['binding']['module'] + '.' + f['binding']['qualname'] for f in s.get('functions', [])}
+said = set(re.findall(r'the whole function <code>([^<]*)</code>', h))
+sys.exit(0 if said and said <= listed else 1)" "$tmp/gpt2/summary.json" "$tmp/gpt2/report.html"
