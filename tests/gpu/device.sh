@@ -6,8 +6,9 @@
 # GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
 # capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files (after the
 # suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
-# GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings) and GPU_OVH=1 tests/gpu/overhead.sh
-# (OVH_* settings) at the end.
+# GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings), GPU_OVH=1 tests/gpu/overhead.sh
+# (OVH_* settings) and GPU_E2E=1 tests/gpu/e2e_gpt2.py (E2E_ROUNDS rounds, default 3, within
+# E2E_BUDGET seconds, default 300) at the end.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -53,6 +54,11 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	fi
 	if [ "${GPU_OVH:-0}" = 1 ]; then
 		OUT=$OUT sh tests/gpu/overhead.sh
+	fi
+	if [ "${GPU_E2E:-0}" = 1 ]; then
+		echo "== GPT-2 end to end (tests/gpu/e2e_gpt2.py)"
+		python3 tests/gpu/e2e_gpt2.py --rounds "${E2E_ROUNDS:-3}" --steps 20 \
+			--budget "${E2E_BUDGET:-300}" 2>&1 | tee "$OUT/e2e.jsonl"
 	fi
 	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
