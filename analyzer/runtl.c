@@ -2,12 +2,12 @@
  * runtl.c - the whole run's timeline for the Perfetto export (runtl.h).
  *
  * A consumer of the analyzer's one pass over the trace (analysis_run() in summary.c): it keeps,
- * in file order, one small struct per GPU activity record (kernel, copy, set: name, stream,
- * start, end), per host API call (launch, memcpy, memset: an instant at its `ts`, a blocking
- * copy or memset stretched to its activity's end, joined by correlation id; sync: `ts` + `dur`)
- * and per NVTX range (push/pop by thread, range_start/range_end by id, closed ones only).
- * Times are read exactly from the line's text (a double loses nanoseconds at 1.8e18). Host
- * times are moved onto the GPU clock by the header's clock_sync, so that both lie on the clock
+ * in file order (written out in time order), one small struct per GPU activity record (kernel,
+ * copy, set: name, stream, start, end), per host API call (launch, memcpy, memset: an instant at
+ * its `ts`, a blocking copy or memset stretched to its activity's end, joined by correlation id;
+ * sync: `ts` + `dur`) and per NVTX range (push/pop by thread, range_start/range_end by id, closed
+ * ones only). Times are read exactly from the line's text (a double loses nanoseconds at 1.8e18).
+ * Host times are moved onto the GPU clock by the header's clock_sync, so that both lie on the clock
  * of summary.timeline's t0_ns. At most RUNTL_CAP events are kept; the rest are only counted,
  * by kind, and runtl_json() says how many were dropped. Names are interned: kernels by their
  * short name (semantics.h), copies by direction, host calls by API, ranges by text.
@@ -301,6 +301,29 @@ static void add_us(struct strbuf *sb, int64_t ns)
 	            (unsigned)(a % 1000));
 }
 
+/* The rows in time order (then thread, stream, name, duration), not file order: threads'
+ * records interleave in the file however the writer drained them, and the same run must give
+ * the same summary (t-order.sh). */
+static const struct rev *sort_ev;
+
+static int cmp_rev(const void *pa, const void *pb)
+{
+	const struct rev *x = &sort_ev[*(const long *)pa], *y = &sort_ev[*(const long *)pb];
+	if (x->cat != y->cat)
+		return x->cat - y->cat;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->a != y->a)
+		return x->a - y->a;
+	if (x->b != y->b)
+		return x->b - y->b;
+	if (x->name != y->name)
+		return x->name - y->name;
+	if (x->d != y->d)
+		return x->d < y->d ? -1 : 1;
+	return 0;
+}
+
 cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 {
 	cJSON *o = cJSON_CreateObject();
@@ -316,8 +339,16 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 	 * tens of MiB (t-scale bounds the analyzer's memory). gpu: [kind, stream, start, dur,
 	 * name]; host: [tid, start, dur, name]; nvtx: [tid, start, dur, name, depth]. */
 	struct strbuf sb[C_N] = {STRBUF_INIT, STRBUF_INIT, STRBUF_INIT};
-	for (long i = 0; rt && i < rt->nev; i++) {
-		const struct rev *e = &rt->ev[i];
+	long nev = rt ? rt->nev : 0;
+	long *order = xmalloc(sizeof(long) * (size_t)(nev ? nev : 1));
+	for (long i = 0; i < nev; i++)
+		order[i] = i;
+	if (nev) {
+		sort_ev = rt->ev;
+		qsort(order, (size_t)nev, sizeof(long), cmp_rev);
+	}
+	for (long k = 0; k < nev; k++) {
+		const struct rev *e = &rt->ev[order[k]];
 		struct strbuf *b = &sb[e->cat];
 		strbuf_adds(b, b->len ? ", [" : "[");
 		strbuf_addf(b, "%d, ", e->a);
@@ -331,6 +362,7 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 			strbuf_addf(b, ", %d", e->b);
 		strbuf_adds(b, "]");
 	}
+	free(order);
 	for (int c = 0; c < C_N; c++) {
 		struct strbuf t = STRBUF_INIT;
 		strbuf_addf(&t, "[%s]", sb[c].len ? sb[c].buf : "");

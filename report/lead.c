@@ -57,8 +57,10 @@ static void add_time(struct strbuf *o, double us)
 		strbuf_addf(o, "%.1f µs", us);
 }
 
-/* The host syncs and device-to-host copies found in the step: a list item each. */
-static int host_syncs(const struct rmodel *m, struct strbuf *o, double *stall)
+/* The host syncs and device-to-host copies found in the step: a list item each. A stall is
+ * shown at most as long as the step (step_us): the host cannot block longer than the step it
+ * blocks in, whatever the summary says. */
+static int host_syncs(const struct rmodel *m, struct strbuf *o, double step_us, double *stall)
 {
 	int n = 0;
 	const cJSON *c;
@@ -69,7 +71,7 @@ static int host_syncs(const struct rmodel *m, struct strbuf *o, double *stall)
 		const char *what = jstr(ev, "what");
 		if (!what || (strcmp(what, "host-sync") && strcmp(what, "host-copy")))
 			continue;
-		double st = json_clamp(ev, "stall_us", 0, 0, 1e12);
+		double st = fmin(json_clamp(ev, "stall_us", 0, 0, 1e12), step_us);
 		if (!strcmp(what, "host-copy") && st <= 0)
 			continue; /* an HtoD copy the host does not wait for */
 		const cJSON *src = jarr(c, "sources");
@@ -277,7 +279,7 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	}
 	struct strbuf hs = STRBUF_INIT;
 	double stall = 0;
-	int nh = host_syncs(m, &hs, &stall);
+	int nh = host_syncs(m, &hs, step, &stall);
 	if (nh || syncs) {
 		strbuf_addf(o, "<li>The host waits for the GPU inside the step: ");
 		if (nh)

@@ -26,8 +26,8 @@ const char *__lsan_default_suppressions(void)
 	       "leak:libpangoft2-1.0.so\nleak:libpango-1.0.so\nleak:libglib-2.0.so\n";
 }
 
-static const char *const allowed[] = {"summary.json", "report.html", "graph.dot", "graph.svg",
-                                      "trace.perfetto.json"};
+static const char *const allowed[] = {"summary.json", "report.html",   "graph.dot",
+                                      "graph.svg",    "graph-all.svg", "trace.perfetto.json"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

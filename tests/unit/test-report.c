@@ -388,6 +388,11 @@ static void test_missing_and_wrong_types(void **state)
 	    "{\"format\":1,\"nodes\":[{\"median_us\":\"slow\",\"id\":\"7\"}]}",
 	    "{\"format\":1,\"nodes\":[{\"id\":0,\"median_us\":1e308}]}",
 	    "{\"format\":1,\"candidates\":[{\"nodes\":[0,\"a\"]},7]}",
+	    /* the lists whose elements the report converts (fuzz-summary found the report
+	     * converting unchecked fields): a list of the wrong elements is refused */
+	    "{\"format\":1,\"nodes\":[],\"timeline\":{\"events\":[7]}}",
+	    "{\"format\":1,\"nodes\":[],\"ledger\":{\"values\":[1]}}",
+	    "{\"format\":1,\"nodes\":[],\"ledger\":{\"by_family\":[5]}}",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
 		char tmpl[] = "/tmp/aicprof-report-XXXXXX";
@@ -408,8 +413,8 @@ static void test_missing_and_wrong_types(void **state)
 	    "{\"format\":1,\"nodes\":[{\"name\":5,\"id\":7},"
 	    "{\"id\":3,\"sources\":[1],\"site\":\"no\"}],\"edges\":[],\"candidates\":[],"
 	    "\"rejected\":[7],\"steps\":{},\"device\":{\"peak_tflops\":[1,2]},"
-	    "\"ledger\":{\"values\":[1,{\"readers\":\"x\"}],\"by_source\":[{\"source\":3}],"
-	    "\"by_family\":[5]},\"timeline\":{\"events\":[{\"start_us\":\"x\"},7,"
+	    "\"ledger\":{\"values\":[{\"readers\":\"x\"}],\"by_source\":[{\"source\":3}],"
+	    "\"by_family\":[{\"family\":5}]},\"timeline\":{\"events\":[{\"start_us\":\"x\"},"
 	    "{\"start_us\":1,\"dur_us\":-5,\"node\":99}]},\"traces\":[{\"warnings\":[1]}]}",
 	    "{\"format\":1,\"nodes\":[{\"id\":0,\"median_us\":1e14,\"bytes_read\":-1},{\"id\":0}],"
 	    "\"edges\":[{\"from\":0,\"to\":0},{\"from\":0,\"to\":99}],"
