@@ -305,6 +305,13 @@ static void add_us(struct strbuf *sb, int64_t ns)
  * records interleave in the file however the writer drained them, and the same run must give
  * the same summary (t-order.sh). */
 static const struct rev *sort_ev;
+static const int *sort_rank; /* a name's index in the sorted names */
+static char *const *sort_names;
+
+static int cmp_name(const void *pa, const void *pb)
+{
+	return strcmp(sort_names[*(const int *)pa], sort_names[*(const int *)pb]);
+}
 
 static int cmp_rev(const void *pa, const void *pb)
 {
@@ -318,7 +325,7 @@ static int cmp_rev(const void *pa, const void *pb)
 	if (x->b != y->b)
 		return x->b - y->b;
 	if (x->name != y->name)
-		return x->name - y->name;
+		return sort_rank[x->name] - sort_rank[y->name];
 	if (x->d != y->d)
 		return x->d < y->d ? -1 : 1;
 	return 0;
@@ -332,9 +339,22 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 	for (int c = 0; c < C_N; c++)
 		cJSON_AddNumberToObject(dr, cat_name[c], rt ? rt->dropped[c] : 0);
 	cJSON_AddNumberToObject(dr, "nvtx_unclosed", rt ? rt->unclosed + rt->nopen : 0);
+	/* names in byte order, not first-seen order (file order again) */
+	int nn = rt ? rt->nnames : 0;
+	int *byname = xmalloc(sizeof(int) * (size_t)(nn ? nn : 1));
+	int *rank = xmalloc(sizeof(int) * (size_t)(nn ? nn : 1));
+	for (int i = 0; i < nn; i++)
+		byname[i] = i;
+	if (nn) {
+		sort_names = rt->names;
+		qsort(byname, (size_t)nn, sizeof(int), cmp_name);
+	}
+	for (int i = 0; i < nn; i++)
+		rank[byname[i]] = i;
 	cJSON *names = cJSON_AddArrayToObject(o, "names");
-	for (int i = 0; rt && i < rt->nnames; i++)
-		cJSON_AddItemToArray(names, cJSON_CreateString(rt->names[i]));
+	for (int i = 0; i < nn; i++)
+		cJSON_AddItemToArray(names, cJSON_CreateString(rt->names[byname[i]]));
+	sort_rank = rank;
 	/* The rows as raw JSON text, one line each: a cJSON tree of 100,000 rows would take
 	 * tens of MiB (t-scale bounds the analyzer's memory). gpu: [kind, stream, start, dur,
 	 * name]; host: [tid, start, dur, name]; nvtx: [tid, start, dur, name, depth]. */
@@ -357,12 +377,14 @@ cJSON *runtl_json(const struct runtl *rt, int64_t t0_ns)
 		add_us(b, sub(e->t, t0_ns));
 		strbuf_adds(b, ", ");
 		add_us(b, e->d);
-		strbuf_addf(b, ", %d", e->name);
+		strbuf_addf(b, ", %d", rank[e->name]);
 		if (e->cat == C_NVTX)
 			strbuf_addf(b, ", %d", e->b);
 		strbuf_adds(b, "]");
 	}
 	free(order);
+	free(byname);
+	free(rank);
 	for (int c = 0; c < C_N; c++) {
 		struct strbuf t = STRBUF_INIT;
 		strbuf_addf(&t, "[%s]", sb[c].len ? sb[c].buf : "");
