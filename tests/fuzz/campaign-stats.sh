@@ -4,8 +4,8 @@
 # stat::number_of_executed_units, or the last status line's count for a slice still running or
 # stopped by a finding), mean exec/s, coverage (cov / ft) at the first slice's INITED line and at
 # the last status line, corpus files and size, findings (artifacts).
-#   sh tests/fuzz/campaign-stats.sh [DIR]      (DIR: default /work/fuzzlogs)
-DIR=${1:-/work/fuzzlogs}
+#   sh tests/fuzz/campaign-stats.sh [DIR]      (DIR: default ../fuzzlogs, beside the checkout)
+DIR=${1:-$(cd "$(dirname "$0")/../.." && pwd)/../fuzzlogs}
 echo "| target | slices | time | executions | exec/s | cov / ft, start -> now | corpus | findings |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
 for log1 in "$DIR"/log/*-001.log; do

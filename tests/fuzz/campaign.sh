@@ -6,7 +6,7 @@
 #
 #   nohup sh tests/fuzz/campaign.sh [DIR] >/dev/null 2>&1 &
 #
-# DIR (default /work/fuzzlogs, outside the repository) gets:
+# DIR (default ../fuzzlogs beside the checkout, outside the repository) gets:
 #   bin/fuzz-NAME       the targets, copied at the start (rebuild and copy again to fuzz a fix:
 #                       the next slice of that target picks it up)
 #   corpus-NAME/        the corpus, grown across rounds (seeds and regression inputs are read
@@ -20,7 +20,7 @@
 # A slice that stops on a finding is logged with its exit code; the rotation goes on (the
 # finding's target resumes at its next turn, from the same corpus).
 set -u
-DIR=${1:-/work/fuzzlogs}
+DIR=${1:-$(cd "$(dirname "$0")/../.." && pwd)/../fuzzlogs}
 SLICE=${SLICE:-1200}
 ROUNDS=${ROUNDS:-1000}
 TARGETS=${TARGETS:-"analyze summary report fuse"}
