@@ -332,6 +332,27 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	return 1;
 }
 
+/* Whether the comma-separated list holds tok. */
+static int has_token(const char *list, const char *tok)
+{
+	size_t n = strlen(tok);
+	for (const char *p = list; p && *p;) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		if (l == n && !strncmp(p, tok, n))
+			return 1;
+		p = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Appends tok to the comma-separated list in buf (size sz). */
+static void add_token(char *buf, size_t sz, const char *tok)
+{
+	size_t l = strlen(buf);
+	snprintf(buf + l, sz - l, "%s%s", l ? "," : "", tok);
+}
+
 __attribute__((constructor)) static void aicprof_init(void)
 {
 	if (init_done)
@@ -346,39 +367,68 @@ __attribute__((constructor)) static void aicprof_init(void)
 	if (shim_cfg.delay_s > 0)
 		shim_record_from(t_start + (uint64_t)(shim_cfg.delay_s * 1e9));
 
+	/* AICPROF_ENV_SET lists what a shim set in this environment (alloc, xla_alloc,
+	 * xla_graphs): a process started by a process under the shim (a shell, timeout, a
+	 * launcher's workers) inherits those values, and they are still aicprof's, not the
+	 * user's, as long as they are the values aicprof sets */
+	const char *mine = getenv("AICPROF_ENV_SET");
+	char mark[64] = "";
 	const char *ac = getenv("PYTORCH_CUDA_ALLOC_CONF");
-	if (ac && *ac) {
+	if (ac && *ac && has_token(mine, "alloc") && !strcmp(ac, "backend:cudaMallocAsync")) {
+		snprintf(alloc_note, sizeof(alloc_note),
+		         "cudaMallocAsync (set by aicprof in a parent process)");
+		add_token(mark, sizeof(mark), "alloc");
+	} else if (ac && *ac) {
 		snprintf(alloc_note, sizeof(alloc_note), "user: %s", ac);
 	} else if (shim_cfg.alloc_backend) {
 		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
 		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
+		add_token(mark, sizeof(mark), "alloc");
 	}
 	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
 	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */
 	const char *xp = getenv("XLA_PYTHON_CLIENT_PREALLOCATE"),
 	           *xa = getenv("XLA_PYTHON_CLIENT_ALLOCATOR");
-	if ((xp && *xp) || (xa && *xa)) {
+	if (xp && xa && has_token(mine, "xla_alloc") && !strcmp(xp, "false") &&
+	    !strcmp(xa, "platform")) {
+		snprintf(xla_note, sizeof(xla_note),
+		         "platform, no preallocation (set by aicprof in a parent process)");
+		add_token(mark, sizeof(mark), "xla_alloc");
+	} else if ((xp && *xp) || (xa && *xa)) {
 		snprintf(xla_note, sizeof(xla_note), "user: preallocate=%.100s allocator=%.100s",
 		         xp ? xp : "", xa ? xa : "");
 	} else if (shim_cfg.alloc_backend) {
 		setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
 		setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 0);
 		snprintf(xla_note, sizeof(xla_note), "platform, no preallocation (set by aicprof)");
+		add_token(mark, sizeof(mark), "xla_alloc");
 	}
 	/* XLA runs its fusions inside CUDA graphs (command buffers) by default: a graph's kernels
 	 * come as activity records only, with no launch and no parameters, so no data flow. Unless
 	 * the user set the flag (or AICPROF_XLA_GRAPHS=1), ask for plain launches. */
+	static const char xflag[] = "--xla_gpu_enable_command_buffer=";
 	const char *xf = getenv("XLA_FLAGS");
-	if (xf && strstr(xf, "xla_gpu_enable_command_buffer")) {
+	size_t xl = xf ? strlen(xf) : 0;
+	if (xf && has_token(mine, "xla_graphs") && xl >= sizeof(xflag) - 1 &&
+	    !strcmp(xf + xl - (sizeof(xflag) - 1), xflag)) {
+		snprintf(xla_graphs_note, sizeof(xla_graphs_note),
+		         "off (set by aicprof in a parent process)");
+		add_token(mark, sizeof(mark), "xla_graphs");
+	} else if (xf && strstr(xf, "xla_gpu_enable_command_buffer")) {
 		snprintf(xla_graphs_note, sizeof(xla_graphs_note), "user");
 	} else if (!shim_cfg.xla_graphs) {
 		char flags[4096];
-		if (snprintf(flags, sizeof(flags), "%s%s--xla_gpu_enable_command_buffer=",
-		             xf ? xf : "", xf && *xf ? " " : "") < (int)sizeof(flags)) {
+		if (snprintf(flags, sizeof(flags), "%s%s%s", xf ? xf : "", xf && *xf ? " " : "",
+		             xflag) < (int)sizeof(flags)) {
 			setenv("XLA_FLAGS", flags, 1);
 			snprintf(xla_graphs_note, sizeof(xla_graphs_note), "off (set by aicprof)");
+			add_token(mark, sizeof(mark), "xla_graphs");
 		}
 	}
+	if (*mark)
+		setenv("AICPROF_ENV_SET", mark, 1);
+	else
+		unsetenv("AICPROF_ENV_SET");
 
 	Dl_info di;
 	if (dladdr((void *)aicprof_init, &di) && di.dli_fname) {

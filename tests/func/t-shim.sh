@@ -70,6 +70,18 @@ check "JAX: the user's own command-buffer flag left alone ($env)" \
 	test "$env" = "--xla_gpu_enable_command_buffer=FUSION"
 env=$(env -u XLA_FLAGS AICPROF_XLA_GRAPHS=1 LD_PRELOAD=$S python3 -c "$x")
 check "JAX: AICPROF_XLA_GRAPHS=1 leaves XLA_FLAGS unset ($env)" test "$env" = "None"
+# what the shim set is marked, so that a process started under it (a shell, timeout, a
+# launcher's workers) still says "set by aicprof", unless a value was changed on the way
+x='import os; print(os.environ.get("AICPROF_ENV_SET"))'
+clean="env -u XLA_FLAGS -u PYTORCH_CUDA_ALLOC_CONF -u XLA_PYTHON_CLIENT_PREALLOCATE -u XLA_PYTHON_CLIENT_ALLOCATOR -u AICPROF_ENV_SET"
+env=$($clean LD_PRELOAD=$S python3 -c "$x")
+check "the settings the shim made are marked ($env)" test "$env" = "alloc,xla_alloc,xla_graphs"
+env=$($clean PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c "$x")
+check "a setting of the user's is not marked ($env)" test "$env" = "xla_alloc,xla_graphs"
+env=$($clean LD_PRELOAD=$S sh -c "python3 -c '$x'")
+check "a child under the shim keeps them as aicprof's ($env)" test "$env" = "alloc,xla_alloc,xla_graphs"
+env=$($clean LD_PRELOAD=$S sh -c "PYTORCH_CUDA_ALLOC_CONF=backend:native python3 -c '$x'")
+check "a value changed on the way is the user's ($env)" test "$env" = "xla_alloc,xla_graphs"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
 
