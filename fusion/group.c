@@ -482,6 +482,12 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 		if (get_long(&c, j, "", "rows", 1, &g->rows) ||
 		    get_long(&c, j, "", "cols", 1, &g->cols))
 			goto fail;
+		if (g->rows >
+		    (1L << 53) / g->cols) { /* found by fuzz-fuse: the product overflowed */
+			perr(&c, "rows x cols (%ld x %ld) is more elements than any tensor holds",
+			     g->rows, g->cols);
+			goto fail;
+		}
 		g->numel = g->rows * g->cols;
 	}
 	const cJSON *ops = get_array(&c, j, "", "ops", 1);

@@ -426,7 +426,9 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 		elide_mid(&lab, p->name, 28);
 		/* the width of what is shown: the escaped text, entities counted as one */
 		int chars = 0;
-		for (const char *q = lab.buf; *q; q++) {
+		if (!lab.buf) /* an empty name (found by fuzz-summary) */
+			strbuf_adds(&lab, "");
+		for (const char *q = lab.buf ? lab.buf : ""; *q; q++) {
 			if (*q == '&')
 				q = strchr(q, ';') ? strchr(q, ';') : q;
 			chars += ((unsigned char)*q & 0xC0) != 0x80;
