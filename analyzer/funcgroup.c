@@ -107,39 +107,11 @@ static int in_run(int n, int a, int len)
 	return n >= a && n < a + len;
 }
 
-static int param_raw(const struct node *n, int arg, int size, uint64_t *raw)
-{
-	for (int i = 0; i < n->nparams; i++)
-		if (n->params[i].arg == arg && n->params[i].size == size) {
-			*raw = n->params[i].raw;
-			return 1;
-		}
-	return 0;
-}
-
-static float f32_bits(uint32_t b)
-{
-	float f;
-	memcpy(&f, &b, sizeof(f));
-	return f;
-}
-
-/* The largest value node n writes, -1 none. */
-static int result_of(const struct model *m, int n)
-{
-	int best = -1;
-	for (int i = 0; i < m->nvalues; i++)
-		if (m->values[i].writer == n &&
-		    (best < 0 || m->values[i].size > m->values[best].size))
-			best = i;
-	return best;
-}
-
 /* The run's one output (the last member's result, read by a forward kernel after the run or
  * live after the step), or -1 with why set. */
 static int run_output(const struct model *m, int a, int len, const char **why)
 {
-	int last = result_of(m, a + len - 1), out = -1;
+	int last = fusegroup_result(m, a + len - 1), out = -1;
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		if (v->writer < 0 || !in_run(v->writer, a, len))
@@ -232,7 +204,7 @@ static cJSON *rms_group(const struct model *m, int a, int len, int out)
 	    !mean->nreads || !add->full_name || !strstr(add->full_name, "CUDAFunctorOnSelf_add"))
 		return NULL;
 	long N = pw->numel;
-	int pv = result_of(m, pw->id), mv = result_of(m, mean->id);
+	int pv = fusegroup_result(m, pw->id), mv = fusegroup_result(m, mean->id);
 	if (pv < 0 || mv < 0 || mean->reads[0] != pv || m->values[mv].size % 4)
 		return NULL;
 	long rows = (long)(m->values[mv].size / 4);
@@ -240,11 +212,11 @@ static cJSON *rms_group(const struct model *m, int a, int len, int out)
 		return NULL;
 	long cols = N / rows;
 	uint64_t raw;
-	if (!param_raw(add, 1, 8, &raw))
+	if (!fusegroup_param(add, 1, 8, &raw))
 		return NULL;
 	char eb[32];
 	snprintf(eb, sizeof(eb), "%.7g",
-	         (double)(f32_bits((uint32_t)raw) * f32_bits((uint32_t)(raw >> 32))));
+	         (double)(fusegroup_f32((uint32_t)raw) * fusegroup_f32((uint32_t)(raw >> 32))));
 	double eps = strtod(eb, NULL);
 	/* x: what the pow read, before any cast at the front */
 	int x = pw->reads[0];
@@ -257,12 +229,12 @@ static cJSON *rms_group(const struct model *m, int a, int len, int out)
 		if (v->writer < 0 || !in_run(v->writer, a, len))
 			w = mw->reads[r];
 	}
-	if (w < 0 || result_of(m, mx->id) < 0)
+	if (w < 0 || fusegroup_result(m, mx->id) < 0)
 		return NULL;
 	const char *xt = storage(m->values[x].size, (uint64_t)N, pw);
 	const char *wt = storage(m->values[w].size, (uint64_t)cols, mw);
 	const char *ot = storage(m->values[out].size, (uint64_t)N, mw);
-	const char *ct = cast_after >= 0 ? storage(m->values[result_of(m, cast_after)].size,
+	const char *ct = cast_after >= 0 ? storage(m->values[fusegroup_result(m, cast_after)].size,
 	                                           (uint64_t)N, &m->nodes[cast_after])
 	                                 : NULL;
 	if (!xt || !wt || !ot || !strcmp(xt, "bool") || !strcmp(wt, "bool") ||

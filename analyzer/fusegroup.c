@@ -69,8 +69,7 @@ static int has(const int *a, int n, int v)
 	return 0;
 }
 
-/* A scalar parameter's raw bytes by parameter index and size; 0 when the trace has none. */
-static int param(const struct node *n, int arg, int size, uint64_t *raw)
+int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw)
 {
 	for (int i = 0; i < n->nparams; i++)
 		if (n->params[i].arg == arg && n->params[i].size == size) {
@@ -80,7 +79,7 @@ static int param(const struct node *n, int arg, int size, uint64_t *raw)
 	return 0;
 }
 
-static float f32_of(uint32_t bits)
+float fusegroup_f32(uint32_t bits)
 {
 	float f;
 	memcpy(&f, &bits, sizeof(f));
@@ -185,9 +184,10 @@ static cJSON *add_op(struct gb *g, const char *name, const char **args, int narg
 static double dropout_keep(const struct node *n)
 {
 	uint64_t raw;
-	if (!n->full_name || !strstr(n->full_name, "fused_dropout_kernel") || !param(n, 4, 4, &raw))
+	if (!n->full_name || !strstr(n->full_name, "fused_dropout_kernel") ||
+	    !fusegroup_param(n, 4, 4, &raw))
 		return -1;
-	double k = f32_of((uint32_t)raw);
+	double k = fusegroup_f32((uint32_t)raw);
 	return k > 0 && k <= 1 ? k : -1;
 }
 
@@ -251,22 +251,23 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 	*r = 0;
 	if (!strcmp(op, "mul") && na == 1 && strstr(full, "MulFunctor") &&
 	    (strstr(full, "AUnaryFunctor") || strstr(full, "BUnaryFunctor"))) {
-		if (!param(n, 1, 8, &raw)) {
+		if (!fusegroup_param(n, 1, 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor * scalar is not in the trace",
 			          n->id);
 			return 1;
 		}
 		cJSON *o = add_op(g, "scale", a, 1, res, rsz);
-		cJSON_AddNumberToObject(o, "scalar", (double)f32_of((uint32_t)(raw >> 32)));
+		cJSON_AddNumberToObject(o, "scalar", (double)fusegroup_f32((uint32_t)(raw >> 32)));
 		return 1;
 	}
 	if (!strcmp(op, "add") && na == 1 && strstr(full, "CUDAFunctorOnSelf_add<float>")) {
-		if (!param(n, 1, 8, &raw)) {
+		if (!fusegroup_param(n, 1, 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor + scalar is not in the trace",
 			          n->id);
 			return 1;
 		}
-		float other = f32_of((uint32_t)raw), alpha = f32_of((uint32_t)(raw >> 32));
+		float other = fusegroup_f32((uint32_t)raw),
+		      alpha = fusegroup_f32((uint32_t)(raw >> 32));
 		cJSON *o = add_op(g, "add_scalar", a, 1, res, rsz);
 		cJSON_AddNumberToObject(o, "scalar", (double)(float)(alpha * other));
 		return 1;
@@ -363,7 +364,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	}
 	if (!strcmp(op, "add") && na == 2 && strstr(full, "CUDAFunctor_add")) {
 		uint64_t raw;
-		if (!param(n, 1, 4, &raw) || f32_of((uint32_t)raw) != 1.0f)
+		if (!fusegroup_param(n, 1, 4, &raw) || fusegroup_f32((uint32_t)raw) != 1.0f)
 			return fail(g, "node %d: add with an alpha other than 1 (or none recorded)",
 			            n->id);
 		add_op(g, "add", a, 2, res, rsz);
@@ -392,13 +393,14 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	if (!strcmp(op, "layer_norm") && !n->sem.backward &&
 	    strstr(full, "vectorized_layer_norm_kernel") && na == 3) {
 		uint64_t nraw, eraw;
-		if (!param(n, 0, 4, &nraw) || !param(n, 1, 4, &eraw) || (int32_t)nraw <= 0)
+		if (!fusegroup_param(n, 0, 4, &nraw) || !fusegroup_param(n, 1, 4, &eraw) ||
+		    (int32_t)nraw <= 0)
 			return fail(g, "node %d: layer norm's N and eps are not in the trace",
 			            n->id);
 		*row_cols = (double)(int32_t)nraw;
 		cJSON *o = add_op(g, "layer_norm", a, 3, res, rsz);
 		char b[32];
-		snprintf(b, sizeof(b), "%.7g", (double)f32_of((uint32_t)eraw));
+		snprintf(b, sizeof(b), "%.7g", (double)fusegroup_f32((uint32_t)eraw));
 		cJSON_AddNumberToObject(o, "eps", strtod(b, NULL));
 		return 0;
 	}
@@ -408,7 +410,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		int lg = strstr(full, ", true, false>") != NULL;
 		if (!strstr(full, ", false, false>") && !lg)
 			return fail(g, "node %d: a masked softmax kernel", n->id);
-		if (!param(n, 2, 4, &rows) || !param(n, 4, 4, &len) || (int32_t)len <= 0)
+		if (!fusegroup_param(n, 2, 4, &rows) || !fusegroup_param(n, 4, 4, &len) ||
+		    (int32_t)len <= 0)
 			return fail(g, "node %d: softmax's rows and length are not in the trace",
 			            n->id);
 		*row_cols = (double)(int32_t)len;
@@ -425,7 +428,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		if (!lg && !strstr(full, "<float, float, float, SoftMaxForwardEpilogue"))
 			return fail(g, "node %d: cannot tell the softmax's form from '%s'", n->id,
 			            n->name);
-		if (!param(n, 2, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
+		if (!fusegroup_param(n, 2, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
 			return fail(g, "node %d: softmax's row length is not in the trace", n->id);
 		*row_cols = (double)(int64_t)len;
 		*row_rows = (double)(g->numel / (long)len);
@@ -442,9 +445,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	            op, n->sem.backward ? ", a backward kernel" : "");
 }
 
-/* The member's result: the largest value it writes (dropout's output over its mask, layer
- * norm's Y over mean and rstd). -1 when it writes none. */
-static int result_of(const struct model *m, int n)
+int fusegroup_result(const struct model *m, int n)
 {
 	int best = -1;
 	for (int i = 0; i < m->nvalues; i++)
@@ -519,7 +520,7 @@ static int build(struct gb *g)
 		int r = member_ops(g, n, a, na, res, sizeof(res), &cols, &rows);
 		if (r < 0)
 			return -1;
-		int rv = result_of(m, n->id);
+		int rv = fusegroup_result(m, n->id);
 		if (rv < 0)
 			return fail(g, "node %d writes nothing the trace saw", n->id);
 		const struct value *v = &m->values[rv];
@@ -632,13 +633,14 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
 				const struct node *n = &m->nodes[c->nodes[i]];
 				uint64_t raw;
-				if (n->sem.family == FAM_NORM && param(n, 0, 4, &raw))
+				if (n->sem.family == FAM_NORM && fusegroup_param(n, 0, 4, &raw))
 					cols = (double)(int32_t)raw;
-				else if (n->sem.family == FAM_SOFTMAX && param(n, 4, 4, &raw))
+				else if (n->sem.family == FAM_SOFTMAX &&
+				         fusegroup_param(n, 4, 4, &raw))
 					cols = (double)(int32_t)raw;
 				else if (n->sem.family == FAM_SOFTMAX && n->full_name &&
 				         strstr(n->full_name, "cunn_SoftMaxForward") &&
-				         param(n, 2, 8, &raw))
+				         fusegroup_param(n, 2, 8, &raw))
 					cols = (double)(int64_t)raw;
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));

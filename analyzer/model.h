@@ -238,6 +238,14 @@ void candidates_find(struct model *m);
  */
 struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, char **why);
 
+/* Helpers of group building that funcgroup.c shares (fusegroup.c): a scalar parameter's raw
+ * bytes by parameter index and size (returns 0 when the trace has none); the float with those
+ * bits; node n's result, the largest value it writes (dropout's output over its mask, layer
+ * norm's Y over mean and rstd), -1 when it writes none. */
+int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw);
+float fusegroup_f32(uint32_t bits);
+int fusegroup_result(const struct model *m, int n);
+
 /* Writes the model as JSON (summary.json) to path, whole or not at all. Returns 0 or -1. */
 int summary_write(const struct model *m, const char *path);
 

@@ -648,7 +648,9 @@ static void gview_merge_runs(struct gview *gv, const struct rmodel *m, double sm
 	free(map);
 }
 
-void gview_drop_far(struct gview *gv)
+/* Each vertex's place in step order (by_step_order), as a new array of gv->nr ints; with
+ * order, also the vertices in that order (a new array, the caller frees). */
+static int *step_positions(const struct gview *gv, int **order_out)
 {
 	int *pos = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
 	int *order = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
@@ -659,6 +661,16 @@ void gview_drop_far(struct gview *gv)
 	sort_view = NULL;
 	for (int k = 0; k < gv->nr; k++)
 		pos[order[k]] = k;
+	if (order_out)
+		*order_out = order;
+	else
+		free(order);
+	return pos;
+}
+
+void gview_drop_far(struct gview *gv)
+{
+	int *pos = step_positions(gv, NULL);
 	int w = 0;
 	for (int k = 0; k < gv->nr_e; k++) {
 		const struct gedge *e = &gv->e[k];
@@ -671,7 +683,6 @@ void gview_drop_far(struct gview *gv)
 	gv->nr_e = w;
 	gv->ops = 1;
 	free(pos);
-	free(order);
 }
 
 void gview_build_folded(struct gview *gv, const struct rmodel *m, double small_share, int top_n,
@@ -1080,15 +1091,8 @@ static Agraph_t *gview_graph(const struct gview *gv, const struct rmodel *m)
 	/* Drawing ops, the step's order sets the ranks: each vertex an invisible edge to the next
 	 * in step order, and an edge between vertices far apart in it does not pull the layout
 	 * wide. */
-	int *pos = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
-	int *order = xmalloc(sizeof(int) * (size_t)(gv->nr + 1));
-	for (int i = 0; i < gv->nr; i++)
-		order[i] = i;
-	sort_view = gv;
-	qsort(order, (size_t)gv->nr, sizeof(int), by_step_order);
-	sort_view = NULL;
-	for (int k = 0; k < gv->nr; k++)
-		pos[order[k]] = k;
+	int *order;
+	int *pos = step_positions(gv, &order);
 	for (int k = 0; k < gv->nr_e; k++) {
 		const struct gedge *e = &gv->e[k];
 		Agedge_t *ae = agedge(g, an[e->from], an[e->to], NULL, 1);

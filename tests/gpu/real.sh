@@ -1,10 +1,11 @@
 #!/bin/sh
 # Real programs on the device machine (no NVTX, models from libraries): records each sample of
 # samples/ under the shim beside a bare run (exit code and output compared), then the overhead
-# benchmark (bench_step.py: an out-of-place loop and the GPT-2 step, every mode interleaved), then
-# a JAX stress loop for whatever time is left of REAL_BUDGET seconds. REAL_SAMPLES names the
-# samples to record (default all), REAL_BENCH=0 skips the benchmark, STRESS_N caps the stress runs.
-#   device run: sh tests/gpu/real.sh     ($OUT gets real.log, real-traces.tar.gz, bench-real.jsonl)
+# benchmark (tests/gpu/overhead.sh: every mode interleaved, OVH_ROUNDS rounds, default 2), then
+# tests/gpu/stress.sh (JAX, CuPy, torch.compile under the shim's modes) when a minute of
+# REAL_BUDGET seconds is left. REAL_SAMPLES names the
+# samples to record (default all), REAL_BENCH=0 skips the benchmark, STRESS_N sets the JAX stress runs.
+#   device run: sh tests/gpu/real.sh     ($OUT gets real.log, real-traces.tar.gz, overhead.log and .jsonl, stress.log)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -47,38 +48,16 @@ if [ "${REAL_XLA:-1}" = 1 ]; then # what XLA's platform allocator (the shim's de
 		echo "# jax allocator round $r: default (arena) step $a ms, platform allocator step $p ms"
 	done
 fi
-echo "== bench (interleaved rounds; $(left) s left)"
-for r in $( [ "${REAL_BENCH:-1}" = 1 ] && echo 1 2); do
-	for m in bare shim alloc0 attrib0 args0 profiler; do
-		for w in oop gpt2; do
-			[ "$(left)" -gt 150 ] || continue
-			case $w in oop) a=oop;; gpt2) a="samples/gpt2_train.py --steps 14";; esac
-			case $m in
-			bare|profiler) $PY tests/gpu/bench_step.py $m $a;;
-			shim) AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM $PY tests/gpu/bench_step.py $m $a;;
-			alloc0) AICPROF_ALLOC_BACKEND=0 AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM $PY tests/gpu/bench_step.py $m $a;;
-			attrib0) AICPROF_ATTRIB=0 AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM $PY tests/gpu/bench_step.py $m $a;;
-			args0) AICPROF_ARGS=0 AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM $PY tests/gpu/bench_step.py $m $a;;
-			esac 2>>"$W/bench.err" | sed "s/^{/{\"round\":$r,/" | tee -a "$OUT/bench-real.jsonl"
-		done
-	done
-done
-rm -f "$W/b.jsonl"
-echo "== JAX stress ($(left) s left)"
-n=0; crash=0; nb=0; bcrash=0
-while [ "$(left)" -gt 25 ] && [ $((n + nb)) -lt ${STRESS_N:-80} ]; do
-	i=$((n + nb))
-	if [ $((i % 6)) = 5 ]; then # the control: the same program bare
-		$PY samples/jax_train.py --steps 4 >/dev/null 2>"$W/stress.err"; rc=$?
-		nb=$((nb+1)); [ $rc = 0 ] || { bcrash=$((bcrash+1)); echo "# bare run $nb: exit $rc"; }
-		continue
-	fi
-	case $((i % 6)) in 0|1) e=;; 2) e=AICPROF_ATTRIB=0;; 3) e=AICPROF_ARGS=0;; 4) e=AICPROF_MUX=0;; esac
-	env $e PYTHONFAULTHANDLER=1 AICPROF_OUTPUT=$W/stress.jsonl LD_PRELOAD=$SHIM $PY samples/jax_train.py --steps 4 >/dev/null 2>"$W/stress.err"; rc=$?
-	n=$((n+1))
-	if [ $rc != 0 ]; then crash=$((crash+1)); echo "# stress run $n ($e): exit $rc"; tail -n 5 "$W/stress.err"; [ $crash -gt 3 ] || { cp "$W/stress.err" "$W/stress-$n.err"; cp "$W/stress.jsonl" "$W/stress-$n.aicp.jsonl"; }; fi
-done
-t "jax stress: $n runs under the shim, $crash not exit 0 (bare: $nb runs, $bcrash not exit 0)" test $crash = 0
+if [ "${REAL_BENCH:-1}" = 1 ] && [ "$(left)" -gt 200 ]; then
+	echo "== bench (tests/gpu/overhead.sh; $(left) s left)"
+	OVH_ROUNDS=${OVH_ROUNDS:-2} OUT=$OUT sh tests/gpu/overhead.sh
+fi
+echo "== stress under the shim (tests/gpu/stress.sh; $(left) s left)"
+if [ "$(left)" -gt 60 ]; then
+	STRESS_JAX=${STRESS_N:-50} OUT=$OUT sh tests/gpu/stress.sh >"$W/stress.out" 2>&1
+	cat "$W/stress.out"
+	t "stress: every run as bare" sh -c "! grep -q '^not ok' '$W/stress.out'"
+fi
 echo "# real: $ok passed, $bad failed"
 } >"$OUT/real.log" 2>&1
 (cd "$W" && tar czf "$OUT/real-traces.tar.gz" *.aicp.jsonl *.stderr *.err *.out 2>/dev/null)
