@@ -23,23 +23,18 @@ static const char *const st_names[ST_NPARTS] = {
     "activity buffers (CUPTI thread)",
 };
 
-static uint64_t mono_ns(void)
+uint64_t selftime_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t selftime_start(void)
+void selftime_count(enum st_part part, uint64_t t0)
 {
-	return selftime_on ? mono_ns() : 0;
-}
-
-void selftime_add(enum st_part part, uint64_t t0)
-{
-	if (!t0 || (unsigned)part >= ST_NPARTS)
+	if ((unsigned)part >= ST_NPARTS)
 		return;
-	uint64_t d = mono_ns() - t0;
+	uint64_t d = selftime_now() - t0;
 	atomic_fetch_add_explicit(&st_ns[part], d, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st_calls[part], 1, memory_order_relaxed);
 }
