@@ -8,6 +8,8 @@
  *  2. elementwise chain: an elementwise node, then repeatedly the earliest elementwise reader of
  *     a value it wrote, while the readers are on the same stream and agree on numel; kernels
  *     of unknown semantics count as elementwise when their buffers' sizes say so (infer_ew());
+ *     the chain then grows into the connected elementwise region around it (grow_region()),
+ *     as long as no outside node sits between two members (convex());
  *  3. reduction with prologue/epilogue: a norm/softmax node with the elementwise node writing
  *     its input (prologue) and the elementwise chain reading its output (epilogue);
  *  4. GEMM epilogue: a GEMM and the bias/activation/residual nodes reading its output
@@ -340,18 +342,135 @@ static void find_attention(struct cctx *x)
 	}
 }
 
+/*
+ * Whether nodes grp[0..n) (any order) stay one kernel's worth of work: no node outside the
+ * group both depends on a member and feeds one (else the fused kernel would need that node's
+ * result before it could run, and that node its output). Node ids are launch order, so one
+ * pass over the group's span in order finds every path out and back in. tmp has m->nnodes
+ * bytes, zero on entry and on return.
+ */
+static int convex(const struct cctx *x, const int *grp, int n, char *tmp)
+{
+	const struct model *m = x->m;
+	int lo = grp[0], hi = grp[0], ok = 1;
+	for (int i = 0; i < n; i++) {
+		lo = grp[i] < lo ? grp[i] : lo;
+		hi = grp[i] > hi ? grp[i] : hi;
+		tmp[grp[i]] = 1; /* 1 member, 2 a non-member reached from a member */
+	}
+	for (int v = lo; v <= hi && ok; v++) {
+		int reached = 0;
+		for (int k = 0; k < x->nrv[v] && !reached; k++) {
+			int w = m->values[x->rv[v][k]].writer;
+			if (w >= lo && w < v && tmp[w])
+				reached = tmp[w] == 2 || (tmp[w] == 1 && !tmp[v]);
+		}
+		if (tmp[v] == 1 && reached)
+			ok = 0; /* a member fed by a non-member that a member feeds */
+		else if (!tmp[v] && reached)
+			tmp[v] = 2;
+	}
+	memset(tmp + lo, 0, (size_t)(hi - lo + 1));
+	return ok;
+}
+
+/* Whether node r may join the elementwise group whose first member is seed. */
+static int joinable(const struct cctx *x, int seed, int r)
+{
+	const struct node *a = &x->m->nodes[seed], *b = &x->m->nodes[r];
+	return is_ew(b) && b->claimed < 0 && b->stream == a->stream &&
+	       b->autograd == a->autograd &&
+	       (a->numel <= 0 || b->numel <= 0 || a->numel == b->numel);
+}
+
+/*
+ * Grows an elementwise chain into the connected elementwise region around it: a node joins
+ * when it reads a value a member wrote, or writes a value a member reads, on the same stream
+ * and with the same element count, on the same side of autograd (forward and backward are
+ * different functions to replace, and a loss's backward is launched next to its forward),
+ * launched within GROW_NEAR nodes of the group's first and
+ * last member (so a backward op that reads a saved forward value stays with the backward), and
+ * the group stays convex (convex()). A chain follows one reader at each step, so an op whose
+ * input is read twice (tanh-GELU: x * 0.5 and x ** 3 both read x, and their results meet in
+ * the last multiply) came out as several chains, each keeping the other's values written;
+ * grown, it is one group that removes them all. First the whole region is taken at once (one
+ * node at a time would fail where two branches meet again); when that is not convex, nodes
+ * are added one by one where each keeps it convex. Size and span are bounded (GROW_MAX,
+ * GROW_SPAN), which keeps this linear in the step's nodes. Returns the new length.
+ */
+#define GROW_MAX 64
+#define GROW_SPAN 128
+#define GROW_NEAR 8
+static int grow_pass(struct cctx *x, int *grp, int len, char *tmp, int check)
+{
+	const struct model *m = x->m;
+	for (int changed = 1; changed && len < GROW_MAX;) {
+		changed = 0;
+		for (int i = 0; i < len && len < GROW_MAX; i++) {
+			int a = grp[i];
+			/* readers of what a writes, and writers of what a reads */
+			for (int dir = 0; dir < 2 && len < GROW_MAX; dir++) {
+				int nv = dir ? x->nrv[a] : x->nwv[a];
+				for (int k = 0; k < nv && len < GROW_MAX; k++) {
+					const struct value *v = &m->values[dir ? x->rv[a][k] : x->wv[a][k]];
+					int nc = dir ? 1 : v->nreaders;
+					for (int c = 0; c < nc && len < GROW_MAX; c++) {
+						int r = dir ? v->writer : v->readers[c];
+						if (r < 0 || r >= m->nnodes || has_int(grp, len, r) ||
+						    !joinable(x, grp[0], r))
+							continue;
+						int lo = grp[0], hi = grp[0];
+						for (int j = 1; j < len; j++) {
+							lo = grp[j] < lo ? grp[j] : lo;
+							hi = grp[j] > hi ? grp[j] : hi;
+						}
+						if (r < lo - GROW_NEAR || r > hi + GROW_NEAR ||
+						    (r > hi ? r - lo : hi - r) >= GROW_SPAN)
+							continue;
+						grp[len] = r;
+						if (!check || convex(x, grp, len + 1, tmp)) {
+							len++;
+							changed = 1;
+						}
+					}
+				}
+			}
+		}
+	}
+	return len;
+}
+
+static int grow_region(struct cctx *x, int *grp, int len, char *tmp)
+{
+	int *all = xmalloc(sizeof(int) * (GROW_MAX + 1));
+	memcpy(all, grp, sizeof(int) * len);
+	int n = grow_pass(x, all, len, tmp, 0);
+	if (n > len && convex(x, all, n, tmp)) {
+		memcpy(grp, all, sizeof(int) * n);
+		len = n;
+	} else if (convex(x, grp, len, tmp)) {
+		len = grow_pass(x, grp, len, tmp, 1);
+	} /* else the chain as it was (its one reader at a time crossed a branch) */
+	free(all);
+	return len;
+}
+
 static void find_chains(struct cctx *x)
 {
 	struct model *m = x->m;
-	int *chain = xmalloc(sizeof(int) * (m->nnodes + 1));
+	int *chain = xmalloc(sizeof(int) * (m->nnodes + GROW_MAX + 1));
+	char *tmp = xcalloc(m->nnodes ? m->nnodes : 1, 1);
 	for (int i = 0; i < m->nnodes; i++) {
 		if (!is_ew(&m->nodes[i]) || m->nodes[i].claimed >= 0)
 			continue;
 		chain[0] = i;
 		int len = extend_ew(x, chain, 1, "elementwise-chain", 0);
+		if (len >= 2 && len < GROW_MAX)
+			len = grow_region(x, chain, len, tmp);
 		if (len >= 2)
 			add_candidate(x, "elementwise-chain", chain, len, NULL);
 	}
+	free(tmp);
 	free(chain);
 }
 

@@ -35,11 +35,13 @@ check "mlp: add output is not" q "$S" "not ($V)[4]['intermediate']"
 # intermediates: ln out 2048+2048, gemm out 2048+2048, gelu out 2048+2*2048, dropout out 2048+2048
 check "mlp: round trip 18432 bytes a step" q "$S" "s['ledger']['per_step']['roundtrip_bytes']==18432"
 C="[c for c in s['candidates'] if c['kind']=='elementwise-chain'][0]"
-check "mlp: chain gelu -> dropout -> add" q "$S" "($C)['nodes']==[2,3,4]"
-check "mlp: gelu output kept, dropout output removed" q "$S" "($C)['values_kept']==[($V)[2]['id']] and ($C)['values_removed']==[($V)[3]['id']]"
-# removed: 2048 written + 2048 read; kept: its re-read by dropout, 2048
-check "mlp: chain saves 6144 bytes a step" q "$S" "($C)['bytes_saved_per_step']==6144"
-check "mlp: chain time: 6.7 us before, saved >0" q "$S" "abs(($C)['time_before_us']-6.7)<1e-6 and ($C)['time_saved_us_per_step']>0 and ($C)['time_after_us']>=2.0"
+# the chain gelu -> dropout -> add grows into the region around it: mul reads gelu's output
+# too, so with it in the group gelu's output is written nowhere
+check "mlp: region gelu -> dropout -> add, with mul" q "$S" "($C)['nodes']==[2,3,4,5]"
+check "mlp: gelu and dropout outputs removed, none kept" q "$S" "($C)['values_kept']==[] and ($C)['values_removed']==[($V)[2]['id'], ($V)[3]['id']]"
+# removed: gelu out 2048 written + 2 x 2048 read, dropout out 2048 written + 2048 read
+check "mlp: region saves 10240 bytes a step" q "$S" "($C)['bytes_saved_per_step']==10240"
+check "mlp: region time: 8.8 us before, saved >0" q "$S" "abs(($C)['time_before_us']-8.8)<1e-6 and ($C)['time_saved_us_per_step']>0 and ($C)['time_after_us']>=2.0"
 # the generated trace's dropout has an elementwise loop's parameters, no keep probability
 check "mlp: no group without dropout's p, and why" q "$S" "($C)['group'] is None and 'keep probability' in ($C)['group_why']"
 check "mlp: timeline of one step" q "$S" "len(s['timeline']['events'])==6 and s['timeline']['events'][0]['start_us']==0"
