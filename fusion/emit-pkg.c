@@ -14,9 +14,10 @@
  * was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper
  * binds and guards every call (CUDA, dtypes, contiguity, shapes and broadcast ratios, autograd
  * where the group has no backward) and runs the original when a guard fails; the first call of
- * each shape class runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN and inf
- * at the same positions); a mismatch or a failure to build or launch disables that replacement
- * with one warning on stderr. counts() says how often each fused form ran; restore() puts the
+ * each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
+ * original's result type) runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN
+ * and inf at the same positions); a mismatch makes the calls of that class run the original,
+ * with one warning on stderr, and a failure to build or launch disables the replacement. counts() says how often each fused form ran; restore() puts the
  * originals back.
  */
 #include "fusion/fusion.h"
@@ -165,6 +166,22 @@ static const char pkg_runtime[] =
     "    _record(spec, True, note)\n"
     "\n"
     "\n"
+    "def _ok(res):\n"
+    "    return res == \"verified\" or res.startswith(\"not verified\")\n"
+    "\n"
+    "\n"
+    "def _autocast(torch):\n"
+    "    \"\"\"Whether CUDA autocast is on: part of a call's class, since it changes the original's\n"
+    "    result type (pow and the ops after it run in float32 under bf16 autocast).\"\"\"\n"
+    "    f = getattr(torch, \"is_autocast_enabled\", None)\n"
+    "    if f is None:\n"
+    "        return False\n"
+    "    try:\n"
+    "        return bool(f(\"cuda\"))\n"
+    "    except TypeError:\n"
+    "        return bool(f())\n"
+    "\n"
+    "\n"
     "def _fallback(rec, why):\n"
     "    rec[\"fallbacks\"] += 1\n"
     "    rec[\"last_fallback\"] = why\n"
@@ -289,9 +306,13 @@ static const char pkg_runtime[] =
     "        if spec[\"ndrop\"] and not getattr(args[0] if args else None, \"training\", True):\n"
     "            _fallback(rec, \"the module is in eval mode and the group has dropout\")\n"
     "            return orig(*args, **kwargs)\n"
-    "        cls = repr([(tuple(t.shape), str(t.dtype)) for t in ins])\n"
+    "        cls = repr(([(tuple(t.shape), str(t.dtype)) for t in ins], _autocast(torch)))\n"
+    "        prev = st[\"classes\"].get(cls)\n"
+    "        if prev is not None and not _ok(prev):\n"
+    "            _fallback(rec, \"this call's class differed on first use: \" + prev)\n"
+    "            return orig(*args, **kwargs)\n"
     "        try:\n"
-    "            if cls not in st[\"classes\"]:\n"
+    "            if prev is None:\n"
     "                if spec[\"ndrop\"]:\n"
     "                    res = \"not verified: the group has dropout (p %s), which cannot be "
     "compared elementwise\" % spec[\"dropout_p\"]\n"
@@ -301,12 +322,18 @@ static const char pkg_runtime[] =
     "                    res = res or \"verified\"\n"
     "                st[\"classes\"][cls] = res\n"
     "                rec[\"verified\"][cls] = res\n"
-    "                if not (res == \"verified\" or res.startswith(\"not verified\")):\n"
-    "                    st[\"off\"] = res\n"
-    "                    rec[\"applied\"] = False\n"
-    "                    rec[\"reason\"] = \"disabled on first use: \" + res\n"
-    "                    _warn(key, \"disabled: \" + res)\n"
+    "                if not _ok(res):\n"
+    "                    # this class (shapes, dtypes, autocast) runs the original from now on;\n"
+    "                    # the others keep theirs\n"
+    "                    if not any(_ok(v) for v in st[\"classes\"].values()):\n"
+    "                        rec[\"applied\"] = False\n"
+    "                        rec[\"reason\"] = \"disabled on first use: \" + res\n"
+    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the original for %s: %s; \"\n"
+    "                                     \"the original runs for those calls\\n\" % (key, cls, res))\n"
     "                    return orig(*args, **kwargs)\n"
+    "                if not rec[\"applied\"]:\n"
+    "                    rec[\"applied\"] = True\n"
+    "                    rec[\"reason\"] = note\n"
     "            out = fused(ins)\n"
     "        except Exception as e:  # a build or launch failure: the original from now on\n"
     "            st[\"off\"] = str(e)\n"
@@ -415,7 +442,8 @@ static const char pkg_runtime[] =
     "            _fallback(rec, why)\n"
     "            return orig(*args, **kwargs)\n"
     "        cls = repr([(tuple(t.shape), str(t.dtype)) for t in p[1:4]] +\n"
-    "                   [None if p[4] is None else (tuple(p[4].shape), str(p[4].dtype))])\n"
+    "                   [None if p[4] is None else (tuple(p[4].shape), str(p[4].dtype))] +\n"
+    "                   [_autocast(torch)])\n"
     "        try:\n"
     "            if cls not in st[\"classes\"]:\n"
     "                with torch.no_grad():\n"

@@ -256,6 +256,31 @@ elif which == "gpt2":
           not af.applied()[key]["applied"] and "disabled on first use" in af.applied()[key]["reason"])
     check("a mismatch warns once on stderr, naming the function",
           w.count("aicprof_fused: " + key) == 1 and len(bad) == 1)
+    # a third state: the fused op differs for one class only (under autocast, say, where the
+    # original's result type changes): that class runs the original, the others the fused form
+    af._GROUPS[g["name"]] = None
+    odd = fake_group(g["name"], lambda x: torch.Tensor(
+        [v + (1.0 if _ac[0] else 0.0) for v in ref(x).data], x.shape))
+    _ac = [False]
+    torch.is_autocast_enabled = lambda *a: _ac[0]
+    NewGELUActivation.forward = orig
+    af._STATE.clear()
+    af._COUNTS.clear()
+    err, sys.stderr = sys.stderr, io.StringIO()
+    af.apply()
+    y1 = NewGELUActivation()(x)
+    _ac[0] = True
+    y2 = NewGELUActivation()(x)
+    y3 = NewGELUActivation()(x)
+    _ac[0] = False
+    y4 = NewGELUActivation()(x)
+    w, sys.stderr = sys.stderr.getvalue(), err
+    vs = sorted(af.applied()[key]["verified"].values())
+    check("a class that differs (autocast on) runs the original; the verified class keeps the fused form",
+          all(t.data == ref(x).data for t in (y1, y2, y3, y4)) and af.counts()[key] == 2 and
+          af.applied()[key]["applied"] and len(vs) == 2 and vs[1] == "verified" and
+          w.count("aicprof_fused: " + key) == 1 and "True" in w)
+    del torch.is_autocast_enabled
     # sdpa
     import transformers.integrations.sdpa_attention as sd
     check("gpt2's eager attention: its module cannot be imported here, the reason recorded",

@@ -1,8 +1,10 @@
-"""End to end on the device: the GPT-2 sample's training step three ways, interleaved.
+"""End to end on the device: the GPT-2 (or, with --model resnet, the ResNet-18) sample's
+training step three ways, interleaved.
 
   original   samples/gpt2_train.py's step as written (eager attention, bf16 autocast, AdamW)
   fused      the same after aicprof_fused.apply() (the package fuse wrote from the bundled
-             trace) with AdamW(fused=True), as aicprof.patch makes it
+             trace, when it wrote one) with the optimizer's fused=True (AdamW for GPT-2, SGD
+             for ResNet), as aicprof.patch makes it
   compile    the same model under torch.compile
 
 Each (round, variant) runs in a fresh process (apply() and torch.compile change global state),
@@ -28,28 +30,46 @@ import tempfile
 import time
 
 
-def one(variant, steps, pkg):
+def one(variant, steps, pkg, model_name="gpt2"):
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
     info = {}
-    if variant == "fused":
+    if variant == "fused" and pkg and os.path.isdir(os.path.join(pkg, "aicprof_fused")):
         sys.path.insert(0, pkg)
         import aicprof_fused
         r = aicprof_fused.apply()
         info = {k: v["applied"] for k, v in r.items()}
     torch.manual_seed(0)
-    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
-                     bos_token_id=0, eos_token_id=0)
-    cfg._attn_implementation = "eager"
-    model = GPT2LMHeadModel(cfg).cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
-    ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
-    fwd = torch.compile(model) if variant == "compile" else model
+    if model_name == "resnet":
+        # samples/resnet_train.py: torchvision ResNet-18, channels_last, SGD with momentum
+        import torch.nn.functional as F
+        import torchvision
+        model = torchvision.models.resnet18(num_classes=100).cuda().to(
+            memory_format=torch.channels_last)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4,
+                              fused=(variant == "fused"))
+        x = torch.randn(32, 3, 128, 128, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 100, (32,), device="cuda")
+        fwd = torch.compile(model) if variant == "compile" else model
+
+        def loss_of():
+            return F.cross_entropy(fwd(x), y)
+    else:
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
+                         bos_token_id=0, eos_token_id=0)
+        cfg._attn_implementation = "eager"
+        model = GPT2LMHeadModel(cfg).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
+        ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+        fwd = torch.compile(model) if variant == "compile" else model
+
+        def loss_of():
+            return fwd(input_ids=ids, labels=ids).loss
     times, loss = [], None
     for _ in range(steps):
         t = time.perf_counter()
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = fwd(input_ids=ids, labels=ids).loss
+            loss = loss_of()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -58,7 +78,7 @@ def one(variant, steps, pkg):
     warm = 5 if variant == "compile" else 2
     out = {"variant": variant, "step_ms": statistics.median(times[warm:] or times),
            "loss": loss.item(), "applied": info}
-    if variant == "fused":
+    if info:
         import aicprof_fused
         out["counts"] = aicprof_fused.counts()
     print(json.dumps(out))
@@ -73,17 +93,19 @@ def main():
                     help="comma-separated, in the order each round runs them")
     ap.add_argument("--budget", type=float, default=0,
                     help="seconds: start no run after this (0: none); what ran is reported")
+    ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet"),
+                    help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        one(a.one, a.steps, a.pkg)
+        one(a.one, a.steps, a.pkg, a.model)
         return
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tmp = None
     if not a.pkg:
         tmp = tempfile.mkdtemp(prefix="e2e_gpt2.")
         aic = os.path.join(top, "build", "aicprof")
-        subprocess.run([aic, "analyze", os.path.join(top, "samples/traces/gpt2_train.aicp.jsonl"),
+        subprocess.run([aic, "analyze", os.path.join(top, "samples/traces/%s_train.aicp.jsonl" % a.model),
                         "-o", os.path.join(tmp, "an")], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         subprocess.run([aic, "fuse", os.path.join(tmp, "an"), "-o", os.path.join(tmp, "f")],
@@ -101,7 +123,7 @@ def main():
             if a.budget and time.time() - t0 > a.budget:
                 break
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", v,
-                                "--steps", str(a.steps), "--pkg", a.pkg],
+                                "--steps", str(a.steps), "--pkg", a.pkg, "--model", a.model],
                                capture_output=True, text=True)
             line = [x for x in p.stdout.splitlines() if x.startswith("{")]
             if p.returncode or not line:
@@ -110,7 +132,7 @@ def main():
             runs[v].append(json.loads(line[-1]))
             # each run as it ends, so that a run cut short still leaves its figures
             print("# round %d %s: %s" % (rounds, v, line[-1]), file=sys.stderr, flush=True)
-    res = {"rounds": rounds, "steps": a.steps, "errors": errors,
+    res = {"model": a.model, "rounds": rounds, "steps": a.steps, "errors": errors,
            "seconds": round(time.time() - t0, 1)}
     for v, rs in runs.items():
         res[v] = {"median_step_ms": statistics.median([r["step_ms"] for r in rs]) if rs else None,

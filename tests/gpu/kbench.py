@@ -1,0 +1,146 @@
+"""Kernel against kernel on the device: the package's fused forms against eager PyTorch and
+torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples.
+
+  python3 tests/gpu/kbench.py [--pkg-gpt2 FUSEDDIR] [--pkg-llama FUSEDDIR] [--iters 50]
+
+For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
+LlamaRMSNorm.forward at the Llama sample's) and each form (eager: the library's code; fused:
+after aicprof_fused.apply(); compile: torch.compile of the module, default mode), runs the
+forward and backward `iters` times under torch.profiler and sums the GPU time of the kernels of
+each iteration (CUPTI's kernel durations: launch overhead is not in them), split into forward
+and backward by autograd's thread. Also times a plain copy of the same bytes (x.clone()) as the
+bandwidth reference. Prints one JSON line per function: per form the median kernel time per
+iteration (µs), the kernel count, and for the fused forward its bandwidth against the copy's.
+Without --pkg-* it analyses and fuses the bundled trace (build/aicprof) into a temporary
+directory. Each function runs in a process of its own, its forms one after another; the kernel times do not depend on the host's noise, which is
+what interleaving guards against elsewhere.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def fuse(top, trace, tmp):
+    aic = os.path.join(top, "build", "aicprof")
+    an, f = os.path.join(tmp, "an"), os.path.join(tmp, "f")
+    subprocess.run([aic, "analyze", trace, "-o", an], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    subprocess.run([aic, "fuse", an, "-o", f], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, cwd=top)
+    return f
+
+
+def bench(name, make, x_shape, dtype, iters, pkg):
+    import torch
+    x0 = torch.randn(*x_shape, device="cuda", dtype=dtype)
+    res = {"function": name, "shape": list(x_shape), "dtype": str(dtype).split(".")[-1]}
+
+    def run_form(form):
+        mod = make().cuda()
+        if form == "fused":
+            sys.path.insert(0, pkg)
+            import aicprof_fused
+            aicprof_fused.apply()
+            mod = make().cuda()
+        f = torch.compile(mod) if form == "compile" else mod
+        x = x0.clone().requires_grad_(True)
+        g = torch.randn_like(x0)
+
+        def fwd():
+            # as in the samples: the model's forward runs under bf16 autocast
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return f(x)
+
+        def step():
+            y = fwd()
+            y.backward(g)
+
+        from torch.profiler import ProfilerActivity, profile
+        for _ in range(5):
+            step()
+        torch.cuda.synchronize()
+        fw, bw, nk_f, nk_b = [], [], [], []
+        for phase in ("fwd", "step"):
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(iters):
+                    (fwd if phase == "fwd" else step)()
+                torch.cuda.synchronize()
+            ks = [e for e in prof.events() if e.device_type.name == "CUDA"]
+            tot = sum(e.device_time for e in ks) if ks and hasattr(ks[0], "device_time") else \
+                sum(e.cuda_time for e in ks)
+            per = tot / iters
+            if phase == "fwd":
+                fw.append(per)
+                nk_f.append(len(ks) / iters)
+            else:
+                bw.append(per)
+                nk_b.append(len(ks) / iters)
+        if form == "fused":
+            import aicprof_fused
+            counts = aicprof_fused.counts()
+            aicprof_fused.restore()
+            res.setdefault("fused_counts", counts)
+        return {"fwd_us": round(statistics.median(fw), 2), "fwd_kernels": nk_f[0],
+                "fwd_bwd_us": round(statistics.median(bw), 2), "fwd_bwd_kernels": nk_b[0]}
+
+    for form in ("eager", "fused", "compile"):
+        try:
+            res[form] = run_form(form)
+        except Exception as e:  # a form that fails is reported, the others still run
+            res[form] = {"error": repr(e)[:300]}
+    # the copy reference: read and write the same bytes once
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(iters):
+            x0.clone()
+        torch.cuda.synchronize()
+    ks = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    t = sum(getattr(e, "device_time", 0) or e.cuda_time for e in ks) / iters
+    nbytes = 2 * x0.numel() * x0.element_size()
+    res["copy_us"] = round(t, 2)
+    res["copy_gbs"] = round(nbytes / (t * 1e3), 1) if t else None
+    fu = res.get("fused", {}).get("fwd_us")
+    if fu:
+        res["fused_fwd_gbs"] = round(nbytes / (fu * 1e3), 1)
+        res["fused_fwd_share_of_copy"] = round(res["fused_fwd_gbs"] / res["copy_gbs"], 3)
+    print(json.dumps(res), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pkg-gpt2")
+    ap.add_argument("--pkg-llama")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--only", default="gelu,rmsnorm")
+    a = ap.parse_args()
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if "," in a.only:  # one process per function: each imports its own aicprof_fused
+        for one in a.only.split(","):
+            cmd = [sys.executable, os.path.abspath(__file__), "--only", one, "--iters", str(a.iters)]
+            for k in ("pkg_gpt2", "pkg_llama"):
+                if getattr(a, k):
+                    cmd += ["--" + k.replace("_", "-"), getattr(a, k)]
+            subprocess.run(cmd)
+        return
+    import torch
+    if "gelu" in a.only:
+        pkg = a.pkg_gpt2 or fuse(top, os.path.join(top, "samples/traces/gpt2_train.aicp.jsonl"),
+                                 tempfile.mkdtemp(prefix="kb_gpt2."))
+        from transformers.activations import NewGELUActivation
+        # the GPT-2 sample: batch 8 x 256 tokens, 4 x 512 inner width, bf16 autocast
+        bench("NewGELUActivation.forward", NewGELUActivation, (8, 256, 2048), torch.bfloat16,
+              a.iters, pkg)
+    if "rmsnorm" in a.only:
+        pkg = a.pkg_llama or fuse(top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
+                                  tempfile.mkdtemp(prefix="kb_llama."))
+        from transformers.models.llama.modeling_llama import LlamaRMSNorm
+        bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (4, 256, 512), torch.float32,
+              a.iters, pkg)
+
+
+if __name__ == "__main__":
+    main()
