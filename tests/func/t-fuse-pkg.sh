@@ -281,6 +281,26 @@ elif which == "gpt2":
           af.applied()[key]["applied"] and len(vs) == 2 and vs[1] == "verified" and
           w.count("aicprof_fused: " + key) == 1 and "True" in w)
     del torch.is_autocast_enabled
+    # under autograd: a group without a fused backward runs the original (a recomputed
+    # backward was measured slower); a group with none at all too; a fused one runs
+    xg = torch.Tensor([0.5, -1.0, 2.0, 0.0], (2, 2), torch.bfloat16)
+    xg.requires_grad = True
+    for bwd, fused_bwd, runs in ((True, False, False), (False, False, False), (True, True, True)):
+        af._GROUPS[g["name"]] = None
+        calls = fake_group(g["name"], lambda x: ref(x), has_bwd=bwd)
+        af._GROUPS[g["name"]]._FUSED_BWD = fused_bwd
+        NewGELUActivation.forward = orig
+        af._STATE.clear()
+        af._COUNTS.clear()
+        af.apply()
+        NewGELUActivation()(xg)
+        lf = af.applied()[key]["last_fallback"] or ""
+        check("under autograd, backward %s: %s" % (
+                  "fused" if fused_bwd else "recomputed" if bwd else "none",
+                  "the fused form runs" if runs else "the original runs, and why"),
+              (af.counts().get(key, 0) == 1) if runs else
+              (af.counts().get(key, 0) == 0 and not calls and
+               ("recomputed" in lf if bwd else "does not have" in lf)))
     # sdpa
     import transformers.integrations.sdpa_attention as sd
     check("gpt2's eager attention: its module cannot be imported here, the reason recorded",
