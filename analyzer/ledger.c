@@ -18,10 +18,12 @@
  * operands were computed in the step (no weight among them) and the launch's grid has a z
  * extent, taken as the batch (cuBLAS's batched kernels put it there), the estimate is divided
  * by sqrt(gridDim.z); where the batch is elsewhere it stays an upper estimate. A
- * convolution's input is not its im2col matrix, so there too it is an estimate; cuBLAS's
- * split-K reduction kernel is no product and gets none. It never exceeds what the device can
+ * convolution's input is not its im2col matrix, so there too it is an estimate; the helpers
+ * the libraries launch beside their products (split-K reduction, cuDNN's channel padding and
+ * workspace initialisation: not_a_product()) get none. It never exceeds what the device can
  * do: at most the dtype's peak TFLOP/s x the node's median time. The node's flops_how says
- * which rule gave the FLOPs ("numel", "operand extents", NULL unknown).
+ * which rule gave the FLOPs ("numel", "operand extents", "per element": flops_per_element()
+ * for norms, softmax, reductions and the optimizer's kernels; NULL unknown).
  *
  * bound: "latency" when the roofline time is under a quarter of the measured time and the
  * kernel ran under 10 us (launch and tail effects dominate), else "memory" or "compute" by
@@ -152,6 +154,69 @@ static double gemm_flops(const struct model *m, const struct vindex *x, const st
 	return isfinite(f) && f > 0 ? f : 0;
 }
 
+/*
+ * FLOPs per element for the families whose work follows their element count: the arithmetic
+ * operations (an add, a multiply, an exp or rsqrt each count one, as in the elementwise rule)
+ * of the usual formulation, per element of the tensor the op maps. A norm: mean and variance
+ * (three), normalise (two), the affine (two); its backward about ten. Softmax: max, subtract,
+ * exp, sum, divide; its backward four. A reduction: one per element it reads. The optimizer's
+ * multi-tensor kernels by functor, per element they write: one (binary, unary, add), two
+ * (pointwise: addcmul/addcdiv), three (lerp); Adam's fused step (about twelve per parameter,
+ * written three times: parameter and both moments) four, SGD's (four per parameter, written
+ * twice: parameter and momentum) two. 0 for what moves data without arithmetic
+ * (casts, copies, fills, cat, gather): the plot shows those by their bandwidth.
+ */
+static double flops_per_element(const struct node *n)
+{
+	const char *op = n->sem.op ? n->sem.op : "";
+	int bwd = strstr(op, "backward") != NULL;
+	switch (n->sem.family) {
+	case FAM_NORM:
+		return bwd ? 10 : 7;
+	case FAM_SOFTMAX:
+		return bwd ? 4 : 5;
+	case FAM_REDUCTION:
+		return 1;
+	case FAM_OPTIMIZER:
+		if (strstr(op, "adam"))
+			return 4;
+		if (strstr(op, "sgd"))
+			return 2;
+		if (strstr(op, "lerp"))
+			return 3;
+		if (strstr(op, "pointwise"))
+			return 2;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The elements a per-element rule counts: the node's numel, else, in its dtype, what it reads
+ * (a reduction's input) or writes (a multi-tensor kernel's lists). */
+static double rule_elements(const struct node *n)
+{
+	if (n->numel > 0 && n->sem.family != FAM_REDUCTION && n->sem.family != FAM_OPTIMIZER)
+		return (double)n->numel;
+	size_t es = dtype_size(n->sem.dtype);
+	if (!es)
+		es = 4;
+	return (double)(n->sem.family == FAM_OPTIMIZER ? n->bytes_written : n->bytes_read) /
+	       (double)es;
+}
+
+/* The helper kernels cuBLAS and cuDNN launch beside their products: split-K reductions,
+ * channel padding, workspace initialisation. They move data and get no product FLOPs. */
+static int not_a_product(const char *name)
+{
+	static const char *const helpers[] = {"splitKreduce", "ReduceSplitK", "AddPadding",
+	                                      "init_device_workspace", "nchwToNhwc", "nhwcToNchw"};
+	for (size_t i = 0; name && i < ARRAY_SIZE(helpers); i++)
+		if (strstr(name, helpers[i]))
+			return 1;
+	return 0;
+}
+
 void ledger_compute(struct model *m)
 {
 	memset(&m->per_step, 0, sizeof(m->per_step));
@@ -164,8 +229,18 @@ void ledger_compute(struct model *m)
 			n->flops = (double)n->numel;
 			n->flops_how = "numel";
 		}
+		if (n->kind == NK_KERNEL && !n->flops && flops_per_element(n) > 0) {
+			double f = flops_per_element(n) * rule_elements(n);
+			double cap = node_peak(m, n) * 1e6 * n->median_us;
+			if (cap > 0 && f > cap)
+				f = cap;
+			if (isfinite(f) && f > 0) {
+				n->flops = f;
+				n->flops_how = "per element";
+			}
+		}
 		if ((n->sem.family == FAM_GEMM || n->sem.family == FAM_CONV) && !n->flops &&
-		    !strstr(n->name ? n->name : "", "splitKreduce")) {
+		    !not_a_product(n->name)) {
 			if (!built++)
 				vindex_build(m, &x);
 			n->flops = gemm_flops(m, &x, n, i);

@@ -13,8 +13,9 @@
  * above its line, else under it, else stepped further away; then the names of the largest
  * kernels beside their points (right, left, above, below, else none), elided in the middle
  * (elide_mid()) with the full name in a <title>. Every kernel with a FLOP count is a point
- * (GEMMs at the FLOPs the analyzer derived from their operand extents); a note says how many
- * have none (no intensity, so no place on the plot).
+ * (GEMMs at the FLOPs the analyzer derived from their operand extents); the kernels with none
+ * (data movement: no intensity, so no place on a roofline) are points of a strip under the plot,
+ * at the bandwidth they achieved against the peak (data_strip()).
  *
  * Every number from the summary is checked before it becomes an int or a log: non-finite and
  * out-of-range values are left out or clamped (decades to [-30, 30], stream and node ids to
@@ -208,6 +209,64 @@ static int ceilings(const cJSON *tf, struct ceiling *out, int max)
 	return n;
 }
 
+/* Whether a node is a kernel that moves data without a FLOP count: the strip's points. */
+static int strip_point(const struct rnode *p)
+{
+	return (!p->kind || !strcmp(p->kind, "kernel")) && !roof_point(p) && isfinite(p->us) &&
+	       p->us > 0 && isfinite(p->gbs) && p->gbs >= 0;
+}
+
+#define STRIP_H 76
+/*
+ * The kernels with no FLOP count (casts, copies, fills, cat, a library's helpers) have no
+ * place on a roofline: they are drawn in a strip under it, at the bandwidth they achieved on
+ * a linear axis from 0 to the peak (a kernel whose bytes stayed in L2 can pass the peak: it
+ * sits at the right end, its title says by how much), sized like the roofline's points.
+ */
+static void data_strip(const struct rmodel *m, struct strbuf *out, double peak_gbs,
+                       double total, double x0, double x1, double top, int without)
+{
+	int n = 0;
+	for (int i = 0; i < m->nr_nodes; i++)
+		n += strip_point(&m->nodes[i]);
+	double y = top + 44;
+	strbuf_addf(out,
+	            "<text class=\"tick\" x=\"%.0f\" y=\"%.0f\">%d kernel%s without FLOPs "
+	            "(casts, copies, fills, helpers): achieved bandwidth, 0 to the peak",
+	            x0, top + 18, n, n == 1 ? "" : "s");
+	if (without > n)
+		strbuf_addf(out, "; %d with no time or bandwidth not drawn", without - n);
+	strbuf_adds(out, "</text>\n");
+	strbuf_addf(out,
+	            "<line class=\"grid\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/>\n",
+	            x0, y, x1, y);
+	for (int k = 0; k <= 4; k++) {
+		double x = x0 + (x1 - x0) * k / 4;
+		strbuf_addf(out,
+		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>"
+		            "<text class=\"tick\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%.0f GB/s"
+		            "</text>\n",
+		            x, y - 4, x, y + 4, x, y + 26, k == 0 ? "start" : k == 4 ? "end" : "middle",
+		            peak_gbs * k / 4);
+	}
+	for (int i = 0; i < m->nr_nodes; i++) {
+		const struct rnode *p = &m->nodes[i];
+		if (!strip_point(p))
+			continue;
+		double f = peak_gbs > 0 ? fmin(p->gbs / peak_gbs, 1) : 0;
+		double r = 3 + 10 * sqrt(fmin(p->us / total, 1));
+		strbuf_addf(out,
+		            "<circle class=\"pt nf\" cx=\"%.1f\" cy=\"%.0f\" r=\"%.1f\" "
+		            "fill=\"%s\" data-node=\"%d\"><title>",
+		            x0 + (x1 - x0) * f, y, r, family_colour(p->family), p->id);
+		strbuf_add_html(out, p->name);
+		strbuf_addf(out, "\n%.0f GB/s (%.0f%% of the peak), ", p->gbs,
+		            peak_gbs > 0 ? 100 * p->gbs / peak_gbs : 0);
+		add_us(out, p->us);
+		strbuf_adds(out, "</title></circle>\n");
+	}
+}
+
 int plot_roofline(const struct rmodel *m, struct strbuf *out)
 {
 	const cJSON *dev = jobj(m->root, "device");
@@ -254,7 +313,7 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	strbuf_addf(out,
 	            "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
 	            "aria-label=\"roofline\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-	            W, H);
+	            W, H + (without && bw > 0 ? STRIP_H : 0));
 	strbuf_addf(out,
 	            "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" "
 	            "class=\"frame\"/>\n",
@@ -294,7 +353,7 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 	            L, T, W - R - L, H - B - T);
 	double x0 = pow(10, ax.lo), x1 = pow(10, ax.hi);
 	struct boxes bx = {.n = 0};
-	if (without) /* the note's box first: it is written last, at the top left */
+	if (without && bw <= 0) /* the note's box first: it is written last, at the top left */
 		box_add(&bx, L + 6, T + 14 - 0.8 * 11, L + 6 + 0.6 * 11 * 42, T + 14 + 0.25 * 11);
 	if (bw > 0) {
 		double xe = peak > 0 ? peak / bw : x1;
@@ -454,10 +513,12 @@ int plot_roofline(const struct rmodel *m, struct strbuf *out)
 		}
 		strbuf_release(&lab);
 	}
-	if (without)
+	if (without && bw > 0)
+		data_strip(m, out, bw / 1e9, total, L, W - R, H, without);
+	else if (without)
 		strbuf_addf(out,
 		            "<text class=\"tick\" x=\"%.0f\" y=\"%.0f\">%d kernel%s without a FLOP "
-		            "count not drawn</text>\n",
+		            "count not drawn (no peak bandwidth to place them by)</text>\n",
 		            L + 6, T + 14, without, without == 1 ? "" : "s");
 	strbuf_adds(out, "</svg>\n");
 	return n;

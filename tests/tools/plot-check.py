@@ -6,7 +6,8 @@ For every <svg class="plot ..."> in the page: no two <text> boxes overlap. A box
 as plot.c does: 0.6 em a character wide, from 0.8 em above the baseline to 0.25 em below,
 moved by text-anchor, dy and a translate/rotate transform (a rotated box by its upright
 bounds); the font size comes from the class (.plot CSS in report/assets.c). For the roofline:
-one circle per kernel of summary.json with a FLOP count, intensity and time (GEMMs included);
+one circle per kernel of summary.json with a FLOP count, intensity and time (GEMMs included),
+and one in the strip under it for every other kernel with a time;
 every ceiling label names its dtypes; a point label cut by an ellipsis is the head and tail of
 the full name in its <title>. Prints one line per problem and exits 1 when there is any.
 Standard library only.
@@ -88,11 +89,20 @@ def main(argv):
             boxes.append((s, b))
         if kind != "roofline":
             continue
+        num = lambda n, k: isinstance(n.get(k), (int, float)) and n.get(k) > 0
         want = sum(1 for n in summ.get("nodes", [])
-                   if all(isinstance(n.get(k), (int, float)) and n.get(k) > 0 for k in ("flops", "intensity", "median_us")))
-        got = len(svg.findall(".//" + NS + "circle"))
+                   if all(num(n, k) for k in ("flops", "intensity", "median_us")))
+        circ = svg.findall(".//" + NS + "circle")
+        got = sum(1 for c in circ if "nf" not in c.get("class", "").split())
         if got != want:
             errs.append("roofline: %d points for %d kernels with a FLOP count" % (got, want))
+        # every other kernel with a time is a point of the data-movement strip under it
+        want_nf = sum(1 for n in summ.get("nodes", [])
+                      if n.get("kind", "kernel") == "kernel" and num(n, "median_us") and
+                      not all(num(n, k) for k in ("flops", "intensity")))
+        got_nf = len(circ) - got
+        if summ.get("device", {}).get("peak_bw_gbs") and got_nf != want_nf:
+            errs.append("roofline: %d strip points for %d kernels without FLOPs" % (got_nf, want_nf))
         for t in svg.iter(NS + "text"):
             cls, s = t.get("class", ""), text_of(t)
             if cls == "rooflabel" and "TFLOP/s" in s and not re.match(r"^(bf16|fp16|tf32|fp32|fp64|fp8\w*|int8)(/\w+)* ", s):

@@ -62,17 +62,23 @@ static void test_roofline_ceilings_and_gemms(void **state)
 	         "\"median_us\":49,\"flops\":3.4e10,\"intensity\":680,\"bound\":\"compute\"},"
 	         "{\"id\":1,\"name\":\"add\",\"kind\":\"kernel\",\"family\":\"elementwise\","
 	         "\"median_us\":5,\"flops\":1e6,\"intensity\":0.08},"
-	         "{\"id\":2,\"name\":\"layer_norm\",\"kind\":\"kernel\",\"family\":\"norm\","
-	         "\"median_us\":5,\"flops\":0,\"intensity\":0}]}",
+	         "{\"id\":2,\"name\":\"cast\",\"kind\":\"kernel\",\"family\":\"copy\","
+	         "\"median_us\":5,\"flops\":0,\"intensity\":0,\"achieved_gbs\":1200},"
+	         "{\"id\":3,\"name\":\"fill\",\"kind\":\"kernel\",\"family\":\"memset\","
+	         "\"median_us\":0,\"flops\":0,\"intensity\":0}]}",
 	         0, &n);
 	assert_int_equal(n, 2);
-	assert_int_equal(count(svg, "<circle"), 2);
+	/* two roofline points, and the cast in the strip under it at 1200 of 4800 GB/s */
+	assert_int_equal(count(svg, "<circle"), 3);
+	assert_int_equal(count(svg, "class=\"pt nf\""), 1);
+	assert_non_null(strstr(svg, "1200 GB/s (25% of the peak)"));
+	assert_non_null(strstr(svg, "1 kernel without FLOPs"));
+	assert_non_null(strstr(svg, "1 with no time or bandwidth not drawn"));
 	assert_non_null(strstr(svg, "data-node=\"0\""));
 	assert_int_equal(count(svg, "bf16/fp16 tensor core 989 TFLOP/s"), 1);
 	assert_int_equal(count(svg, "tf32 tensor core 495 TFLOP/s"), 1);
 	assert_int_equal(count(svg, ">fp32 67 TFLOP/s"), 1);
 	assert_int_equal(count(svg, "class=\"ceil\""), 3);
-	assert_non_null(strstr(svg, "1 kernel without a FLOP count not drawn"));
 	free(svg);
 }
 
