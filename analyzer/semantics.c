@@ -1183,6 +1183,22 @@ int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigne
 
 /* ---------------------------------------------------------------- extents */
 
+uint64_t sem_ptr_bound(const struct op_sem *s, int idx, int nptrs, const int grid[3],
+                       const int block[3])
+{
+	const struct sem_rule *r = rule_of(s);
+	if (!r || r->roles != RL_REDUCE || idx < 1 || idx >= nptrs)
+		return UINT64_MAX;
+	uint64_t gx = grid[0] > 0 ? (uint64_t)grid[0] : 1, gy = grid[1] > 0 ? (uint64_t)grid[1] : 1;
+	uint64_t bx = block[0] > 0 ? (uint64_t)block[0] : 1;
+	uint64_t by = block[1] > 0 ? (uint64_t)block[1] : 1;
+	if (gx > (1u << 31) || gy > 65535 || bx > 1024 || by > 1024)
+		return UINT64_MAX;
+	/* dst[0]: outputs of at most 8 bytes; the rest (dst[1], acc_buf, cta_buf, semaphores):
+	 * accumulators of at most 8 bytes, output_vec_size <= 4 */
+	return idx == 1 ? gx * bx * by * 4 * 8 : gx * gy * bx * 4 * 8;
+}
+
 /*
  * Elements one thread touches at most, per pointer, by row: CuPy launches one thread per
  * element (linear_launch: grid = ceil(size / block)); XLA's loop emitter unrolls at most 4 and

@@ -111,6 +111,16 @@ int sem_roles_at(const char *name, const struct op_sem *s, int nptrs, const stru
  * allocation pointed into is a pool or arena; UINT64_MAX where the launch says nothing
  * (PyTorch's own kernels, whose extents come from their parameters).
  */
+/*
+ * The most bytes the idx-th pointer (of nptrs, in parameter order) of a launch of s can touch,
+ * from the launch's grid and block, where the kernel's layout makes it smaller than its
+ * allocation: ATen's reduce_kernel writes num_outputs <= grid.x * block.x * block.y * 4 values
+ * through dst and uses grid.x * grid.y * block.x * 4 accumulator slots of its global-reduce
+ * buffer, which PyTorch allocates num_outputs / grid.x times larger (ncu measured 0.26 of
+ * 32 MiB). UINT64_MAX: no bound beyond the allocation.
+ */
+uint64_t sem_ptr_bound(const struct op_sem *s, int idx, int nptrs, const int grid[3],
+                       const int block[3]);
 uint64_t sem_launch_bound(const struct op_sem *s, int role, uint64_t blocks, uint64_t threads,
                           size_t esize);
 
