@@ -22,6 +22,13 @@
  * marked derived. A backward kernel reading nothing written in the step (the first ones of a
  * step that starts inside the backward pass) keeps its own line. own_site keeps the line of
  * the node's own frames (the pattern key uses it, so every occurrence folds alike).
+ *
+ * XLA's kernels: their frames end at the line that called the jitted function. The shim's
+ * "xla" records (preload/xla.c) name each fusion instruction of the optimized HLO with its
+ * source file, line and op_name; a kernel whose name is such an instruction's gets that line as
+ * its model line (func: the op_name's last component) and the op_name as its op, its user line
+ * staying the call. A name found in several modules is taken from the module that holds the
+ * most of the step's kernel names.
  */
 #include "analyzer/model.h"
 #include "lib/hmap.h"
@@ -132,16 +139,34 @@ static void derive(struct model *m, struct node *n)
 	n->model_derived = 1;
 }
 
+struct xla_rec {
+	char *mod, *name, *op, *file;
+	int line;
+	long next; /* the next record of the same name hash, -1 none */
+};
+
 struct lines_sites {
 	struct hmap byid; /* trace site id -> index in recs */
 	struct site_rec *recs;
 	long nrecs, arecs;
+	struct hmap xla_byname; /* fnv1a(name) -> first index in xla */
+	struct xla_rec *xla;
+	long nxla, axla;
 };
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
 
 struct lines_sites *lines_sites_new(void)
 {
 	struct lines_sites *ls = xcalloc(1, sizeof(*ls));
 	hmap_init(&ls->byid);
+	hmap_init(&ls->xla_byname);
 	return ls;
 }
 
@@ -156,6 +181,14 @@ void lines_sites_free(struct lines_sites *ls)
 	}
 	free(ls->recs);
 	hmap_release(&ls->byid);
+	for (long i = 0; i < ls->nxla; i++) {
+		free(ls->xla[i].mod);
+		free(ls->xla[i].name);
+		free(ls->xla[i].op);
+		free(ls->xla[i].file);
+	}
+	free(ls->xla);
+	hmap_release(&ls->xla_byname);
 	free(ls);
 }
 
@@ -179,9 +212,109 @@ static int site_record(void *ctx, const struct trace_record *rec)
 	return 0;
 }
 
+static const char *jstring(const cJSON *o, const char *k, size_t max)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) <= max
+	           ? v->valuestring
+	           : NULL;
+}
+
+/* An "xla" record: {"t":"xla","mod","name","op","file","line","k"}; malformed ones are left
+ * out (they only name lines). At most 1M are kept. */
+static int xla_record(void *ctx, const struct trace_record *rec)
+{
+	struct lines_sites *ls = ctx;
+	const char *name = jstring(rec->obj, "name", 512), *file = jstring(rec->obj, "file", 4096);
+	const cJSON *line = cJSON_GetObjectItemCaseSensitive(rec->obj, "line");
+	if (!name || !*name || !file || !*file || !cJSON_IsNumber(line) ||
+	    !(line->valuedouble >= 1 && line->valuedouble < 1e9) || ls->nxla >= 1000000)
+		return 0;
+	const char *mod = jstring(rec->obj, "mod", 512), *op = jstring(rec->obj, "op", 4096);
+	ALLOC_GROW(ls->xla, ls->nxla, ls->axla);
+	struct xla_rec *x = &ls->xla[ls->nxla];
+	x->mod = xstrdup(mod ? mod : "");
+	x->name = xstrdup(name);
+	x->op = xstrdup(op ? op : "");
+	x->file = xstrdup(file);
+	x->line = (int)line->valuedouble;
+	uint64_t h = fnv1a(name), first;
+	x->next = hmap_get(&ls->xla_byname, h, &first) ? (long)first : -1;
+	hmap_put(&ls->xla_byname, h, (uint64_t)ls->nxla);
+	ls->nxla++;
+	return 0;
+}
+
+static int lines_record(void *ctx, const struct trace_record *rec)
+{
+	return rec->type == TRACE_XLA ? xla_record(ctx, rec) : site_record(ctx, rec);
+}
+
 struct trace_consumer lines_consumer(struct lines_sites *ls)
 {
-	return (struct trace_consumer){site_record, ls, TRACE_BIT(TRACE_SITE)};
+	return (struct trace_consumer){lines_record, ls,
+	                               TRACE_BIT(TRACE_SITE) | TRACE_BIT(TRACE_XLA)};
+}
+
+/* The xla record named name, from module mod when it has one (NULL: the first found). */
+static const struct xla_rec *xla_find(const struct lines_sites *ls, const char *name,
+                                      const char *mod)
+{
+	uint64_t i;
+	const struct xla_rec *any = NULL;
+	if (!name || !hmap_get(&ls->xla_byname, fnv1a(name), &i))
+		return NULL;
+	for (long k = (long)i; k >= 0; k = ls->xla[k].next)
+		if (!strcmp(ls->xla[k].name, name)) {
+			if (!mod || !strcmp(ls->xla[k].mod, mod))
+				return &ls->xla[k];
+			if (!any)
+				any = &ls->xla[k];
+		}
+	return any;
+}
+
+/* XLA kernels at their HLO instructions' lines (the header's last paragraph). */
+static void xla_resolve(struct model *m, const struct lines_sites *ls)
+{
+	if (!ls->nxla)
+		return;
+	/* the module holding the most of the step's kernel names */
+	const char *best = NULL;
+	long best_n = 0;
+	for (long k = 0; k < ls->nxla && k < 4096; k++) {
+		const char *mod = ls->xla[k].mod;
+		int seen = 0;
+		for (long j = 0; j < k && !seen; j++)
+			seen = !strcmp(ls->xla[j].mod, mod);
+		if (seen)
+			continue;
+		long n = 0;
+		for (int i = 0; i < m->nnodes; i++) {
+			const struct xla_rec *x = xla_find(ls, m->nodes[i].name, mod);
+			n += x && !strcmp(x->mod, mod);
+		}
+		if (n > best_n) {
+			best_n = n;
+			best = mod;
+		}
+	}
+	for (int i = 0; i < m->nnodes; i++) {
+		struct node *n = &m->nodes[i];
+		const struct xla_rec *x = xla_find(ls, n->name, best);
+		if (!x)
+			continue;
+		lineref_free(&n->model_site);
+		n->model_site.file = xstrdup(x->file);
+		const char *slash = strrchr(x->op, '/');
+		n->model_site.func = xstrdup(slash ? slash + 1 : x->op);
+		n->model_site.line = x->line;
+		line_copy(&n->own_site, &n->model_site);
+		if (*x->op) {
+			free(n->torch_op);
+			n->torch_op = xstrdup(x->op);
+		}
+	}
 }
 
 int lines_resolve(struct model *m, const struct lines_sites *ls)
@@ -205,6 +338,8 @@ int lines_resolve(struct model *m, const struct lines_sites *ls)
 			                          ? n->sem.op
 			                          : family_name(n->sem.family));
 	}
+	if (ls)
+		xla_resolve(m, ls);
 	for (int i = 0; i < m->nnodes; i++)
 		if (m->nodes[i].autograd)
 			derive(m, &m->nodes[i]);

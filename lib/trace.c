@@ -124,6 +124,7 @@ static const char *const type_names[TRACE_NTYPES] = {
     [TRACE_END] = "end",
     [TRACE_COMM] = "comm",
     [TRACE_COLL] = "coll",
+    [TRACE_XLA] = "xla",
 };
 
 const char *trace_type_name(enum trace_type type)

@@ -45,6 +45,7 @@ enum trace_type {
 	TRACE_END,
 	TRACE_COMM,
 	TRACE_COLL,
+	TRACE_XLA,
 	TRACE_NTYPES
 };
 #define TRACE_BIT(type) (1ull << (type))

@@ -94,6 +94,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->args = 1;
 	c->activity = 1;
 	c->mux = 1;
+	c->xla_lines = 1;
 	if (m)
 		m->n = 0;
 
@@ -139,6 +140,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->mux = b;
 	if ((v = lookup("AICPROF_XLA_GRAPHS")) && !parse_bool("AICPROF_XLA_GRAPHS", v, &b, m))
 		c->xla_graphs = b;
+	if ((v = lookup("AICPROF_XLA_LINES")) && !parse_bool("AICPROF_XLA_LINES", v, &b, m))
+		c->xla_lines = b;
 	if ((v = lookup("AICPROF_SELFTIME")) && !parse_bool("AICPROF_SELFTIME", v, &b, m))
 		c->selftime = b;
 }

@@ -29,6 +29,7 @@ struct config {
 	int args;                /* AICPROF_ARGS: record kernel arguments (1) or not (0) */
 	int activity;   /* AICPROF_ACTIVITY: GPU times from CUPTI activity (diagnostics: 0) */
 	int xla_graphs; /* AICPROF_XLA_GRAPHS: 1 leaves XLA's command buffers (CUDA graphs) on */
+	int xla_lines;  /* AICPROF_XLA_LINES: 0 asks XLA for no HLO dump (xla.c), default 1 */
 	int selftime;   /* AICPROF_SELFTIME: time the shim's own parts, printed at exit */
 	int mux; /* AICPROF_MUX: share CUPTI with other tools (1, default), or yield to them (0) */
 };

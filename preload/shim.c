@@ -5,8 +5,9 @@
  * Start: the constructor reads AICPROF_* (bad values: one line each, defaults kept), sets
  * PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync unless the user set it (and, for JAX,
  * XLA_PYTHON_CLIENT_PREALLOCATE=false and XLA_PYTHON_CLIENT_ALLOCATOR=platform unless the user
- * set either, and XLA's command buffers off in XLA_FLAGS unless the user set that flag or
- * AICPROF_XLA_GRAPHS=1), and points
+ * set either, XLA's command buffers off in XLA_FLAGS unless the user set that flag or
+ * AICPROF_XLA_GRAPHS=1, and an HLO dump beside the trace for XLA's source lines, xla.c), and
+ * points
  * CUDA_INJECTION64_PATH at this library, so that the driver calls InitializeInjection() from
  * cuInit in processes that use CUDA, and only in them: a process that never touches CUDA never
  * loads CUPTI and writes nothing. Where another tool already injects (Nsight Systems sets
@@ -27,6 +28,7 @@
 #include "preload/selftime.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
+#include "preload/xla.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -46,6 +48,7 @@ static uint64_t t_start;
 static char alloc_note[256] = "default";
 static char xla_note[256] = "default";
 static char xla_graphs_note[64] = "default";
+static char xla_lines_note[1024] = "default";
 static char self_path[PATH_MAX];
 static pid_t trace_pid; /* the process whose trace this is */
 
@@ -130,6 +133,7 @@ static void header(struct jbuf *b)
 	jb_key(b, "alloc_backend"), jb_str(b, alloc_note);
 	jb_key(b, "xla_allocator"), jb_str(b, xla_note);
 	jb_key(b, "xla_command_buffers"), jb_str(b, xla_graphs_note);
+	jb_key(b, "xla_lines"), jb_str(b, xla_lines_note);
 }
 
 static void finish(const char *reason)
@@ -138,6 +142,8 @@ static void finish(const char *reason)
 		return;
 	shim_enter_thread();
 	cupti_flush();
+	if (getpid() == trace_pid)
+		xla_lines_emit(1);
 	writer_flush(1, cupti_context_dead() && !strcmp(reason, "exit") ? "cuda-error" : reason);
 	selftime_report();
 }
@@ -145,6 +151,15 @@ static void finish(const char *reason)
 static void at_exit(void)
 {
 	finish("exit");
+}
+
+/* Registered by the constructor: a process that never started recording (XLA on the CPU, say)
+ * still removes the HLO dump it was asked to write. */
+static pid_t ctor_pid;
+static void at_exit_unstarted(void)
+{
+	if (!start_ok && getpid() == ctor_pid)
+		xla_lines_emit(0);
 }
 
 static struct sigaction old_term, old_int;
@@ -182,6 +197,7 @@ static void install_signals(void)
 static void after_fork_child(void)
 {
 	shim_base_after_fork();
+	xla_lines_after_fork();
 	ring_reset_after_fork();
 	writer_reset_after_fork();
 	if (start_ok) {
@@ -408,9 +424,10 @@ __attribute__((constructor)) static void aicprof_init(void)
 	 * the user set the flag (or AICPROF_XLA_GRAPHS=1), ask for plain launches. */
 	static const char xflag[] = "--xla_gpu_enable_command_buffer=";
 	const char *xf = getenv("XLA_FLAGS");
-	size_t xl = xf ? strlen(xf) : 0;
-	if (xf && has_token(mine, "xla_graphs") && xl >= sizeof(xflag) - 1 &&
-	    !strcmp(xf + xl - (sizeof(xflag) - 1), xflag)) {
+	/* the parent's flag: the whole token, with no value, where a shim put it */
+	const char *xp2 = xf ? strstr(xf, xflag) : NULL;
+	if (xp2 && has_token(mine, "xla_graphs") && (xp2 == xf || xp2[-1] == ' ') &&
+	    (!xp2[sizeof(xflag) - 1] || xp2[sizeof(xflag) - 1] == ' ')) {
 		snprintf(xla_graphs_note, sizeof(xla_graphs_note),
 		         "off (set by aicprof in a parent process)");
 		add_token(mark, sizeof(mark), "xla_graphs");
@@ -424,6 +441,19 @@ __attribute__((constructor)) static void aicprof_init(void)
 			snprintf(xla_graphs_note, sizeof(xla_graphs_note), "off (set by aicprof)");
 			add_token(mark, sizeof(mark), "xla_graphs");
 		}
+	}
+	/* XLA's HLO with its source lines, dumped beside the trace (xla.c) */
+	{
+		char tpath[1024];
+		char host[256] = "";
+		gethostname(host, sizeof(host) - 1);
+		if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, tpath,
+		                       sizeof(tpath)))
+			tpath[0] = 0;
+		xla_lines_setup(tpath, has_token(mine, "xla_lines"), mark, sizeof(mark),
+		                xla_lines_note, sizeof(xla_lines_note));
+		ctor_pid = getpid();
+		atexit(at_exit_unstarted);
 	}
 	if (*mark)
 		setenv("AICPROF_ENV_SET", mark, 1);

@@ -32,3 +32,39 @@ check "cupy: CUB's reductions are sums, not dead" \
 	q "$CP" "all(N[i]['family']=='reduction' and N[i]['op']=='sum' for i in range(len(N)) if 'DeviceReduce' in N[i]['name']) and not any(c['kind']=='dead' and any('DeviceReduce' in N[i]['name'] for i in c['nodes']) for c in C)"
 check "cupy: a partial buffer is one float per block" \
 	q "$CP" "all(n['bytes_written']==n['grid'][0]*4 for n in N if 'DeviceReduceKernel' in n['name'])"
+
+# XLA's lines: "xla" records (the shim's reading of XLA's optimized HLO, preload/xla.c) put a
+# fusion's kernels at the line inside the jitted function; the user's line stays the call. A
+# second module with the same fusion name (a jit of the init) must not win over the step's.
+python3 - "$S/jax_train.aicp.jsonl" "$tmp/jx-lines.aicp.jsonl" <<'PY'
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+lines = open(src).read().splitlines()
+recs = [
+    {"t": "xla", "mod": "jit_step", "name": "loop_multiply_tanh_fusion", "op": "jit(step)/jit(main)/tanh",
+     "file": "samples/jax_train.py", "line": 21, "k": 1},
+    {"t": "xla", "mod": "jit_step", "name": "loop_subtract_fusion", "op": "jit(step)/jit(main)/sub",
+     "file": "samples/jax_train.py", "line": 23, "k": 1},
+    {"t": "xla", "mod": "jit_init", "name": "loop_subtract_fusion", "op": "jit(init)/sub",
+     "file": "samples/jax_train.py", "line": 99, "k": 1},
+    {"t": "xla", "name": "", "file": "x.py", "line": 1},  # malformed: left out
+    {"t": "xla", "name": "loop_add_fusion", "file": "x.py", "line": -3},  # malformed
+]
+with open(dst, "w") as f:
+    for l in lines[:-1]:
+        f.write(l + "\n")
+    for r in recs:
+        f.write(json.dumps(r) + "\n")
+    f.write(lines[-1] + "\n")
+PY
+"$A" analyze -q --no-report "$tmp/jx-lines.aicp.jsonl" -o "$tmp/jx-lines"; rc=$?
+XL=$tmp/jx-lines/summary.json
+check "jax with xla records: analyze exits 0" test "$rc" = 0
+check "jax: a fusion's model line is its HLO instruction's, its op XLA's op_name" \
+	q "$XL" "all(n['model_site']['line']==21 and n['model_site']['func']=='tanh' and n['torch_op']=='jit(step)/jit(main)/tanh' for n in N if n['name']=='loop_multiply_tanh_fusion') and any(n['name']=='loop_multiply_tanh_fusion' for n in N)"
+check "jax: the user's line stays the call of the jitted step" \
+	q "$XL" "all(n['user_site']['line']==43 for n in N if n['name']=='loop_multiply_tanh_fusion')"
+check "jax: a name in two modules is taken from the step's module" \
+	q "$XL" "all(n['model_site']['line']==23 for n in N if n['name']=='loop_subtract_fusion') and any(n['name']=='loop_subtract_fusion' for n in N)"
+check "jax: kernels without a record keep their frames' line" \
+	q "$XL" "all(n['model_site']['line']==43 for n in N if n['name'].startswith('sm90_'))"

@@ -60,28 +60,39 @@ check "JAX: the user's choice is kept ($env)" test "$env" = "true None"
 env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c "$x")
 check "JAX: AICPROF_ALLOC_BACKEND=0 leaves XLA's allocator alone ($env)" test "$env" = "None None"
 x='import os; print(os.environ.get("XLA_FLAGS"))'
-env=$(env -u XLA_FLAGS LD_PRELOAD=$S python3 -c "$x")
-check "JAX: XLA's command buffers asked off ($env)" test "$env" = "--xla_gpu_enable_command_buffer="
+# (env itself runs under the shim and starts python: python's shim sees the flags as a parent's)
+env=$(env -u XLA_FLAGS AICPROF_OUTPUT=$tmp/x.aicp.jsonl LD_PRELOAD=$S python3 -c "$x")
+check "JAX: XLA's command buffers asked off, HLO dumped beside the trace ($env)" \
+	test "$env" = "--xla_gpu_enable_command_buffer= --xla_dump_to=$tmp/x.aicp.jsonl.xla --xla_dump_hlo_as_text"
 env=$(XLA_FLAGS=--xla_dump_to=/tmp/d LD_PRELOAD=$S python3 -c "$x")
-check "JAX: the user's XLA_FLAGS kept, the flag appended ($env)" \
+check "JAX: the user's XLA_FLAGS (their own dump) kept, the flag appended ($env)" \
 	test "$env" = "--xla_dump_to=/tmp/d --xla_gpu_enable_command_buffer="
-env=$(XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION LD_PRELOAD=$S python3 -c "$x")
+env=$(XLA_FLAGS=--xla_gpu_enable_command_buffer=FUSION AICPROF_XLA_LINES=0 LD_PRELOAD=$S python3 -c "$x")
 check "JAX: the user's own command-buffer flag left alone ($env)" \
 	test "$env" = "--xla_gpu_enable_command_buffer=FUSION"
-env=$(env -u XLA_FLAGS AICPROF_XLA_GRAPHS=1 LD_PRELOAD=$S python3 -c "$x")
-check "JAX: AICPROF_XLA_GRAPHS=1 leaves XLA_FLAGS unset ($env)" test "$env" = "None"
+env=$(env -u XLA_FLAGS AICPROF_XLA_GRAPHS=1 AICPROF_XLA_LINES=0 LD_PRELOAD=$S python3 -c "$x")
+check "JAX: AICPROF_XLA_GRAPHS=1 AICPROF_XLA_LINES=0 leave XLA_FLAGS unset ($env)" test "$env" = "None"
+# a process started by one under the shim dumps into its own directory (its own trace's)
+env=$(env -u XLA_FLAGS -u AICPROF_ENV_SET AICPROF_OUTPUT=$tmp/p%p.aicp.jsonl LD_PRELOAD=$S sh -c "python3 -c '$x'")
+case $env in
+*"--xla_dump_to=$tmp/p"*".aicp.jsonl.xla --xla_dump_hlo_as_text") ok=1 ;;
+*) ok=0 ;;
+esac
+check "JAX: a child under the shim gets its own dump directory ($env)" test $ok = 1
+check "JAX: no dump directory left by processes that never ran XLA" \
+	sh -c "! ls -d $tmp/*.xla 2>/dev/null | grep -q ."
 # what the shim set is marked, so that a process started under it (a shell, timeout, a
 # launcher's workers) still says "set by aicprof", unless a value was changed on the way
 x='import os; print(os.environ.get("AICPROF_ENV_SET"))'
 clean="env -u XLA_FLAGS -u PYTORCH_CUDA_ALLOC_CONF -u XLA_PYTHON_CLIENT_PREALLOCATE -u XLA_PYTHON_CLIENT_ALLOCATOR -u AICPROF_ENV_SET"
 env=$($clean LD_PRELOAD=$S python3 -c "$x")
-check "the settings the shim made are marked ($env)" test "$env" = "alloc,xla_alloc,xla_graphs"
+check "the settings the shim made are marked ($env)" test "$env" = "alloc,xla_alloc,xla_graphs,xla_lines"
 env=$($clean PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c "$x")
-check "a setting of the user's is not marked ($env)" test "$env" = "xla_alloc,xla_graphs"
+check "a setting of the user's is not marked ($env)" test "$env" = "xla_alloc,xla_graphs,xla_lines"
 env=$($clean LD_PRELOAD=$S sh -c "python3 -c '$x'")
-check "a child under the shim keeps them as aicprof's ($env)" test "$env" = "alloc,xla_alloc,xla_graphs"
+check "a child under the shim keeps them as aicprof's ($env)" test "$env" = "alloc,xla_alloc,xla_graphs,xla_lines"
 env=$($clean LD_PRELOAD=$S sh -c "PYTORCH_CUDA_ALLOC_CONF=backend:native python3 -c '$x'")
-check "a value changed on the way is the user's ($env)" test "$env" = "xla_alloc,xla_graphs"
+check "a value changed on the way is the user's ($env)" test "$env" = "xla_alloc,xla_graphs,xla_lines"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
 

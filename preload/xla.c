@@ -1,0 +1,289 @@
+/*
+ * xla.c - XLA's fusions at their Python lines.
+ *
+ * An XLA program reaches the GPU as fusions compiled from a jitted function; every kernel's
+ * Python frame is the line that called the jitted function (`step(params, x, y)`), not the line
+ * in it that wrote the op. XLA keeps that line in each HLO instruction's metadata (op_name,
+ * source_file, source_line) and its GPU backend names a fusion's kernel after the instruction.
+ * So, unless the user dumps HLO themselves or AICPROF_XLA_LINES=0, the constructor asks XLA to
+ * dump its HLO as text into TRACE.xla/ (xla_lines_setup()); at exit xla_lines_emit() reads the
+ * optimized modules (*after_optimizations.txt), writes one "xla" record per instruction that can
+ * launch a kernel (a fusion or custom-call anywhere, any instruction of an ENTRY computation)
+ * with its metadata, and removes the files it read and the directory. The analyzer maps kernel
+ * names to these lines (analyzer/lines.c). What XLA dumps besides (before_optimizations, other
+ * reports) is removed too, never read. Bounded: 64 MiB of text in all, lines over 64 KiB
+ * skipped, 200k records. Nothing here can fail the program: every error leaves the dump
+ * unread (and the directory in place, named in a line on stderr when it cannot be removed).
+ */
+#include "preload/xla.h"
+#include "preload/base.h"
+#include "preload/jbuf.h"
+#include "preload/writer.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char dump_dir[1100]; /* "" when this process set no dump */
+
+#define MAX_TEXT    ((size_t)64 << 20)
+#define MAX_LINE    ((size_t)64 << 10)
+#define MAX_RECORDS 200000
+
+static const char dump_flag[] = "--xla_dump_to=";
+
+/* The value of a flag token in flags (pointer into flags, length in *n), NULL when absent. */
+static const char *flag_value(const char *flags, const char *flag, size_t *n)
+{
+	const char *p = flags;
+	size_t fl = strlen(flag);
+	while (p && (p = strstr(p, flag))) {
+		if (p == flags || p[-1] == ' ' || p[-1] == '\t') {
+			const char *v = p + fl;
+			*n = strcspn(v, " \t");
+			return v;
+		}
+		p += fl;
+	}
+	return NULL;
+}
+
+void xla_lines_setup(const char *trace_path, int inherited, char *mark, size_t msz, char *note,
+                     size_t nsz)
+{
+	dump_dir[0] = 0;
+	const char *xf = getenv("XLA_FLAGS");
+	size_t vn = 0;
+	const char *v = xf ? flag_value(xf, dump_flag, &vn) : NULL;
+	if (v && !inherited) {
+		snprintf(note, nsz, "user: the user dumps HLO (--xla_dump_to); not read");
+		return;
+	}
+	if (!shim_cfg.xla_lines) {
+		snprintf(note, nsz, "off (AICPROF_XLA_LINES=0)");
+		return;
+	}
+	if (!trace_path || !*trace_path ||
+	    snprintf(dump_dir, sizeof(dump_dir), "%s.xla", trace_path) >= (int)sizeof(dump_dir) - 1) {
+		dump_dir[0] = 0;
+		snprintf(note, nsz, "off (the trace's path is too long)");
+		return;
+	}
+	/* an inherited dump flag gets this process's directory in place; else ours is appended */
+	char flags[4096];
+	struct jbuf b = {flags, 0, sizeof(flags) - 1, 0};
+	if (xf && v) {
+		jb_raw(&b, xf, (size_t)(v - xf));
+		jb_s(&b, dump_dir);
+		jb_s(&b, v + vn);
+	} else {
+		if (xf && *xf) {
+			jb_s(&b, xf);
+			jb_raw(&b, " ", 1);
+		}
+		jb_s(&b, dump_flag);
+		jb_s(&b, dump_dir);
+		if (!xf || !strstr(xf, "--xla_dump_hlo_as_text"))
+			jb_s(&b, " --xla_dump_hlo_as_text");
+	}
+	if (b.overflow) {
+		dump_dir[0] = 0;
+		snprintf(note, nsz, "off (XLA_FLAGS too long to add the dump)");
+		return;
+	}
+	flags[b.len] = 0;
+	setenv("XLA_FLAGS", flags, 1);
+	snprintf(note, nsz, "HLO dumped to %.900s and read at exit (set by aicprof)", dump_dir);
+	size_t ml = strlen(mark);
+	if (ml + 11 < msz)
+		snprintf(mark + ml, msz - ml, "%sxla_lines", ml ? "," : "");
+}
+
+/* The quoted string after key= in s (escapes kept as their second character); "" when absent. */
+static void meta_str(const char *s, const char *key, char *out, size_t on)
+{
+	out[0] = 0;
+	const char *p = strstr(s, key);
+	if (!p || p[strlen(key)] != '"')
+		return;
+	p += strlen(key) + 1;
+	size_t n = 0;
+	for (; *p && *p != '"'; p++) {
+		if (*p == '\\' && p[1])
+			p++;
+		if (n + 1 < on)
+			out[n++] = *p;
+	}
+	out[n] = 0;
+}
+
+int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file,
+                 size_t fn, int *line, int *kernel)
+{
+	const char *p = s;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!strncmp(p, "ROOT ", 5))
+		p += 5;
+	if (*p == '%')
+		p++;
+	size_t k = 0;
+	while (p[k] && p[k] != ' ' && p[k] != '=')
+		k++;
+	if (!k || strncmp(p + k, " = ", 3) || !nn)
+		return 0;
+	const char *md = strstr(p + k, "metadata={");
+	if (!md)
+		return 0;
+	size_t i = 0;
+	for (; i < k && i + 1 < nn; i++) {
+		char c = p[i];
+		name[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+		              ? c
+		              : '_';
+	}
+	name[i] = 0;
+	/* the op: after the shape, which may be a tuple in parentheses */
+	const char *q = p + k + 3;
+	if (*q == '(') {
+		int depth = 0;
+		for (; *q; q++) {
+			depth += *q == '(';
+			depth -= *q == ')';
+			if (!depth) {
+				q++;
+				break;
+			}
+		}
+	} else {
+		while (*q && *q != ' ')
+			q++;
+	}
+	while (*q == ' ')
+		q++;
+	*kernel = !strncmp(q, "fusion(", 7) || !strncmp(q, "custom-call(", 12);
+	meta_str(md, "op_name=", op, on);
+	meta_str(md, "source_file=", file, fn);
+	const char *sl = strstr(md, "source_line=");
+	*line = sl ? atoi(sl + 12) : 0;
+	return file[0] && *line > 0;
+}
+
+/* The module's name from a dump file's: module_0003.jit_step.sm_9.0_gpu_after_... -> jit_step */
+static void module_of(const char *fname, char *out, size_t on)
+{
+	const char *a = strchr(fname, '.');
+	const char *b = a ? strchr(a + 1, '.') : NULL;
+	if (!a || !b || (size_t)(b - a - 1) >= on) {
+		snprintf(out, on, "%s", fname);
+		return;
+	}
+	memcpy(out, a + 1, (size_t)(b - a - 1));
+	out[b - a - 1] = 0;
+}
+
+static size_t text_read, records;
+static char cwd[1024];
+static size_t cwd_len;
+
+static void emit_file(const char *path, const char *fname)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	char mod[256];
+	module_of(fname, mod, sizeof(mod));
+	char *buf = malloc(MAX_LINE + 2);
+	char *rec = malloc(3 * MAX_LINE + 512);
+	char name[512], op[1024], file[1024];
+	int in_entry = 0, line, kernel, skipping = 0;
+	while (buf && rec && records < MAX_RECORDS && fgets(buf, (int)MAX_LINE + 1, f)) {
+		size_t n = strlen(buf);
+		text_read += n;
+		if (text_read > MAX_TEXT)
+			break;
+		if (n && buf[n - 1] != '\n' && !feof(f)) {
+			skipping = 1; /* the rest of an over-long line: skipped */
+			continue;
+		}
+		if (skipping) {
+			skipping = 0;
+			continue;
+		}
+		if (!strncmp(buf, "ENTRY ", 6))
+			in_entry = 1;
+		else if (buf[0] == '}')
+			in_entry = 0;
+		if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file), &line,
+		                  &kernel) ||
+		    !(kernel || in_entry))
+			continue;
+		struct jbuf b = {rec, 0, 3 * MAX_LINE + 512, 0};
+		jb_s(&b, "{\"t\":\"xla\"");
+		jb_key(&b, "mod"), jb_str(&b, mod);
+		jb_key(&b, "name"), jb_str(&b, name);
+		jb_key(&b, "op"), jb_str(&b, op);
+		/* relative to the working directory, as the shim's sites say (sites.c) */
+		jb_key(&b, "file"),
+		    jb_str(&b, cwd_len && !strncmp(file, cwd, cwd_len) ? file + cwd_len : file);
+		jb_key(&b, "line"), jb_u64(&b, (uint64_t)line);
+		jb_key(&b, "k"), jb_u64(&b, (uint64_t)kernel);
+		jb_s(&b, "}");
+		if (!b.overflow) {
+			writer_meta(rec, b.len);
+			records++;
+		}
+	}
+	free(buf);
+	free(rec);
+	fclose(f);
+}
+
+void xla_lines_emit(int write)
+{
+	if (!dump_dir[0])
+		return;
+	DIR *d = opendir(dump_dir);
+	if (!d)
+		return; /* XLA never ran in this process */
+	if (getcwd(cwd, sizeof(cwd) - 1)) {
+		cwd_len = strlen(cwd);
+		if (cwd_len && cwd[cwd_len - 1] != '/')
+			cwd[cwd_len++] = '/', cwd[cwd_len] = 0;
+	}
+	struct dirent *e;
+	int left = 0;
+	char path[2048];
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dump_dir, e->d_name) >= (int)sizeof(path)) {
+			left = 1;
+			continue;
+		}
+		struct stat st;
+		if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
+			left = 1; /* not ours to remove: a subdirectory, a link */
+			continue;
+		}
+		size_t n = strlen(e->d_name);
+		static const char tail[] = "after_optimizations.txt";
+		if (write && n >= sizeof(tail) - 1 &&
+		    !strcmp(e->d_name + n - (sizeof(tail) - 1), tail))
+			emit_file(path, e->d_name);
+		if (unlink(path))
+			left = 1;
+	}
+	closedir(d);
+	if (left || rmdir(dump_dir))
+		shim_say("XLA's HLO dump %s could not be removed whole", dump_dir);
+	dump_dir[0] = 0;
+}
+
+void xla_lines_after_fork(void)
+{
+	dump_dir[0] = 0;
+}
