@@ -9,18 +9,20 @@
  * dump its HLO as text into TRACE.xla/ (xla_lines_setup()); at exit xla_lines_emit() reads the
  * optimized modules (*after_optimizations.txt), writes one "xla" record per instruction that can
  * launch a kernel (a fusion or custom-call anywhere, any instruction of an ENTRY computation)
- * with its metadata, and removes the files it read and the directory. The analyzer maps kernel
+ * with its metadata, and removes the directory's tree (listed first, walked without following
+ * links: XLA may write subdirectories), then writes a note with what it found. The analyzer maps kernel
  * names to these lines (analyzer/lines.c). What XLA dumps besides (before_optimizations, other
  * reports) is removed too, never read. Bounded: 64 MiB of text in all, lines over 64 KiB
- * skipped, 200k records. Nothing here can fail the program: every error leaves the dump
- * unread (and the directory in place, named in a line on stderr when it cannot be removed).
+ * skipped, 200k records. A directory that exists before the program starts is not used (it is
+ * not ours to remove). Nothing here can fail the program: every error leaves the dump unread
+ * (and the directory in place, named in a line on stderr when it cannot be removed).
  */
 #include "preload/xla.h"
 #include "preload/base.h"
 #include "preload/jbuf.h"
 #include "preload/writer.h"
 
-#include <dirent.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,13 @@ void xla_lines_setup(const char *trace_path, int inherited, char *mark, size_t m
 	    snprintf(dump_dir, sizeof(dump_dir), "%s.xla", trace_path) >= (int)sizeof(dump_dir) - 1) {
 		dump_dir[0] = 0;
 		snprintf(note, nsz, "off (the trace's path is too long)");
+		return;
+	}
+	struct stat st;
+	if (!lstat(dump_dir, &st)) {
+		snprintf(note, nsz, "off (%.900s exists: it is not aicprof's to fill and remove)",
+		         dump_dir);
+		dump_dir[0] = 0;
 		return;
 	}
 	/* an inherited dump flag gets this process's directory in place; else ours is appended */
@@ -242,43 +251,92 @@ static void emit_file(const char *path, const char *fname)
 	fclose(f);
 }
 
+/* The dump's tree, listed before anything is read or removed: removing entries while readdir
+ * walks them may skip some, and XLA may write into subdirectories. */
+struct entry {
+	char *path;
+	int dir;
+};
+static struct entry *ents;
+static size_t nents, aents;
+static int walk_failed;
+
+static int collect(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)ftw;
+	if (nents == aents) {
+		size_t na = aents ? 2 * aents : 64;
+		struct entry *ne = na < (1u << 20) ? realloc(ents, na * sizeof(*ents)) : NULL;
+		if (!ne) {
+			walk_failed = 1;
+			return 1;
+		}
+		ents = ne, aents = na;
+	}
+	ents[nents].path = strdup(path);
+	ents[nents].dir = flag == FTW_DP;
+	if (ents[nents].path)
+		nents++;
+	/* a link or something unreadable is listed, removed as what it is, never followed */
+	return 0;
+}
+
 void xla_lines_emit(int write)
 {
 	if (!dump_dir[0])
 		return;
-	DIR *d = opendir(dump_dir);
-	if (!d)
+	struct stat st;
+	if (lstat(dump_dir, &st) || !S_ISDIR(st.st_mode)) {
+		dump_dir[0] = 0;
 		return; /* XLA never ran in this process */
+	}
 	if (getcwd(cwd, sizeof(cwd) - 1)) {
 		cwd_len = strlen(cwd);
 		if (cwd_len && cwd[cwd_len - 1] != '/')
 			cwd[cwd_len++] = '/', cwd[cwd_len] = 0;
 	}
-	struct dirent *e;
-	int left = 0;
-	char path[2048];
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+	nents = 0;
+	walk_failed = 0;
+	if (nftw(dump_dir, collect, 16, FTW_DEPTH | FTW_PHYS))
+		walk_failed = 1;
+	size_t files = 0, read = 0, left = 0;
+	static const char tail[] = "after_optimizations.txt";
+	for (size_t i = 0; write && i < nents; i++) {
+		const char *base = strrchr(ents[i].path, '/');
+		base = base ? base + 1 : ents[i].path;
+		size_t n = strlen(base);
+		if (ents[i].dir || lstat(ents[i].path, &st) || !S_ISREG(st.st_mode))
 			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", dump_dir, e->d_name) >= (int)sizeof(path)) {
-			left = 1;
-			continue;
+		files++;
+		if (n >= sizeof(tail) - 1 && !strcmp(base + n - (sizeof(tail) - 1), tail)) {
+			emit_file(ents[i].path, base);
+			read++;
 		}
-		struct stat st;
-		if (lstat(path, &st) || !S_ISREG(st.st_mode)) {
-			left = 1; /* not ours to remove: a subdirectory, a link */
-			continue;
-		}
-		size_t n = strlen(e->d_name);
-		static const char tail[] = "after_optimizations.txt";
-		if (write && n >= sizeof(tail) - 1 &&
-		    !strcmp(e->d_name + n - (sizeof(tail) - 1), tail))
-			emit_file(path, e->d_name);
-		if (unlink(path))
-			left = 1;
 	}
-	closedir(d);
-	if (left || rmdir(dump_dir))
+	/* depth first: a directory comes after what it holds */
+	for (size_t i = 0; i < nents; i++) {
+		if (ents[i].dir ? rmdir(ents[i].path) : unlink(ents[i].path))
+			left++;
+		free(ents[i].path);
+	}
+	free(ents);
+	ents = NULL;
+	nents = aents = 0;
+	if (write) {
+		char note[512];
+		struct jbuf b = {note, 0, sizeof(note), 0};
+		jb_s(&b, "{\"t\":\"note\",\"level\":\"info\",\"text\":");
+		char text[256];
+		snprintf(text, sizeof(text),
+		         "xla_lines: %zu files in the HLO dump, %zu optimized modules read, %zu xla "
+		         "records, %zu entries not removed",
+		         files, read, records, left);
+		jb_str(&b, text);
+		jb_s(&b, "}");
+		if (!b.overflow)
+			writer_meta(note, b.len);
+	}
+	if (left || walk_failed)
 		shim_say("XLA's HLO dump %s could not be removed whole", dump_dir);
 	dump_dir[0] = 0;
 }

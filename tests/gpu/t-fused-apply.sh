@@ -4,6 +4,7 @@
 # build the samples' models (samples/gpt2_train.py's and llama_train.py's configs, dropout 0)
 # and check that apply() replaced NewGELUActivation.forward and eager_attention_forward (GPT-2),
 # LlamaRMSNorm.forward (Llama), that the first use verified them, that a forward in eval mode
+# (under no_grad; a form without a fused backward, RMSNorm's, runs only there)
 # and a forward + backward in train mode under bf16 autocast match the original within
 # tolerance, and that the fused forms actually ran (counts()). Prints TAP lines. Run from the
 # repository root:
@@ -49,9 +50,13 @@ else:
 ids = torch.randint(0, cfg.vocab_size, (8 if which == "gpt2" else 4, 256), device="cuda")
 
 def run(train):
+    # eval as inference runs it, under no_grad: a form without a fused backward runs only where
+    # autograd does not record (emit-pkg.c), so the eval pass is where it is verified
+    import contextlib
     model.train(train)
     model.zero_grad(set_to_none=True)
-    with torch.autocast("cuda", dtype=torch.bfloat16):
+    with torch.autocast("cuda", dtype=torch.bfloat16), \
+            (contextlib.nullcontext() if train else torch.no_grad()):
         out = model(input_ids=ids, labels=ids)
     if not train:
         return out.logits.float().detach(), out.loss.item(), None
@@ -74,6 +79,9 @@ for k in keys:
           all(x.startswith("verified") for x in v["verified"].values()),
           json.dumps(v)[:400])
     check("the fused form of %s ran" % k, af.counts().get(k, 0) > 0, "counts %s" % af.counts())
+    if "no fused backward" in (v.get("reason") or ""):
+        check("under autograd %s ran the original (its backward would be recomputed)" % k,
+              "recomputed" in (v.get("last_fallback") or ""), v.get("last_fallback"))
 def rel(x, y):
     return ((x - y).norm() / y.norm().clamp_min(1e-12)).item()
 le = rel(got_eval[0], ref_eval[0])

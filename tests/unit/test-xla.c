@@ -161,6 +161,18 @@ static void test_emit(void **state)
 	put(p1, text);
 	put(p2, "HloModule jit_step\n  %x = f32[] add(a, b), metadata={op_name=\"no\" "
 	        "source_file=\"no.py\" source_line=99}\n");
+	/* a module in a subdirectory, and a link out of the tree (removed, never followed) */
+	char sub[400], p3[500], keep[300], lnk[400];
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(p3, sizeof(p3), "%s/module_0002.jit_g.sm_9.0_gpu_after_optimizations.txt", sub);
+	put(p3, "ENTRY %main {\n  %input_reduce_fusion = f32[] fusion(f32[4]{0} %a), "
+	        "kind=kInput, metadata={op_name=\"jit(g)/reduce_sum\" source_file=\"g.py\" "
+	        "source_line=5}\n}\n");
+	snprintf(keep, sizeof(keep), "%s.keep", tpath);
+	put(keep, "the user's\n");
+	snprintf(lnk, sizeof(lnk), "%s/link", dir);
+	assert_int_equal(symlink(keep, lnk), 0);
 	xla_lines_emit(1);
 	writer_drain();
 	struct stat st;
@@ -168,7 +180,7 @@ static void test_emit(void **state)
 	FILE *f = fopen(tpath, "r");
 	assert_non_null(f);
 	char line[4096];
-	int n = 0, fusion = 0, copy = 0;
+	int n = 0, fusion = 0, copy = 0, sub_rec = 0, noted = 0;
 	while (fgets(line, sizeof(line), f)) {
 		cJSON *j = cJSON_Parse(line);
 		const cJSON *t = cJSON_GetObjectItem(j, "t");
@@ -176,25 +188,43 @@ static void test_emit(void **state)
 			n++;
 			const char *nm = cJSON_GetObjectItem(j, "name")->valuestring;
 			const char *file = cJSON_GetObjectItem(j, "file")->valuestring;
-			assert_string_equal(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_step");
 			if (!strcmp(nm, "loop_tanh_fusion")) {
 				fusion = 1;
 				assert_string_equal(file, "samples/j.py"); /* relative to the cwd */
 				assert_int_equal(cJSON_GetObjectItem(j, "line")->valueint, 20);
 				assert_int_equal(cJSON_GetObjectItem(j, "k")->valueint, 1);
 			}
+			if (!strcmp(nm, "input_reduce_fusion"))
+				sub_rec = !strcmp(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_g");
 			if (!strcmp(nm, "copy_1")) {
 				copy = 1; /* in ENTRY: launches by itself */
 				assert_string_equal(file, "/abs/j.py");
 				assert_int_equal(cJSON_GetObjectItem(j, "k")->valueint, 0);
 			}
 		}
+		if (cJSON_IsString(t) && !strcmp(t->valuestring, "note") &&
+		    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "xla_lines: 3 files"))
+			noted = strstr(cJSON_GetObjectItem(j, "text")->valuestring,
+			               "2 optimized modules read, 3 xla records, 0 entries") != NULL;
 		cJSON_Delete(j);
 	}
 	fclose(f);
 	/* the fused computation's inner op and the unoptimized module are not records */
-	assert_int_equal(n, 2);
-	assert_true(fusion && copy);
+	assert_int_equal(n, 3);
+	assert_true(fusion && copy && sub_rec);
+	assert_true(noted);
+	assert_int_equal(stat(keep, &st), 0); /* the link's target is untouched */
+	unlink(keep);
+	/* a directory there before the program: not used */
+	char note2[1024], mark2[64] = "";
+	assert_int_equal(mkdir(dir, 0700), 0);
+	unsetenv("XLA_FLAGS");
+	xla_lines_setup(tpath, 0, mark2, sizeof(mark2), note2, sizeof(note2));
+	assert_null(getenv("XLA_FLAGS"));
+	assert_non_null(strstr(note2, "exists"));
+	xla_lines_emit(1);
+	assert_int_equal(stat(dir, &st), 0); /* left alone */
+	rmdir(dir);
 }
 
 int main(void)
