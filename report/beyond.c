@@ -45,17 +45,23 @@ static void sources_cell(struct strbuf *o, const cJSON *c)
 	strbuf_adds(o, "</td>");
 }
 
-/* Rows in the order of the candidates' rank by time saved (shared with the fusion ones). */
+/* Rows in the order of the candidates' rank by time saved (shared with the fusion ones), at
+ * most MAX_ROWS: the rest are counted in one line (summary.json has them all). */
+#define MAX_ROWS 500
 static void table(const struct rmodel *m, struct strbuf *o, const char *kind)
 {
 	char b[32];
-	int n = 0;
+	int n = 0, more = 0;
 	for (int r = 0; r < m->nr_cands; r++) {
 		int ci = m->cand_order ? m->cand_order[r] : r;
 		const cJSON *c = cJSON_GetArrayItem(m->cands, ci);
 		const char *k = jstr(c, "kind");
 		if (!k || strcmp(k, kind))
 			continue;
+		if (n >= MAX_ROWS) {
+			more++;
+			continue;
+		}
 		if (!n++)
 			strbuf_addf(
 			    o,
@@ -93,6 +99,11 @@ static void table(const struct rmodel *m, struct strbuf *o, const char *kind)
 		strbuf_adds(o, "</tbody></table>\n");
 	else
 		strbuf_addf(o, "<p>No %s finding in this step.</p>\n", kind);
+	if (more)
+		strbuf_addf(o,
+		            "<p class=\"mute\">%d more %s finding%s, ranked lower, are in "
+		            "summary.json.</p>\n",
+		            more, kind, more == 1 ? "" : "s");
 }
 
 static void plot(struct strbuf *o, const cJSON *curve, double top)

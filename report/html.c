@@ -956,11 +956,12 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		    "its neighbours removes traffic and moves it right. Right of the ridge "
 		    "the limit is compute (dashed ceilings, one per data type). A kernel far "
 		    "below its roof is bound by latency or launch overhead.</p>"
-		    "<p class=\"mute\">%d kernel%s doing no floating-point work (copies, "
-		    "indexing) %s not plotted; %s bandwidth is in the table below. Hover a "
-		    "circle for its name.</p></div></div>\n",
+		    "<p class=\"mute\">%d kernel%s doing no floating-point work (casts, "
+		    "copies, fills, indexing) %s in the strip under the plot, at the "
+		    "bandwidth %s achieved against the peak. Hover a circle for its name.</p>"
+		    "</div></div>\n",
 		    zero, zero == 1 ? "" : "s", zero == 1 ? "is" : "are",
-		    zero == 1 ? "its" : "their");
+		    zero == 1 ? "it" : "they");
 	} else {
 		strbuf_adds(o, "<p class=\"note\">No kernel has known FLOPs, bytes and time, so "
 		               "there is no roofline to draw.</p>\n");
@@ -969,6 +970,23 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 
 	strbuf_adds(o, "<h3>Kernels</h3>\n");
 	filter_box(o, "t-nodes", "kernels");
+	/* At most max_kernels rows, the longest: a step of 200k distinct kernels made a table of
+	 * 140 MB that no browser opens; summary.json has them all. */
+	const int max_kernels = 3000;
+	double kcut = -1;
+	if (m->nr_nodes > max_kernels) {
+		double *t = xmalloc(sizeof(double) * (size_t)m->nr_nodes);
+		for (int i = 0; i < m->nr_nodes; i++)
+			t[i] = m->nodes[i].us;
+		qsort(t, (size_t)m->nr_nodes, sizeof(double), double_desc);
+		kcut = t[max_kernels - 1];
+		free(t);
+		strbuf_addf(o,
+		            "<p class=\"mute\">The %d longest kernels of %d are listed; "
+		            "summary.json has every one.</p>\n",
+		            max_kernels, m->nr_nodes);
+	}
+	int krows = 0;
 	strbuf_adds(o, "<div class=\"tablewrap\"><table class=\"sortable\" id=\"t-nodes\" "
 	               "data-sort-init=\"3\"><thead><tr><th class=\"n\" data-type=\"num\">#</th>"
 	               "<th>kernel</th><th>family</th><th class=\"n\" data-type=\"num\">time</th>"
@@ -981,6 +999,9 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 	               "<tbody>\n");
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *n = &m->nodes[i];
+		if (kcut >= 0 && (n->us < kcut || krows >= max_kernels))
+			continue;
+		krows++;
 		strbuf_addf(o, "<tr><td class=\"n\" data-v=\"%d\">%d</td><td>", n->id, n->id);
 		add_kernel(o, n);
 		strbuf_adds(o, "</td><td class=\"fam\">");

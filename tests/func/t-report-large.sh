@@ -30,6 +30,10 @@ check "the ladder still gets a drawing (the top view) in graph.svg" \
 check "the ladder's graph.dot has all 20000 kernels" \
 	test "$(grep -cE '^[[:space:]]+n[0-9]+[[:space:]]+\[' "$tmp/ladder/graph.dot")" = 20000
 check "the ladder's page has the drawing" grep -q 'id="g-top"><svg' "$tmp/ladder/report.html"
+# the page lists the 3000 longest kernels, not all 20000, and says so; summary.json has them
+rows=$(python3 -c "import re,sys; h=open(sys.argv[1]).read(); t=h[h.index('id=\"t-nodes\"'):]; t=t[:t.index('</table>')]; print(t.count('<tr>') - 1)" "$tmp/ladder/report.html")
+check "the ladder's kernel table holds the 3000 longest of 20000 ($rows rows), and says so" \
+	sh -c "test '$rows' = 3000 && grep -q 'The 3000 longest kernels of 20000 are listed' '$tmp/ladder/report.html'"
 
 # 300 copies of one 24-kernel layer: folded to one box of 24 kernels.
 mkdir -p "$tmp/layers"
