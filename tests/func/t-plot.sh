@@ -16,6 +16,14 @@ done
 "$B/aicprof" analyze "$S/ddp_train.rank0.aicp.jsonl" "$S/ddp_train.rank1.aicp.jsonl" -o "$tmp/job" \
 	>/dev/null 2>&1
 check "the DDP job's plots: no overlap" C "$tmp/job/report.html" "$tmp/job/summary.json"
+# a kernel above VRAM's roof (bytes faster than its peak: served by L2) is explained, with the
+# count, exactly where there is one
+for n in gpt2_train chain; do
+	want=$(python3 -c "import json,sys; s=json.load(open(sys.argv[1])); p=s['device'].get('peak_bw_gbs') or 0; print(sum(1 for x in s['nodes'] if p and (x.get('achieved_gbs') or 0) > p))" "$tmp/$n/summary.json")
+	got=$(grep -o '<p class="mute">[0-9]* kernels\{0,1\} moved' "$tmp/$n/report.html" | grep -o '[0-9]*' | head -1)
+	check "$n: $want kernels above the bandwidth roof, explained as L2's (${got:-none} said)" \
+		test "${got:-0}" = "$want"
+done
 
 # crafted: ceilings a hair apart (not merged: more than 0.5%); a labelled kernel renamed long
 M=$tmp/mlp_train
