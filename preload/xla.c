@@ -195,6 +195,9 @@ static void module_of(const char *fname, char *out, size_t on)
 }
 
 static size_t text_read, records;
+/* for the note: the first metadata seen without a source line, and the dump's first names, so
+ * that a dump in another layout says what it looked like */
+static char odd_meta[160], first_names[200];
 static char cwd[1024];
 static size_t cwd_len;
 
@@ -227,8 +230,15 @@ static void emit_file(const char *path, const char *fname)
 		else if (buf[0] == '}')
 			in_entry = 0;
 		if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file), &line,
-		                  &kernel) ||
-		    !(kernel || in_entry))
+		                  &kernel)) {
+			const char *md = strstr(buf, "metadata={");
+			if (md && !odd_meta[0]) {
+				snprintf(odd_meta, sizeof(odd_meta), "%.150s", md);
+				odd_meta[strcspn(odd_meta, "\n")] = 0;
+			}
+			continue;
+		}
+		if (!(kernel || in_entry))
 			continue;
 		struct jbuf b = {rec, 0, 3 * MAX_LINE + 512, 0};
 		jb_s(&b, "{\"t\":\"xla\"");
@@ -308,6 +318,10 @@ void xla_lines_emit(int write)
 		if (ents[i].dir || lstat(ents[i].path, &st) || !S_ISREG(st.st_mode))
 			continue;
 		files++;
+		size_t fl = strlen(first_names);
+		if (files <= 3 && fl + n + 3 < sizeof(first_names))
+			snprintf(first_names + fl, sizeof(first_names) - fl, "%s%s", fl ? ", " : "",
+			         ents[i].path + strlen(dump_dir) + 1);
 		if (n >= sizeof(tail) - 1 && !strcmp(base + n - (sizeof(tail) - 1), tail)) {
 			emit_file(ents[i].path, base);
 			read++;
@@ -323,14 +337,15 @@ void xla_lines_emit(int write)
 	ents = NULL;
 	nents = aents = 0;
 	if (write) {
-		char note[512];
+		char note[1600];
 		struct jbuf b = {note, 0, sizeof(note), 0};
 		jb_s(&b, "{\"t\":\"note\",\"level\":\"info\",\"text\":");
-		char text[256];
+		char text[700];
 		snprintf(text, sizeof(text),
 		         "xla_lines: %zu files in the HLO dump, %zu optimized modules read, %zu xla "
-		         "records, %zu entries not removed",
-		         files, read, records, left);
+		         "records, %zu entries not removed; files: %s; metadata without a source: %s",
+		         files, read, records, left, first_names[0] ? first_names : "none",
+		         odd_meta[0] ? odd_meta : "none");
 		jb_str(&b, text);
 		jb_s(&b, "}");
 		if (!b.overflow)

@@ -19,6 +19,8 @@ rc=$?
 check "jax: runs under the shim with the HLO dump (exit $rc)" test "$rc" = 0
 check "jax: output as bare (step times aside)" \
 	test "$(grep -v step_ms "$tmp/bare.out")" = "$(grep -v step_ms "$tmp/shim.out")"
+# what the shim found in the dump (its note), for when the layout is not the expected one
+grep '"t":"note"' "$T" | grep 'xla_lines' | sed 's/^/# /'
 n=$(grep -c '"t":"xla"' "$T")
 check "jax: the trace holds xla records ($n)" test "$n" -gt 0
 check "jax: the header says the dump was read" grep -q '"xla_lines":"HLO dumped to' "$T"

@@ -205,7 +205,10 @@ static void test_emit(void **state)
 		if (cJSON_IsString(t) && !strcmp(t->valuestring, "note") &&
 		    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "xla_lines: 3 files"))
 			noted = strstr(cJSON_GetObjectItem(j, "text")->valuestring,
-			               "2 optimized modules read, 3 xla records, 0 entries") != NULL;
+			               "2 optimized modules read, 3 xla records, 0 entries") != NULL &&
+			        strstr(cJSON_GetObjectItem(j, "text")->valuestring,
+			               "metadata without a source: none") != NULL &&
+			        strstr(cJSON_GetObjectItem(j, "text")->valuestring, "files: ") != NULL;
 		cJSON_Delete(j);
 	}
 	fclose(f);
