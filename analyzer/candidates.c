@@ -378,8 +378,7 @@ static int convex(const struct cctx *x, const int *grp, int n, char *tmp)
 static int joinable(const struct cctx *x, int seed, int r)
 {
 	const struct node *a = &x->m->nodes[seed], *b = &x->m->nodes[r];
-	return is_ew(b) && b->claimed < 0 && b->stream == a->stream &&
-	       b->autograd == a->autograd &&
+	return is_ew(b) && b->claimed < 0 && b->stream == a->stream && b->autograd == a->autograd &&
 	       (a->numel <= 0 || b->numel <= 0 || a->numel == b->numel);
 }
 
@@ -398,7 +397,7 @@ static int joinable(const struct cctx *x, int seed, int r)
  * are added one by one where each keeps it convex. Size and span are bounded (GROW_MAX,
  * GROW_SPAN), which keeps this linear in the step's nodes. Returns the new length.
  */
-#define GROW_MAX 64
+#define GROW_MAX  64
 #define GROW_SPAN 128
 #define GROW_NEAR 8
 static int grow_pass(struct cctx *x, int *grp, int len, char *tmp, int check)
@@ -412,12 +411,13 @@ static int grow_pass(struct cctx *x, int *grp, int len, char *tmp, int check)
 			for (int dir = 0; dir < 2 && len < GROW_MAX; dir++) {
 				int nv = dir ? x->nrv[a] : x->nwv[a];
 				for (int k = 0; k < nv && len < GROW_MAX; k++) {
-					const struct value *v = &m->values[dir ? x->rv[a][k] : x->wv[a][k]];
+					const struct value *v =
+					    &m->values[dir ? x->rv[a][k] : x->wv[a][k]];
 					int nc = dir ? 1 : v->nreaders;
 					for (int c = 0; c < nc && len < GROW_MAX; c++) {
 						int r = dir ? v->writer : v->readers[c];
-						if (r < 0 || r >= m->nnodes || has_int(grp, len, r) ||
-						    !joinable(x, grp[0], r))
+						if (r < 0 || r >= m->nnodes ||
+						    has_int(grp, len, r) || !joinable(x, grp[0], r))
 							continue;
 						int lo = grp[0], hi = grp[0];
 						for (int j = 1; j < len; j++) {

@@ -461,8 +461,8 @@ static void dataflow(struct builder *b, struct rec *o)
 					if (o->p[k].alloc == o->p[j].alloc && (role[k] & want) &&
 					    o->p[k].off == o->p[j].off)
 						seen = 1;
-				uint64_t pb =
-				    f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block) : UINT64_MAX;
+				uint64_t pb = f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block)
+				                : UINT64_MAX;
 				if (!seen)
 					nb += touch_bytes(
 					    o, bf, o->p[j].off, esize,

@@ -209,8 +209,9 @@ static double rule_elements(const struct node *n)
  * channel padding, workspace initialisation. They move data and get no product FLOPs. */
 static int not_a_product(const char *name)
 {
-	static const char *const helpers[] = {"splitKreduce", "ReduceSplitK", "AddPadding",
-	                                      "init_device_workspace", "nchwToNhwc", "nhwcToNchw"};
+	static const char *const helpers[] = {"splitKreduce", "ReduceSplitK",
+	                                      "AddPadding",   "init_device_workspace",
+	                                      "nchwToNhwc",   "nhwcToNchw"};
 	for (size_t i = 0; name && i < ARRAY_SIZE(helpers); i++)
 		if (strstr(name, helpers[i]))
 			return 1;

@@ -215,9 +215,8 @@ static int site_record(void *ctx, const struct trace_record *rec)
 static const char *jstring(const cJSON *o, const char *k, size_t max)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) <= max
-	           ? v->valuestring
-	           : NULL;
+	return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) <= max ? v->valuestring
+	                                                                            : NULL;
 }
 
 /* An "xla" record: {"t":"xla","mod","name","op","file","line","k"}; malformed ones are left

@@ -19,8 +19,8 @@
  * each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
  * original's result type) runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN
  * and inf at the same positions); a mismatch makes the calls of that class run the original,
- * with one warning on stderr, and a failure to build or launch disables the replacement. counts() says how often each fused form ran; restore() puts the
- * originals back.
+ * with one warning on stderr, and a failure to build or launch disables the replacement. counts()
+ * says how often each fused form ran; restore() puts the originals back.
  */
 #include "fusion/fusion.h"
 
@@ -173,7 +173,8 @@ static const char pkg_runtime[] =
     "\n"
     "\n"
     "def _autocast(torch):\n"
-    "    \"\"\"Whether CUDA autocast is on: part of a call's class, since it changes the original's\n"
+    "    \"\"\"Whether CUDA autocast is on: part of a call's class, since it changes the "
+    "original's\n"
     "    result type (pow and the ops after it run in float32 under bf16 autocast).\"\"\"\n"
     "    f = getattr(torch, \"is_autocast_enabled\", None)\n"
     "    if f is None:\n"
@@ -336,8 +337,10 @@ static const char pkg_runtime[] =
     "                    if not any(_ok(v) for v in st[\"classes\"].values()):\n"
     "                        rec[\"applied\"] = False\n"
     "                        rec[\"reason\"] = \"disabled on first use: \" + res\n"
-    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the original for %s: %s; \"\n"
-    "                                     \"the original runs for those calls\\n\" % (key, cls, res))\n"
+    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the original for %s: "
+    "%s; \"\n"
+    "                                     \"the original runs for those calls\\n\" % (key, cls, "
+    "res))\n"
     "                    return orig(*args, **kwargs)\n"
     "                if not rec[\"applied\"]:\n"
     "                    rec[\"applied\"] = True\n"

@@ -10,9 +10,9 @@
  * optimized modules (*after_optimizations.txt), writes one "xla" record per instruction that can
  * launch a kernel (a fusion or custom-call anywhere, any instruction of an ENTRY computation)
  * with its metadata, and removes the directory's tree (listed first, walked without following
- * links: XLA may write subdirectories), then writes a note with what it found. The analyzer maps kernel
- * names to these lines (analyzer/lines.c). What XLA dumps besides (before_optimizations, other
- * reports) is removed too, never read. Bounded: 64 MiB of text in all, lines over 64 KiB
+ * links: XLA may write subdirectories), then writes a note with what it found. The analyzer maps
+ * kernel names to these lines (analyzer/lines.c). What XLA dumps besides (before_optimizations,
+ * other reports) is removed too, never read. Bounded: 64 MiB of text in all, lines over 64 KiB
  * skipped, 200k records. A directory that exists before the program starts is not used (it is
  * not ours to remove). Nothing here can fail the program: every error leaves the dump unread
  * (and the directory in place, named in a line on stderr when it cannot be removed).
@@ -69,7 +69,8 @@ void xla_lines_setup(const char *trace_path, int inherited, char *mark, size_t m
 		return;
 	}
 	if (!trace_path || !*trace_path ||
-	    snprintf(dump_dir, sizeof(dump_dir), "%s.xla", trace_path) >= (int)sizeof(dump_dir) - 1) {
+	    snprintf(dump_dir, sizeof(dump_dir), "%s.xla", trace_path) >=
+	        (int)sizeof(dump_dir) - 1) {
 		dump_dir[0] = 0;
 		snprintf(note, nsz, "off (the trace's path is too long)");
 		return;
@@ -129,8 +130,8 @@ static void meta_str(const char *s, const char *key, char *out, size_t on)
 	out[n] = 0;
 }
 
-int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file,
-                 size_t fn, int *line, int *kernel)
+int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file, size_t fn,
+                 int *line, int *kernel)
 {
 	const char *p = s;
 	while (*p == ' ' || *p == '\t')
@@ -229,8 +230,8 @@ static void emit_file(const char *path, const char *fname)
 			in_entry = 1;
 		else if (buf[0] == '}')
 			in_entry = 0;
-		if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file), &line,
-		                  &kernel)) {
+		if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file),
+		                  &line, &kernel)) {
 			const char *md = strstr(buf, "metadata={");
 			if (md && !odd_meta[0]) {
 				snprintf(odd_meta, sizeof(odd_meta), "%.150s", md);
@@ -341,11 +342,12 @@ void xla_lines_emit(int write)
 		struct jbuf b = {note, 0, sizeof(note), 0};
 		jb_s(&b, "{\"t\":\"note\",\"level\":\"info\",\"text\":");
 		char text[700];
-		snprintf(text, sizeof(text),
-		         "xla_lines: %zu files in the HLO dump, %zu optimized modules read, %zu xla "
-		         "records, %zu entries not removed; files: %s; metadata without a source: %s",
-		         files, read, records, left, first_names[0] ? first_names : "none",
-		         odd_meta[0] ? odd_meta : "none");
+		snprintf(
+		    text, sizeof(text),
+		    "xla_lines: %zu files in the HLO dump, %zu optimized modules read, %zu xla "
+		    "records, %zu entries not removed; files: %s; metadata without a source: %s",
+		    files, read, records, left, first_names[0] ? first_names : "none",
+		    odd_meta[0] ? odd_meta : "none");
 		jb_str(&b, text);
 		jb_s(&b, "}");
 		if (!b.overflow)

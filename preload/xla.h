@@ -40,7 +40,7 @@ void xla_lines_after_fork(void);
  * (source_file) and *line (source_line), and *kernel to 1 for a fusion or custom-call, and
  * returns 1; returns 0 for any other line. Exported for tests/unit/test-xla.c.
  */
-int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file,
-                 size_t fn, int *line, int *kernel);
+int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file, size_t fn,
+                 int *line, int *kernel);
 
 #endif

@@ -967,12 +967,13 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		for (int i = 0; i < m->nr_nodes; i++)
 			above += pg->peak_bw > 0 && m->nodes[i].gbs > pg->peak_bw;
 		if (above)
-			strbuf_addf(o,
-			            "<p class=\"mute\">%d kernel%s moved %s bytes faster than VRAM's "
-			            "peak: %s data was served by the L2 cache, not VRAM, so %s above "
-			            "the sloped roof, which is VRAM's.</p>\n",
-			            above, above == 1 ? "" : "s", above == 1 ? "its" : "their",
-			            above == 1 ? "its" : "their", above == 1 ? "it sits" : "they sit");
+			strbuf_addf(
+			    o,
+			    "<p class=\"mute\">%d kernel%s moved %s bytes faster than VRAM's "
+			    "peak: %s data was served by the L2 cache, not VRAM, so %s above "
+			    "the sloped roof, which is VRAM's.</p>\n",
+			    above, above == 1 ? "" : "s", above == 1 ? "its" : "their",
+			    above == 1 ? "its" : "their", above == 1 ? "it sits" : "they sit");
 	} else {
 		strbuf_adds(o, "<p class=\"note\">No kernel has known FLOPs, bytes and time, so "
 		               "there is no roofline to draw.</p>\n");

@@ -223,8 +223,8 @@ static int strip_point(const struct rnode *p)
  * a linear axis from 0 to the peak (a kernel whose bytes stayed in L2 can pass the peak: it
  * sits at the right end, its title says by how much), sized like the roofline's points.
  */
-static void data_strip(const struct rmodel *m, struct strbuf *out, double peak_gbs,
-                       double total, double x0, double x1, double top, int without)
+static void data_strip(const struct rmodel *m, struct strbuf *out, double peak_gbs, double total,
+                       double x0, double x1, double top, int without)
 {
 	int n = 0;
 	for (int i = 0; i < m->nr_nodes; i++)
@@ -237,17 +237,20 @@ static void data_strip(const struct rmodel *m, struct strbuf *out, double peak_g
 	if (without > n)
 		strbuf_addf(out, "; %d with no time or bandwidth not drawn", without - n);
 	strbuf_adds(out, "</text>\n");
-	strbuf_addf(out,
-	            "<line class=\"grid\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/>\n",
+	strbuf_addf(out, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/>\n",
 	            x0, y, x1, y);
 	for (int k = 0; k <= 4; k++) {
 		double x = x0 + (x1 - x0) * k / 4;
-		strbuf_addf(out,
-		            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>"
-		            "<text class=\"tick\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%.0f GB/s"
-		            "</text>\n",
-		            x, y - 4, x, y + 4, x, y + 26, k == 0 ? "start" : k == 4 ? "end" : "middle",
-		            peak_gbs * k / 4);
+		strbuf_addf(
+		    out,
+		    "<line class=\"grid\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\"/>"
+		    "<text class=\"tick\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\">%.0f GB/s"
+		    "</text>\n",
+		    x, y - 4, x, y + 4, x, y + 26,
+		    k == 0   ? "start"
+		    : k == 4 ? "end"
+		             : "middle",
+		    peak_gbs * k / 4);
 	}
 	for (int i = 0; i < m->nr_nodes; i++) {
 		const struct rnode *p = &m->nodes[i];

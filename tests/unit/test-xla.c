@@ -30,48 +30,52 @@ static void test_instruction_lines(void **state)
 	(void)state;
 	char name[128], op[256], file[256];
 	int line = 0, k = -1;
-	assert_int_equal(parse("  %loop_subtract_fusion.1 = f32[256,512]{1,0} fusion(f32[256,512]{1,0} "
-	                       "%p.1, f32[512]{0} %p.2), kind=kLoop, calls=%fused_subtract, "
-	                       "metadata={op_name=\"jit(step)/jit(main)/sub\" "
-	                       "source_file=\"/w/samples/jax_train.py\" source_line=24}",
-	                       name, op, file, &line, &k),
-	                 1);
+	assert_int_equal(
+	    parse("  %loop_subtract_fusion.1 = f32[256,512]{1,0} fusion(f32[256,512]{1,0} "
+	          "%p.1, f32[512]{0} %p.2), kind=kLoop, calls=%fused_subtract, "
+	          "metadata={op_name=\"jit(step)/jit(main)/sub\" "
+	          "source_file=\"/w/samples/jax_train.py\" source_line=24}",
+	          name, op, file, &line, &k),
+	    1);
 	assert_string_equal(name, "loop_subtract_fusion_1"); /* as XLA names the kernel */
 	assert_string_equal(op, "jit(step)/jit(main)/sub");
 	assert_string_equal(file, "/w/samples/jax_train.py");
 	assert_int_equal(line, 24);
 	assert_int_equal(k, 1);
 	/* ROOT, no %, a tuple shape with parentheses, an escaped quote in op_name */
-	assert_int_equal(parse("  ROOT input_reduce_fusion = (f32[8]{0}, f32[8]{0}) fusion(f32[8,4]{1,0} "
-	                       "p), kind=kInput, metadata={op_name=\"jit(f)/reduce_sum\\\"x\" "
-	                       "source_file=\"t.py\" source_line=7}",
-	                       name, op, file, &line, &k),
-	                 1);
+	assert_int_equal(
+	    parse("  ROOT input_reduce_fusion = (f32[8]{0}, f32[8]{0}) fusion(f32[8,4]{1,0} "
+	          "p), kind=kInput, metadata={op_name=\"jit(f)/reduce_sum\\\"x\" "
+	          "source_file=\"t.py\" source_line=7}",
+	          name, op, file, &line, &k),
+	    1);
 	assert_string_equal(name, "input_reduce_fusion");
 	assert_string_equal(op, "jit(f)/reduce_sum\"x");
 	assert_int_equal(k, 1);
 	assert_int_equal(line, 7);
 	/* a custom call launches (a cuBLAS GEMM); a plain op does not by itself */
-	assert_int_equal(parse("  %cublas-gemm.3 = (f32[4,4]{1,0}, s8[0]{0}) custom-call(f32[4,4]{1,0} "
-	                       "%a, f32[4,4]{1,0} %b), custom_call_target=\"__cublas$gemm\", "
-	                       "metadata={op_name=\"jit(f)/dot_general\" source_file=\"t.py\" "
-	                       "source_line=9}",
-	                       name, op, file, &line, &k),
-	                 1);
+	assert_int_equal(
+	    parse("  %cublas-gemm.3 = (f32[4,4]{1,0}, s8[0]{0}) custom-call(f32[4,4]{1,0} "
+	          "%a, f32[4,4]{1,0} %b), custom_call_target=\"__cublas$gemm\", "
+	          "metadata={op_name=\"jit(f)/dot_general\" source_file=\"t.py\" "
+	          "source_line=9}",
+	          name, op, file, &line, &k),
+	    1);
 	assert_string_equal(name, "cublas_gemm_3");
 	assert_int_equal(k, 1);
-	assert_int_equal(parse("  %add.2 = f32[4]{0} add(f32[4]{0} %a, f32[4]{0} %b), "
-	                       "metadata={op_name=\"jit(f)/add\" source_file=\"t.py\" source_line=3}",
-	                       name, op, file, &line, &k),
-	                 1);
+	assert_int_equal(
+	    parse("  %add.2 = f32[4]{0} add(f32[4]{0} %a, f32[4]{0} %b), "
+	          "metadata={op_name=\"jit(f)/add\" source_file=\"t.py\" source_line=3}",
+	          name, op, file, &line, &k),
+	    1);
 	assert_int_equal(k, 0);
 	/* no metadata, metadata without a source, not an instruction */
 	assert_int_equal(parse("  %p.1 = f32[4]{0} parameter(0)", name, op, file, &line, &k), 0);
-	assert_int_equal(parse("  %c = f32[] constant(1), metadata={op_name=\"x\"}", name, op, file,
-	                       &line, &k),
-	                 0);
-	assert_int_equal(parse("ENTRY %main.12 (p.1: f32[4]) -> f32[4] {", name, op, file, &line, &k),
-	                 0);
+	assert_int_equal(
+	    parse("  %c = f32[] constant(1), metadata={op_name=\"x\"}", name, op, file, &line, &k),
+	    0);
+	assert_int_equal(
+	    parse("ENTRY %main.12 (p.1: f32[4]) -> f32[4] {", name, op, file, &line, &k), 0);
 	assert_int_equal(parse("", name, op, file, &line, &k), 0);
 	assert_int_equal(parse("   = ", name, op, file, &line, &k), 0);
 }
@@ -195,7 +199,8 @@ static void test_emit(void **state)
 				assert_int_equal(cJSON_GetObjectItem(j, "k")->valueint, 1);
 			}
 			if (!strcmp(nm, "input_reduce_fusion"))
-				sub_rec = !strcmp(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_g");
+				sub_rec =
+				    !strcmp(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_g");
 			if (!strcmp(nm, "copy_1")) {
 				copy = 1; /* in ENTRY: launches by itself */
 				assert_string_equal(file, "/abs/j.py");
@@ -204,11 +209,12 @@ static void test_emit(void **state)
 		}
 		if (cJSON_IsString(t) && !strcmp(t->valuestring, "note") &&
 		    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "xla_lines: 3 files"))
-			noted = strstr(cJSON_GetObjectItem(j, "text")->valuestring,
-			               "2 optimized modules read, 3 xla records, 0 entries") != NULL &&
-			        strstr(cJSON_GetObjectItem(j, "text")->valuestring,
-			               "metadata without a source: none") != NULL &&
-			        strstr(cJSON_GetObjectItem(j, "text")->valuestring, "files: ") != NULL;
+			noted =
+			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
+			           "2 optimized modules read, 3 xla records, 0 entries") != NULL &&
+			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
+			           "metadata without a source: none") != NULL &&
+			    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "files: ") != NULL;
 		cJSON_Delete(j);
 	}
 	fclose(f);
