@@ -26,7 +26,8 @@
  * XLA's kernels: their frames end at the line that called the jitted function. The shim's
  * "xla" records (preload/xla.c) name each fusion instruction of the optimized HLO with its
  * source file, line and op_name; a kernel whose name is such an instruction's gets that line as
- * its model line (func: the op_name's last component) and the op_name as its op, its user line
+ * its model line (func: the record's function, from newer XLA's stack-frame tables, else the
+ * op_name's last component) and the op_name as its op, its user line
  * staying the call. A name found in several modules is taken from the module that holds the
  * most of the step's kernel names.
  */
@@ -140,7 +141,7 @@ static void derive(struct model *m, struct node *n)
 }
 
 struct xla_rec {
-	char *mod, *name, *op, *file;
+	char *mod, *name, *op, *file, *func;
 	int line;
 	long next; /* the next record of the same name hash, -1 none */
 };
@@ -186,6 +187,7 @@ void lines_sites_free(struct lines_sites *ls)
 		free(ls->xla[i].name);
 		free(ls->xla[i].op);
 		free(ls->xla[i].file);
+		free(ls->xla[i].func);
 	}
 	free(ls->xla);
 	hmap_release(&ls->xla_byname);
@@ -236,6 +238,8 @@ static int xla_record(void *ctx, const struct trace_record *rec)
 	x->name = xstrdup(name);
 	x->op = xstrdup(op ? op : "");
 	x->file = xstrdup(file);
+	const char *func = jstring(rec->obj, "func", 512);
+	x->func = func && *func ? xstrdup(func) : NULL;
 	x->line = (int)line->valuedouble;
 	uint64_t h = fnv1a(name), first;
 	x->next = hmap_get(&ls->xla_byname, h, &first) ? (long)first : -1;
@@ -306,7 +310,7 @@ static void xla_resolve(struct model *m, const struct lines_sites *ls)
 		lineref_free(&n->model_site);
 		n->model_site.file = xstrdup(x->file);
 		const char *slash = strrchr(x->op, '/');
-		n->model_site.func = xstrdup(slash ? slash + 1 : x->op);
+		n->model_site.func = xstrdup(x->func ? x->func : slash ? slash + 1 : x->op);
 		n->model_site.line = x->line;
 		line_copy(&n->own_site, &n->model_site);
 		if (*x->op) {

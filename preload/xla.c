@@ -3,8 +3,9 @@
  *
  * An XLA program reaches the GPU as fusions compiled from a jitted function; every kernel's
  * Python frame is the line that called the jitted function (`step(params, x, y)`), not the line
- * in it that wrote the op. XLA keeps that line in each HLO instruction's metadata (op_name,
- * source_file, source_line) and its GPU backend names a fusion's kernel after the instruction.
+ * in it that wrote the op. XLA keeps that line in each HLO instruction's metadata (op_name, and
+ * source_file and source_line, or in newer XLA a stack_frame_id into the module's stack-frame
+ * tables, read here too) and its GPU backend names a fusion's kernel after the instruction.
  * So, unless the user dumps HLO themselves or AICPROF_XLA_LINES=0, the constructor asks XLA to
  * dump its HLO as text into TRACE.xla/ (xla_lines_setup()); at exit xla_lines_emit() reads the
  * optimized modules (*after_optimizations.txt), writes one "xla" record per instruction that can
@@ -131,8 +132,9 @@ static void meta_str(const char *s, const char *key, char *out, size_t on)
 }
 
 int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file, size_t fn,
-                 int *line, int *kernel)
+                 int *line, int *kernel, int *frame)
 {
+	*frame = 0;
 	const char *p = s;
 	while (*p == ' ' || *p == '\t')
 		p++;
@@ -179,7 +181,123 @@ int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char
 	meta_str(md, "source_file=", file, fn);
 	const char *sl = strstr(md, "source_line=");
 	*line = sl ? atoi(sl + 12) : 0;
-	return file[0] && *line > 0;
+	const char *sf = strstr(md, "stack_frame_id=");
+	*frame = sf ? atoi(sf + 15) : 0;
+	if (*frame < 0)
+		*frame = 0;
+	return (file[0] && *line > 0) || *frame > 0;
+}
+
+/*
+ * The module's stack-frame tables: newer XLA prints metadata={... stack_frame_id=N} and, once
+ * per module before its computations, the tables it indexes:
+ *   FileNames      N "path"
+ *   FunctionNames  N "name"
+ *   FileLocations  N {file_name_id=F function_name_id=G line=L ...}
+ *   StackFrames    N {file_location_id=K parent_frame_id=P}
+ * each section ending at a blank line. A frame's own location is the innermost: its line.
+ */
+#define MAX_IDS 1000000
+struct tables {
+	char **names[2]; /* FileNames, FunctionNames: id -> string */
+	int nnames[2];
+	int (*locs)[3]; /* FileLocations: id -> file id, function id, line */
+	int nlocs;
+	int *frames; /* StackFrames: id -> file location id */
+	int nframes;
+};
+
+static int grow_to(void **a, int *n, int id, size_t elem)
+{
+	if (id < 0 || id >= MAX_IDS)
+		return -1;
+	if (id < *n)
+		return 0;
+	int nn = *n ? *n : 64;
+	while (nn <= id)
+		nn *= 2;
+	void *na = realloc(*a, (size_t)nn * elem);
+	if (!na)
+		return -1;
+	memset((char *)na + (size_t)*n * elem, 0, (size_t)(nn - *n) * elem);
+	*a = na, *n = nn;
+	return 0;
+}
+
+static int kv(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	return p ? atoi(p + strlen(key)) : 0;
+}
+
+/* One line of the tables' part of a module (section is the current one, -1 none). */
+static void table_line(struct tables *t, int *section, const char *buf)
+{
+	static const char *const heads[] = {"FileNames", "FunctionNames", "FileLocations",
+	                                    "StackFrames"};
+	size_t n = strcspn(buf, "\r\n");
+	if (!n) {
+		*section = -1;
+		return;
+	}
+	for (int i = 0; i < 4; i++)
+		if (n == strlen(heads[i]) && !strncmp(buf, heads[i], n)) {
+			*section = i;
+			return;
+		}
+	if (*section < 0 || buf[0] < '0' || buf[0] > '9')
+		return;
+	int id = atoi(buf);
+	const char *rest = strchr(buf, ' ');
+	if (!rest)
+		return;
+	rest++;
+	if (*section < 2 && *rest == '"') {
+		char v[1024];
+		meta_str(rest - 1, " ", v, sizeof(v)); /* the quoted string after the space */
+		if (grow_to((void **)&t->names[*section], &t->nnames[*section], id, sizeof(char *)))
+			return;
+		free(t->names[*section][id]);
+		t->names[*section][id] = strdup(v);
+	} else if (*section == 2) {
+		if (grow_to((void **)&t->locs, &t->nlocs, id, sizeof(*t->locs)))
+			return;
+		t->locs[id][0] = kv(rest, "file_name_id=");
+		t->locs[id][1] = kv(rest, "function_name_id=");
+		t->locs[id][2] = kv(rest, "line=");
+	} else if (*section == 3) {
+		if (grow_to((void **)&t->frames, &t->nframes, id, sizeof(int)))
+			return;
+		t->frames[id] = kv(rest, "file_location_id=");
+	}
+}
+
+/* The frame's file, function and line; 0 when the tables do not have it. */
+static int frame_at(const struct tables *t, int frame, const char **file, const char **func,
+                    int *line)
+{
+	if (frame <= 0 || frame >= t->nframes)
+		return 0;
+	int loc = t->frames[frame];
+	if (loc <= 0 || loc >= t->nlocs)
+		return 0;
+	int fi = t->locs[loc][0], gi = t->locs[loc][1];
+	*file = fi > 0 && fi < t->nnames[0] ? t->names[0][fi] : NULL;
+	*func = gi > 0 && gi < t->nnames[1] ? t->names[1][gi] : NULL;
+	*line = t->locs[loc][2];
+	return *file && *line > 0;
+}
+
+static void tables_free(struct tables *t)
+{
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < t->nnames[k]; i++)
+			free(t->names[k][i]);
+		free(t->names[k]);
+	}
+	free(t->locs);
+	free(t->frames);
+	memset(t, 0, sizeof(*t));
 }
 
 /* The module's name from a dump file's: module_0003.jit_step.sm_9.0_gpu_after_... -> jit_step */
@@ -212,7 +330,13 @@ static void emit_file(const char *path, const char *fname)
 	char *buf = malloc(MAX_LINE + 2);
 	char *rec = malloc(3 * MAX_LINE + 512);
 	char name[512], op[1024], file[1024];
-	int in_entry = 0, line, kernel, skipping = 0;
+	int in_entry = 0, line, kernel, frame, skipping = 0, section = -1;
+	/* first pass: the stack-frame tables (before the computations, but read whole) */
+	struct tables t = {0};
+	size_t pass1 = 0;
+	while (buf && fgets(buf, (int)MAX_LINE + 1, f) && (pass1 += strlen(buf)) <= MAX_TEXT)
+		table_line(&t, &section, buf);
+	rewind(f);
 	while (buf && rec && records < MAX_RECORDS && fgets(buf, (int)MAX_LINE + 1, f)) {
 		size_t n = strlen(buf);
 		text_read += n;
@@ -230,8 +354,16 @@ static void emit_file(const char *path, const char *fname)
 			in_entry = 1;
 		else if (buf[0] == '}')
 			in_entry = 0;
-		if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file),
-		                  &line, &kernel)) {
+		const char *func = NULL;
+		int ok = xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file),
+		                      &line, &kernel, &frame);
+		if (ok && !(file[0] && line > 0)) {
+			const char *ff = NULL;
+			ok = frame_at(&t, frame, &ff, &func, &line);
+			if (ok)
+				snprintf(file, sizeof(file), "%s", ff);
+		}
+		if (!ok) {
 			const char *md = strstr(buf, "metadata={");
 			if (md && !odd_meta[0]) {
 				snprintf(odd_meta, sizeof(odd_meta), "%.150s", md);
@@ -250,6 +382,8 @@ static void emit_file(const char *path, const char *fname)
 		jb_key(&b, "file"),
 		    jb_str(&b, cwd_len && !strncmp(file, cwd, cwd_len) ? file + cwd_len : file);
 		jb_key(&b, "line"), jb_u64(&b, (uint64_t)line);
+		if (func)
+			jb_key(&b, "func"), jb_str(&b, func);
 		jb_key(&b, "k"), jb_u64(&b, (uint64_t)kernel);
 		jb_s(&b, "}");
 		if (!b.overflow) {
@@ -257,6 +391,7 @@ static void emit_file(const char *path, const char *fname)
 			records++;
 		}
 	}
+	tables_free(&t);
 	free(buf);
 	free(rec);
 	fclose(f);

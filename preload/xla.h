@@ -35,12 +35,14 @@ void xla_lines_after_fork(void);
 
 /*
  * One line of HLO text: when it is an instruction whose metadata has a source file and line,
- * sets name (the instruction's name with every character outside [A-Za-z0-9_] made '_', as
- * XLA's GPU backend names the kernel), op (metadata op_name, "" when absent), file
- * (source_file) and *line (source_line), and *kernel to 1 for a fusion or custom-call, and
- * returns 1; returns 0 for any other line. Exported for tests/unit/test-xla.c.
+ * or a stack_frame_id (newer XLA: an index into the module's stack-frame tables), sets name (the
+ * instruction's name with every character outside [A-Za-z0-9_] made '_', as XLA's GPU backend
+ * names the kernel), op (metadata op_name, "" when absent), file (source_file, "" when absent),
+ * *line (source_line, 0 when absent), *frame (stack_frame_id, 0 when absent) and *kernel (1 for
+ * a fusion or custom-call), and returns 1; returns 0 for any other line. Exported for
+ * tests/unit/test-xla.c.
  */
 int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char *file, size_t fn,
-                 int *line, int *kernel);
+                 int *line, int *kernel, int *frame);
 
 #endif

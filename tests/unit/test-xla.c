@@ -20,9 +20,10 @@
 
 static char tpath[256];
 
+static int frame_id;
 static int parse(const char *s, char *name, char *op, char *file, int *line, int *kernel)
 {
-	return xla_hlo_line(s, name, 128, op, 256, file, 256, line, kernel);
+	return xla_hlo_line(s, name, 128, op, 256, file, 256, line, kernel, &frame_id);
 }
 
 static void test_instruction_lines(void **state)
@@ -69,6 +70,14 @@ static void test_instruction_lines(void **state)
 	          name, op, file, &line, &k),
 	    1);
 	assert_int_equal(k, 0);
+	/* newer XLA: a stack frame id instead of the source, resolved from the module's tables */
+	assert_int_equal(parse("  %loop_add_fusion = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, "
+	                       "metadata={op_name=\"jit(f)/add\" stack_frame_id=12}",
+	                       name, op, file, &line, &k),
+	                 1);
+	assert_int_equal(frame_id, 12);
+	assert_string_equal(file, "");
+	assert_int_equal(line, 0);
 	/* no metadata, metadata without a source, not an instruction */
 	assert_int_equal(parse("  %p.1 = f32[4]{0} parameter(0)", name, op, file, &line, &k), 0);
 	assert_int_equal(
@@ -170,9 +179,17 @@ static void test_emit(void **state)
 	snprintf(sub, sizeof(sub), "%s/sub", dir);
 	assert_int_equal(mkdir(sub, 0700), 0);
 	snprintf(p3, sizeof(p3), "%s/module_0002.jit_g.sm_9.0_gpu_after_optimizations.txt", sub);
-	put(p3, "ENTRY %main {\n  %input_reduce_fusion = f32[] fusion(f32[4]{0} %a), "
-	        "kind=kInput, metadata={op_name=\"jit(g)/reduce_sum\" source_file=\"g.py\" "
-	        "source_line=5}\n}\n");
+	/* in newer XLA's form: stack_frame_id and the module's tables (an unknown id: no record) */
+	put(p3, "HloModule jit_g\n\nFileNames\n1 \"g.py\"\n2 \"other.py\"\n\nFunctionNames\n"
+	        "1 \"<module>\"\n2 \"loss_fn\"\n\nFileLocations\n"
+	        "1 {file_name_id=2 function_name_id=1 line=80 end_line=80 column=1 end_column=9}\n"
+	        "2 {file_name_id=1 function_name_id=2 line=5 end_line=5 column=4 end_column=20}\n"
+	        "\nStackFrames\n1 {file_location_id=1 parent_frame_id=1}\n"
+	        "2 {file_location_id=2 parent_frame_id=1}\n\n"
+	        "ENTRY %main {\n  %input_reduce_fusion = f32[] fusion(f32[4]{0} %a), "
+	        "kind=kInput, metadata={op_name=\"jit(g)/reduce_sum\" stack_frame_id=2}\n"
+	        "  %loop_x_fusion = f32[] fusion(f32[4]{0} %a), kind=kLoop, "
+	        "metadata={op_name=\"jit(g)/x\" stack_frame_id=9}\n}\n");
 	snprintf(keep, sizeof(keep), "%s.keep", tpath);
 	put(keep, "the user's\n");
 	snprintf(lnk, sizeof(lnk), "%s/link", dir);
@@ -200,7 +217,10 @@ static void test_emit(void **state)
 			}
 			if (!strcmp(nm, "input_reduce_fusion"))
 				sub_rec =
-				    !strcmp(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_g");
+				    !strcmp(cJSON_GetObjectItem(j, "mod")->valuestring, "jit_g") &&
+				    !strcmp(file, "g.py") &&
+				    cJSON_GetObjectItem(j, "line")->valueint == 5 &&
+				    !strcmp(cJSON_GetObjectItem(j, "func")->valuestring, "loss_fn");
 			if (!strcmp(nm, "copy_1")) {
 				copy = 1; /* in ENTRY: launches by itself */
 				assert_string_equal(file, "/abs/j.py");
@@ -213,7 +233,8 @@ static void test_emit(void **state)
 			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
 			           "2 optimized modules read, 3 xla records, 0 entries") != NULL &&
 			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
-			           "metadata without a source: none") != NULL &&
+			           "metadata without a source: metadata={op_name=\"jit(g)/x\"") !=
+			        NULL &&
 			    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "files: ") != NULL;
 		cJSON_Delete(j);
 	}
