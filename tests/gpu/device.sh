@@ -8,7 +8,10 @@
 # suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
 # GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings), GPU_OVH=1 tests/gpu/overhead.sh
 # (OVH_* settings) and GPU_E2E=1 tests/gpu/e2e_gpt2.py (E2E_ROUNDS rounds, default 3, within
-# E2E_BUDGET seconds, default 300) at the end.
+# E2E_BUDGET seconds, default 300; E2E_MODEL gpt2 or resnet) at the end; GPU_KBENCH=1
+# tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl)
+# and GPU_NCU=1 tests/gpu/ncu_fidelity.sh (ncu's DRAM counters beside the shim's traces, into
+# $OUT/ncu/; compare offline with tests/tools/ncu-compare.py).
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -57,8 +60,16 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	fi
 	if [ "${GPU_E2E:-0}" = 1 ]; then
 		echo "== GPT-2 end to end (tests/gpu/e2e_gpt2.py)"
-		python3 tests/gpu/e2e_gpt2.py --rounds "${E2E_ROUNDS:-3}" --steps 20 \
-			--budget "${E2E_BUDGET:-300}" 2>&1 | tee "$OUT/e2e.jsonl"
+		python3 tests/gpu/e2e_gpt2.py --model "${E2E_MODEL:-gpt2}" --rounds "${E2E_ROUNDS:-3}" \
+			--steps 20 --budget "${E2E_BUDGET:-300}" 2>&1 | tee "$OUT/e2e.jsonl"
+	fi
+	if [ "${GPU_KBENCH:-0}" = 1 ]; then
+		echo "== kernels against eager and torch.compile (tests/gpu/kbench.py)"
+		python3 tests/gpu/kbench.py --iters 50 2>&1 | tee "$OUT/kbench.jsonl"
+	fi
+	if [ "${GPU_NCU:-0}" = 1 ]; then
+		echo "== ncu's DRAM counters (tests/gpu/ncu_fidelity.sh)"
+		sh tests/gpu/ncu_fidelity.sh "$OUT/ncu"
 	fi
 	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
