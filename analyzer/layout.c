@@ -193,16 +193,25 @@ static int multi_tensor_roles(const char *name, int nptrs, const struct sem_ptr 
 	if (depth < 1 || depth > 5 || (!fused_adam && (v[1] < 1 || v[2] < 0 || v[2] >= depth)))
 		return 0;
 	int max = max_tensors[depth - 1];
-	/* tensors in this launch: list 0's slots are filled from 0 up; slots past them hold
-	 * addresses left over from an earlier use of the struct, which the kernel never reads */
-	int used = 0;
-	for (int k = 0; k < max; k++) {
-		int found = 0;
-		for (int i = 0; i < nptrs && !found; i++)
-			found = ptr[i].arg == 0 && ptr[i].off == (unsigned)k * 8;
-		if (!found)
-			break;
-		used++;
+	/* tensors in this launch: every list's slots are filled from 0 up, one per tensor; slots
+	 * past them hold addresses left over from an earlier use of the struct, which the kernel
+	 * never reads. A stale run can follow one list and not another (the MLP's AdamW lerp: 8
+	 * exp_avg slots, 6 gradients; ncu read 64 MiB where 8 slots made 80), so the count is the
+	 * shortest list's. */
+	int used = max;
+	for (int li = 0; li < depth; li++) {
+		int run = 0;
+		for (int k = 0; k < max; k++) {
+			int found = 0;
+			for (int i = 0; i < nptrs && !found; i++)
+				found =
+				    ptr[i].arg == 0 && ptr[i].off == (unsigned)(li * max + k) * 8;
+			if (!found)
+				break;
+			run++;
+		}
+		if (run < used)
+			used = run;
 	}
 	for (int i = 0; i < nptrs; i++) {
 		if (ptr[i].arg != 0)
