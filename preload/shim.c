@@ -194,6 +194,14 @@ static void install_signals(void)
 	}
 }
 
+/* This process's trace path from the output pattern (pid, rank, host): 0, or -1 too long. */
+static int trace_path(char *out, size_t n)
+{
+	char host[256] = "";
+	gethostname(host, sizeof(host) - 1);
+	return config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, out, n) ? -1 : 0;
+}
+
 static void after_fork_child(void)
 {
 	shim_base_after_fork();
@@ -202,11 +210,7 @@ static void after_fork_child(void)
 	writer_reset_after_fork();
 	if (start_ok) {
 		char path[1024];
-		const char *rank = getenv("RANK");
-		char host[256] = "";
-		gethostname(host, sizeof(host) - 1);
-		if (config_output_path(shim_cfg.output, getpid(), rank, host, path, sizeof(path)) ==
-		    0)
+		if (trace_path(path, sizeof(path)) == 0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
 		writer_start();
 	}
@@ -224,10 +228,7 @@ static int start(void)
 	shim_enter_thread();
 	trace_pid = getpid();
 	char path[1024];
-	char host[256] = "";
-	gethostname(host, sizeof(host) - 1);
-	if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, path,
-	                       sizeof(path))) {
+	if (trace_path(path, sizeof(path))) {
 		shim_say("output path '%s' is too long: not recording", shim_cfg.output);
 		goto out;
 	}
@@ -445,10 +446,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 	/* XLA's HLO with its source lines, dumped beside the trace (xla.c) */
 	{
 		char tpath[1024];
-		char host[256] = "";
-		gethostname(host, sizeof(host) - 1);
-		if (config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, tpath,
-		                       sizeof(tpath)))
+		if (trace_path(tpath, sizeof(tpath)))
 			tpath[0] = 0;
 		xla_lines_setup(tpath, has_token(mine, "xla_lines"), mark, sizeof(mark),
 		                xla_lines_note, sizeof(xla_lines_note));

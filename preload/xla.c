@@ -224,10 +224,13 @@ static int grow_to(void **a, int *n, int id, size_t elem)
 	return 0;
 }
 
+/* The number after key= where key is a whole word ("line=" is not the tail of "end_line="). */
 static int kv(const char *s, const char *key)
 {
-	const char *p = strstr(s, key);
-	return p ? atoi(p + strlen(key)) : 0;
+	for (const char *p = strstr(s, key); p; p = strstr(p + 1, key))
+		if (p == s || p[-1] == ' ' || p[-1] == '{')
+			return atoi(p + strlen(key));
+	return 0;
 }
 
 /* One line of the tables' part of a module (section is the current one, -1 none). */

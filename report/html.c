@@ -916,6 +916,16 @@ static int double_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* The k-th largest of t[0..n) (1 <= k <= n), the cut of a table listing the k largest rows;
+ * frees t. */
+static double kth_largest(double *t, int n, int k)
+{
+	qsort(t, (size_t)n, sizeof(double), double_desc);
+	double c = t[k - 1];
+	free(t);
+	return c;
+}
+
 static void section_ledger(struct page *pg, struct strbuf *o)
 {
 	struct rmodel *m = pg->m;
@@ -990,9 +1000,7 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		double *t = xmalloc(sizeof(double) * (size_t)m->nr_nodes);
 		for (int i = 0; i < m->nr_nodes; i++)
 			t[i] = m->nodes[i].us;
-		qsort(t, (size_t)m->nr_nodes, sizeof(double), double_desc);
-		kcut = t[max_kernels - 1];
-		free(t);
+		kcut = kth_largest(t, m->nr_nodes, max_kernels);
 		strbuf_addf(o,
 		            "<p class=\"mute\">The %d longest kernels of %d are listed; "
 		            "summary.json has every one.</p>\n",
@@ -1090,9 +1098,7 @@ static void section_ledger(struct page *pg, struct strbuf *o)
 		{
 			t[k++] = jnumd(v, "bytes_written", 0) + jnumd(v, "bytes_read", 0);
 		}
-		qsort(t, (size_t)nv, sizeof(double), double_desc);
-		cut = t[max_rows - 1];
-		free(t);
+		cut = kth_largest(t, nv, max_rows);
 	}
 	int rows = 0;
 	cJSON_ArrayForEach(v, vals)

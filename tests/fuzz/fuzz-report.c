@@ -31,12 +31,8 @@ static const char *const allowed[] = {"summary.json", "report.html",   "graph.do
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char *path;
 	const char *dir = fuzz_dir();
-	if (!path)
-		path = path_join(dir, "summary.json");
-	util_quiet = 1;
-	fuzz_write(path, data, size);
+	fuzz_summary(data, size);
 	report_write_all(dir);
 	DIR *d = opendir(dir);
 	struct dirent *e;

@@ -61,12 +61,7 @@ static void consume(cJSON *root, const char *dir)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char *path;
-	const char *dir = fuzz_dir();
-	if (!path)
-		path = path_join(dir, "summary.json");
-	util_quiet = 1;
-	fuzz_write(path, data, size);
+	const char *dir = fuzz_dir(), *path = fuzz_summary(data, size);
 	struct strbuf err = STRBUF_INIT;
 	cJSON *rank = summary_read_kind(path, SUMMARY_RANK, &err);
 	cJSON_Delete(rank);

@@ -22,5 +22,7 @@ const char *fuzz_dir(void);
 
 /* Writes size bytes to path, replacing it; dies on failure. */
 void fuzz_write(const char *path, const uint8_t *data, size_t size);
+/* The input as DIR/summary.json (DIR: fuzz_dir()), with util_quiet set; returns that path. */
+const char *fuzz_summary(const uint8_t *data, size_t size);
 
 #endif

@@ -58,3 +58,13 @@ void fuzz_write(const char *path, const uint8_t *data, size_t size)
 	}
 	close(fd);
 }
+
+const char *fuzz_summary(const uint8_t *data, size_t size)
+{
+	static char *path;
+	if (!path)
+		path = path_join(fuzz_dir(), "summary.json");
+	util_quiet = 1;
+	fuzz_write(path, data, size);
+	return path;
+}
