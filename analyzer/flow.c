@@ -461,13 +461,13 @@ static void dataflow(struct builder *b, struct rec *o)
 					if (o->p[k].alloc == o->p[j].alloc && (role[k] & want) &&
 					    o->p[k].off == o->p[j].off)
 						seen = 1;
+				if (seen)
+					continue;
 				uint64_t pb = f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block)
 				                : UINT64_MAX;
-				if (!seen)
-					nb += touch_bytes(
-					    o, bf, o->p[j].off, esize,
-					    next_ptr(o, how, o->p[j].alloc, o->p[j].off),
-					    pb < bound ? pb : bound);
+				nb += touch_bytes(o, bf, o->p[j].off, esize,
+				                  next_ptr(o, how, o->p[j].alloc, o->p[j].off),
+				                  pb < bound ? pb : bound);
 			}
 			if (nb > bf->size)
 				nb = bf->size;

@@ -33,6 +33,7 @@
  */
 #include "analyzer/model.h"
 #include "lib/hmap.h"
+#include "lib/json.h"
 #include "lib/trace.h"
 #include "lib/util.h"
 
@@ -216,9 +217,8 @@ static int site_record(void *ctx, const struct trace_record *rec)
 
 static const char *jstring(const cJSON *o, const char *k, size_t max)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-	return cJSON_IsString(v) && v->valuestring && strlen(v->valuestring) <= max ? v->valuestring
-	                                                                            : NULL;
+	const char *v = jstr(o, k);
+	return v && strlen(v) <= max ? v : NULL;
 }
 
 /* An "xla" record: {"t":"xla","mod","name","op","file","line","k"}; malformed ones are left

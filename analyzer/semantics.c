@@ -1186,8 +1186,10 @@ int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigne
 uint64_t sem_ptr_bound(const struct op_sem *s, int idx, int nptrs, const int grid[3],
                        const int block[3])
 {
+	if (!s || s->family != FAM_REDUCTION || idx < 1 || idx >= nptrs)
+		return UINT64_MAX; /* before the rule table's scan: this runs for every pointer */
 	const struct sem_rule *r = rule_of(s);
-	if (!r || r->roles != RL_REDUCE || idx < 1 || idx >= nptrs)
+	if (!r || r->roles != RL_REDUCE)
 		return UINT64_MAX;
 	uint64_t gx = grid[0] > 0 ? (uint64_t)grid[0] : 1, gy = grid[1] > 0 ? (uint64_t)grid[1] : 1;
 	uint64_t bx = block[0] > 0 ? (uint64_t)block[0] : 1;
