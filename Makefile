@@ -84,6 +84,12 @@ $(MOCK_CUPTI): tests/mock/libcupti_mock.c | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fPIC -shared -fvisibility=hidden $(SHIM_INC) -Wl,-soname,libcupti.so.13 $< -o $@
 $(B)/tests/test-cuptimux: $(MOCK_CUPTI)
+# a library whose imports test-gotpatch redirects (-z now: its GOT is read-only, as in PyTorch's)
+GOT_VICTIM := $(B)/mock/libgotvictim.so
+$(GOT_VICTIM): tests/mock/gotvictim.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -fPIC -shared -Wl,-z,now -Wl,-z,relro $< -o $@
+$(B)/tests/test-gotpatch: $(GOT_VICTIM)
 
 # the attribution test embeds Debian's Python
 PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)

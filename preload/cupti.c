@@ -15,6 +15,7 @@
  * launch points into before and after it, for the first few launches of each kernel name.
  */
 #include "preload/cupti.h"
+#include "preload/allocguard.h"
 #include "preload/base.h"
 #include "preload/cuptimux.h"
 #include "preload/nccl.h"
@@ -1064,6 +1065,7 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 		if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
 		    sticky_error(*(const CUresult *)cb->functionReturnValue) && !ctx_dead) {
 			ctx_dead = 1;
+			allocguard_context_died();
 			shim_say(
 			    "the program's CUDA context failed (error %d); the trace keeps what "
 			    "was recorded before",

@@ -21,6 +21,7 @@
  * stderr) or returns. This is the entry point only: the services every part shares (messages,
  * the recursion guard, clocks, shim_cfg) are base.c's.
  */
+#include "preload/allocguard.h"
 #include "preload/base.h"
 #include "preload/cupti.h"
 #include "preload/ptrmap.h"
@@ -395,12 +396,14 @@ __attribute__((constructor)) static void aicprof_init(void)
 		snprintf(alloc_note, sizeof(alloc_note),
 		         "cudaMallocAsync (set by aicprof in a parent process)");
 		add_token(mark, sizeof(mark), "alloc");
+		allocguard_set_switched(1);
 	} else if (ac && *ac) {
 		snprintf(alloc_note, sizeof(alloc_note), "user: %s", ac);
 	} else if (shim_cfg.alloc_backend) {
 		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
 		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
 		add_token(mark, sizeof(mark), "alloc");
+		allocguard_set_switched(1);
 	}
 	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
 	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */

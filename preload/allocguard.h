@@ -1,0 +1,16 @@
+/*
+ * allocguard.h - after the program's CUDA context dies, keep the allocator that aicprof chose
+ * from aborting the process. See allocguard.c.
+ */
+#ifndef AICPROF_ALLOCGUARD_H
+#define AICPROF_ALLOCGUARD_H
+
+/* The constructor says whether it chose PyTorch's allocator (backend:cudaMallocAsync, set by
+ * aicprof and not by the user). */
+void allocguard_set_switched(int switched);
+
+/* Called once, on the thread whose driver call returned the first context-killing error. Does
+ * nothing unless allocguard_set_switched(1) was called. Safe from a CUPTI callback. */
+void allocguard_context_died(void);
+
+#endif
