@@ -145,11 +145,15 @@ int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char
 	size_t k = 0;
 	while (p[k] && p[k] != ' ' && p[k] != '=')
 		k++;
+	*kernel = 0;
+	if (on)
+		op[0] = 0;
+	if (fn)
+		file[0] = 0;
+	*line = 0;
 	if (!k || strncmp(p + k, " = ", 3) || !nn)
 		return 0;
 	const char *md = strstr(p + k, "metadata={");
-	if (!md)
-		return 0;
 	size_t i = 0;
 	for (; i < k && i + 1 < nn; i++) {
 		char c = p[i];
@@ -177,6 +181,8 @@ int xla_hlo_line(const char *s, char *name, size_t nn, char *op, size_t on, char
 	while (*q == ' ')
 		q++;
 	*kernel = !strncmp(q, "fusion(", 7) || !strncmp(q, "custom-call(", 12);
+	if (!md)
+		return 0;
 	meta_str(md, "op_name=", op, on);
 	meta_str(md, "source_file=", file, fn);
 	const char *sl = strstr(md, "source_line=");
@@ -291,6 +297,105 @@ static int frame_at(const struct tables *t, int frame, const char **file, const 
 	return *file && *line > 0;
 }
 
+/*
+ * A fusion that XLA made from others (a multi-output or merged fusion) may carry no source in
+ * its own metadata (newer XLA writes only scheduling_name there); the instructions of the
+ * computation it calls keep theirs. comps[] holds, per non-ENTRY computation of the module, the
+ * first of its instructions with a source (pass one), and a kernel without one takes its
+ * callee's (calls=%name).
+ */
+#define MAX_COMPS 65536
+struct comp {
+	char *name, *op, *file;
+	int line, frame;
+};
+struct comps {
+	struct comp *c;
+	int n, a, cur; /* cur: the computation being read, -1 none */
+};
+
+static void comps_line(struct comps *cs, const char *buf)
+{
+	if (buf[0] == '}') {
+		cs->cur = -1;
+		return;
+	}
+	if (buf[0] != ' ' && buf[0] != '\t') {
+		size_t n = strcspn(buf, "\r\n");
+		cs->cur = -1;
+		if (n < 2 || buf[n - 1] != '{' || !strncmp(buf, "ENTRY ", 6) ||
+		    !strncmp(buf, "HloModule", 9) || cs->n >= MAX_COMPS)
+			return;
+		const char *p = buf[0] == '%' ? buf + 1 : buf;
+		size_t k = strcspn(p, " (");
+		if (!k || k > 400)
+			return;
+		if (cs->n == cs->a) {
+			int na = cs->a ? 2 * cs->a : 64;
+			struct comp *nc = realloc(cs->c, (size_t)na * sizeof(*nc));
+			if (!nc)
+				return;
+			cs->c = nc, cs->a = na;
+		}
+		struct comp *c = &cs->c[cs->n];
+		memset(c, 0, sizeof(*c));
+		c->name = strndup(p, k);
+		if (!c->name)
+			return;
+		cs->cur = cs->n++;
+		return;
+	}
+	if (cs->cur < 0 || cs->c[cs->cur].op)
+		return;
+	char name[64], op[1024], file[1024];
+	int line, kernel, frame;
+	if (!xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file), &line,
+	                  &kernel, &frame))
+		return;
+	struct comp *c = &cs->c[cs->cur];
+	c->op = strdup(op);
+	c->file = strdup(file);
+	c->line = line;
+	c->frame = frame;
+}
+
+static int comp_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct comp *)a)->name, ((const struct comp *)b)->name);
+}
+
+/* The computation that a kernel instruction calls (calls=%name), NULL when unknown or without
+ * a source; cs sorted by name (comp_cmp). */
+static const struct comp *callee(const struct comps *cs, const char *buf)
+{
+	const char *p = strstr(buf, "calls=");
+	if (!p || !cs->n)
+		return NULL;
+	p += 6;
+	if (*p == '%')
+		p++;
+	char key[404];
+	size_t k = strcspn(p, ", }\r\n");
+	if (!k || k >= sizeof(key))
+		return NULL;
+	memcpy(key, p, k);
+	key[k] = 0;
+	struct comp probe = {.name = key};
+	const struct comp *c = bsearch(&probe, cs->c, (size_t)cs->n, sizeof(*cs->c), comp_cmp);
+	return c && c->op ? c : NULL;
+}
+
+static void comps_free(struct comps *cs)
+{
+	for (int i = 0; i < cs->n; i++) {
+		free(cs->c[i].name);
+		free(cs->c[i].op);
+		free(cs->c[i].file);
+	}
+	free(cs->c);
+	memset(cs, 0, sizeof(*cs));
+}
+
 static void tables_free(struct tables *t)
 {
 	for (int k = 0; k < 2; k++) {
@@ -336,9 +441,14 @@ static void emit_file(const char *path, const char *fname)
 	int in_entry = 0, line, kernel, frame, skipping = 0, section = -1;
 	/* first pass: the stack-frame tables (before the computations, but read whole) */
 	struct tables t = {0};
+	struct comps cs = {NULL, 0, 0, -1};
 	size_t pass1 = 0;
-	while (buf && fgets(buf, (int)MAX_LINE + 1, f) && (pass1 += strlen(buf)) <= MAX_TEXT)
+	while (buf && fgets(buf, (int)MAX_LINE + 1, f) && (pass1 += strlen(buf)) <= MAX_TEXT) {
 		table_line(&t, &section, buf);
+		comps_line(&cs, buf);
+	}
+	if (cs.n)
+		qsort(cs.c, (size_t)cs.n, sizeof(*cs.c), comp_cmp);
 	rewind(f);
 	while (buf && rec && records < MAX_RECORDS && fgets(buf, (int)MAX_LINE + 1, f)) {
 		size_t n = strlen(buf);
@@ -360,6 +470,17 @@ static void emit_file(const char *path, const char *fname)
 		const char *func = NULL;
 		int ok = xla_hlo_line(buf, name, sizeof(name), op, sizeof(op), file, sizeof(file),
 		                      &line, &kernel, &frame);
+		if (!ok && kernel) { /* a fusion without a source of its own: its callee's */
+			const struct comp *c = callee(&cs, buf);
+			if (c) {
+				snprintf(file, sizeof(file), "%s", c->file ? c->file : "");
+				if (!op[0])
+					snprintf(op, sizeof(op), "%s", c->op ? c->op : "");
+				line = c->line;
+				frame = c->frame;
+				ok = 1;
+			}
+		}
 		if (ok && !(file[0] && line > 0)) {
 			const char *ff = NULL;
 			ok = frame_at(&t, frame, &ff, &func, &line);
@@ -395,6 +516,7 @@ static void emit_file(const char *path, const char *fname)
 		}
 	}
 	tables_free(&t);
+	comps_free(&cs);
 	free(buf);
 	free(rec);
 	fclose(f);

@@ -186,10 +186,18 @@ static void test_emit(void **state)
 	        "2 {file_name_id=1 function_name_id=2 line=5 end_line=5 column=4 end_column=20}\n"
 	        "\nStackFrames\n1 {file_location_id=1 parent_frame_id=1}\n"
 	        "2 {file_location_id=2 parent_frame_id=1}\n\n"
+	        /* a fusion XLA merged: no source of its own, its callee's instructions have one */
+	        "%fused_mul (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+	        "  ROOT %m = f32[4]{0} multiply(%p, %p), metadata={op_name=\"jit(g)/mul\" "
+	        "stack_frame_id=2}\n}\n\n"
 	        "ENTRY %main {\n  %input_reduce_fusion = f32[] fusion(f32[4]{0} %a), "
 	        "kind=kInput, metadata={op_name=\"jit(g)/reduce_sum\" stack_frame_id=2}\n"
 	        "  %loop_x_fusion = f32[] fusion(f32[4]{0} %a), kind=kLoop, "
-	        "metadata={op_name=\"jit(g)/x\" stack_frame_id=9}\n}\n");
+	        "metadata={op_name=\"jit(g)/x\" stack_frame_id=9}\n"
+	        "  %fusion_34 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%fused_mul, "
+	        "metadata={scheduling_name=\"fusion_34\"}\n"
+	        "  %fusion_35 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%fused_mul\n"
+	        "  %fusion_36 = f32[4]{0} fusion(f32[4]{0} %a), kind=kLoop, calls=%nowhere\n}\n");
 	snprintf(keep, sizeof(keep), "%s.keep", tpath);
 	put(keep, "the user's\n");
 	snprintf(lnk, sizeof(lnk), "%s/link", dir);
@@ -201,7 +209,7 @@ static void test_emit(void **state)
 	FILE *f = fopen(tpath, "r");
 	assert_non_null(f);
 	char line[4096];
-	int n = 0, fusion = 0, copy = 0, sub_rec = 0, noted = 0;
+	int n = 0, fusion = 0, copy = 0, sub_rec = 0, noted = 0, merged = 0;
 	while (fgets(line, sizeof(line), f)) {
 		cJSON *j = cJSON_Parse(line);
 		const cJSON *t = cJSON_GetObjectItem(j, "t");
@@ -221,6 +229,12 @@ static void test_emit(void **state)
 				    !strcmp(file, "g.py") &&
 				    cJSON_GetObjectItem(j, "line")->valueint == 5 &&
 				    !strcmp(cJSON_GetObjectItem(j, "func")->valuestring, "loss_fn");
+			if (!strcmp(nm, "fusion_34") || !strcmp(nm, "fusion_35"))
+				merged += !strcmp(file, "g.py") &&
+				          cJSON_GetObjectItem(j, "line")->valueint == 5 &&
+				          !strcmp(cJSON_GetObjectItem(j, "op")->valuestring,
+				                  "jit(g)/mul") &&
+				          cJSON_GetObjectItem(j, "k")->valueint == 1;
 			if (!strcmp(nm, "copy_1")) {
 				copy = 1; /* in ENTRY: launches by itself */
 				assert_string_equal(file, "/abs/j.py");
@@ -231,7 +245,7 @@ static void test_emit(void **state)
 		    strstr(cJSON_GetObjectItem(j, "text")->valuestring, "xla_lines: 3 files"))
 			noted =
 			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
-			           "2 optimized modules read, 3 xla records, 0 entries") != NULL &&
+			           "2 optimized modules read, 5 xla records, 0 entries") != NULL &&
 			    strstr(cJSON_GetObjectItem(j, "text")->valuestring,
 			           "metadata without a source: metadata={op_name=\"jit(g)/x\"") !=
 			        NULL &&
@@ -240,8 +254,9 @@ static void test_emit(void **state)
 	}
 	fclose(f);
 	/* the fused computation's inner op and the unoptimized module are not records */
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 5);
 	assert_true(fusion && copy && sub_rec);
+	assert_int_equal(merged, 2); /* fusion_36's callee is unknown: no record */
 	assert_true(noted);
 	assert_int_equal(stat(keep, &st), 0); /* the link's target is untouched */
 	unlink(keep);
