@@ -175,6 +175,93 @@ static const char *short_op(const struct node *n)
 }
 
 /* Builds the candidate from its nodes: values, bytes, times, sources, group. */
+/*
+ * A chain whose only members of unknown semantics are at its ends (a user's ElementwiseKernel
+ * or RawKernel first, CuPy's named ufuncs after it) still has a describable middle: the group
+ * is made of that run alone when it has two members or more. Its values are classified
+ * against the run (a value a left-out member reads is an output, still written), its bytes
+ * saved are the run's (bytes_saved_per_step in the group, never more than the finding's), and
+ * the group names its members and those left out, so that fuse and the patch use the run's
+ * nodes, not the finding's. group_why says what was left out and why.
+ */
+static void trim_unknown(struct cctx *x, struct candidate *c)
+{
+	struct model *m = x->m;
+	int h = 0, t = 0, nn = c->nnodes;
+	while (h < nn && m->nodes[c->nodes[h]].sem.family == FAM_OTHER)
+		h++;
+	while (t < nn - h && m->nodes[c->nodes[nn - 1 - t]].sem.family == FAM_OTHER)
+		t++;
+	if (!h && !t)
+		return;
+	int len = nn - h - t;
+	if (len < 2)
+		return;
+	const int *run = c->nodes + h;
+	for (int i = 0; i < len; i++)
+		if (m->nodes[run[i]].sem.family == FAM_OTHER)
+			return;
+	struct candidate tc = {0};
+	tc.id = c->id;
+	tc.kind = c->kind;
+	tc.nodes = (int *)run;
+	tc.nnodes = len;
+	tc.before_us = 0;
+	uint64_t saved = 0;
+	for (int i = 0; i < len; i++) {
+		tc.before_us += m->nodes[run[i]].median_us;
+		for (int k = 0; k < x->nwv[run[i]]; k++) {
+			const struct value *v = &m->values[x->wv[run[i]][k]];
+			int inside = 0, outside = 0;
+			uint64_t rb_inside = 0;
+			for (int r = 0; r < v->nreaders; r++) {
+				if (has_int(run, len, v->readers[r])) {
+					inside++;
+					rb_inside += v->bytes_read / (uint64_t)v->nreaders;
+				} else {
+					outside++;
+				}
+			}
+			if (!inside)
+				continue;
+			if (!outside && v->intermediate) {
+				push_int(&tc.removed, &tc.nremoved, v->id);
+				saved += v->bytes_written + rb_inside;
+			} else {
+				push_int(&tc.kept, &tc.nkept, v->id);
+				saved += rb_inside;
+			}
+		}
+	}
+	char *why = NULL;
+	cJSON *g = tc.nremoved ? fusegroup_build(m, &tc, &why) : NULL;
+	free(tc.removed);
+	free(tc.kept);
+	if (!g) {
+		free(why);
+		return;
+	}
+	if (saved > c->bytes_saved)
+		saved = c->bytes_saved;
+	cJSON_AddItemToObject(g, "members", cJSON_CreateIntArray(run, len));
+	cJSON *lo = cJSON_AddArrayToObject(g, "left_out");
+	for (int i = 0; i < nn; i++)
+		if (i < h || i >= h + len)
+			cJSON_AddItemToArray(lo, cJSON_CreateNumber(c->nodes[i]));
+	cJSON_AddNumberToObject(g, "bytes_saved_per_step", (double)saved);
+	struct strbuf sb = STRBUF_INIT;
+	const struct node *u = &m->nodes[c->nodes[h ? 0 : nn - 1]];
+	char b1[32], b2[32];
+	strbuf_addf(&sb,
+	            "node %d ('%s')%s of unknown semantics: left out; the group fuses the other "
+	            "%d members (%s of the finding's %s a step); fuse the rest by hand",
+	            u->id, u->name, h + t > 1 ? " and the other ends are kernels" : " is a kernel",
+	            len, fmt_bytes((double)saved, b1), fmt_bytes((double)c->bytes_saved, b2));
+	free(c->group_why);
+	c->group_why = sb.buf;
+	c->group = g;
+}
+
 static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, const char *lib)
 {
 	struct model *m = x->m;
@@ -304,6 +391,8 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 
 	/* the group description for fusion/ (fusegroup.c) */
 	c->group = fusegroup_build(m, c, &c->group_why);
+	if (!c->group && !strcmp(kind, "elementwise-chain"))
+		trim_unknown(x, c);
 }
 
 static void find_attention(struct cctx *x)

@@ -377,6 +377,23 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	}
 	if (aten_rule(g, n, op, full, a, na, res, rsz, &r))
 		return r;
+	if (n->sem.rule && !strcmp(n->sem.rule, "cupy-ufunc")) {
+		/* CuPy's ufuncs name their math; every operand a device array (a Python scalar
+		 * operand is a by-value parameter the trace keeps no meaning of: na too small) */
+		static const char *const un[] = {"tanh", "exp", "log", "sqrt",   "neg",
+		                                 "abs",  "sin", "cos", "sigmoid"},
+		                         *bin[] = {"add", "sub", "mul", "div"};
+		for (size_t i = 0; i < ARRAY_SIZE(un) && na == 1; i++)
+			if (!strcmp(op, un[i])) {
+				add_op(g, op, a, 1, res, rsz);
+				return 0;
+			}
+		for (size_t i = 0; i < ARRAY_SIZE(bin) && na == 2; i++)
+			if (!strcmp(op, bin[i])) {
+				add_op(g, op, a, 2, res, rsz);
+				return 0;
+			}
+	}
 	if (!strcmp(op, "mse_loss") && na == 2 && strstr(full, "mse_kernel_cuda")) {
 		char t[16];
 		add_op(g, "sub", a, 2, t, sizeof(t));

@@ -910,6 +910,15 @@ int fusion_write_group(const char *dir, const struct fgroup *g)
 		strbuf_release(&sb);
 		strbuf_release(&fn);
 	}
+	if (!rc) { /* the CuPy form, where the group has one */
+		struct strbuf sb = STRBUF_INIT, fn = STRBUF_INIT;
+		if (!emit_cupy(&sb, g)) {
+			strbuf_addf(&fn, "%s/%s_cupy.py", gdir, g->name);
+			rc = write_file_atomic(fn.buf, sb.buf, sb.len);
+		}
+		strbuf_release(&sb);
+		strbuf_release(&fn);
+	}
 	free(gdir);
 	return rc;
 }

@@ -189,6 +189,21 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt)
 		strbuf_addf(sb, "(%s * s1%s%s)", x, *w ? " * " : "", w);
 }
 
+/* See fusion.h. */
+void emit_chain_elem(struct strbuf *sb, const struct fgroup *g)
+{
+	strbuf_addf(sb, "\nAIC_HD void %s_elem(const float *in, const float *u, float *o)\n{\n",
+	            g->name);
+	strbuf_adds(sb, "\t(void)u;\n");
+	int use[64];
+	inputs_used(g, 0, g->nops, use);
+	emit_inputs_decl(sb, g, use);
+	emit_ops(sb, g, 0, g->nops);
+	for (int w = 0; w < g->nwrites; w++)
+		strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+	strbuf_adds(sb, "}\n");
+}
+
 void emit_math(struct strbuf *sb, const struct fgroup *g)
 {
 	char up[128];
@@ -214,17 +229,7 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 	            g->ninputs, up, g->nwrites, up, g->ndrop ? g->ndrop : 1);
 	strbuf_addf(sb, "#define %s_HAS_DROPOUT %d\n", up, g->ndrop > 0);
 	if (g->kind == FG_CHAIN) {
-		strbuf_addf(sb,
-		            "\nAIC_HD void %s_elem(const float *in, const float *u, float *o)\n{\n",
-		            g->name);
-		strbuf_adds(sb, "\t(void)u;\n");
-		int use[64];
-		inputs_used(g, 0, g->nops, use);
-		emit_inputs_decl(sb, g, use);
-		emit_ops(sb, g, 0, g->nops);
-		for (int w = 0; w < g->nwrites; w++)
-			strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
-		strbuf_adds(sb, "}\n");
+		emit_chain_elem(sb, g);
 	} else {
 		const struct fopnode *r = &g->ops[g->red];
 		int x = r->arg[0];

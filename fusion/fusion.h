@@ -161,6 +161,17 @@ void emit_meta(struct strbuf *sb, const struct fgroup *g);
  * into buf.
  */
 void emit_lit(struct strbuf *sb, double x);
+/* A chain's per-element function <name>_elem(in, u, o) (AIC_HD, fp32), as in its math header;
+ * g->ninputs <= 64. */
+void emit_chain_elem(struct strbuf *sb, const struct fgroup *g);
+/*
+ * The group's CuPy form (fusion/emit-cupy.c): a Python module <name>_cupy.py with one
+ * cupy.ElementwiseKernel computing <name>_elem, the function <name>(inputs...) a CuPy program
+ * calls, and check(), which compares it with the ops run one by one through CuPy. Returns 0,
+ * or -1 with nothing in sb when the group has no CuPy form: a row group, dropout, a bf16 value
+ * (CuPy has no bfloat16), or an op CuPy's reference cannot spell.
+ */
+int emit_cupy(struct strbuf *sb, const struct fgroup *g);
 void emit_expr(struct strbuf *sb, const struct fgroup *g, const struct fopnode *n, int ref,
                const char *argfmt, const char *ufmt);
 void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt);

@@ -469,7 +469,10 @@ static int read_later(struct pfile *f, int hi, int ind, const char *const *names
 static struct pfile *cand_lines(struct pctx *x, const cJSON *cand, int *lo, int *hi,
                                 struct strbuf *why)
 {
-	const cJSON *it, *cn = cJSON_GetObjectItemCaseSensitive(cand, "nodes");
+	const cJSON *it, *grp = cJSON_GetObjectItemCaseSensitive(cand, "group");
+	const cJSON *cn = cJSON_GetObjectItemCaseSensitive(grp, "members");
+	if (!cJSON_IsArray(cn)) /* the group's own members where it is a run of the finding */
+		cn = cJSON_GetObjectItemCaseSensitive(cand, "nodes");
 	char *rel = NULL;
 	*lo = -1;
 	*hi = -1;

@@ -471,7 +471,11 @@ static const char *const unary_ok[] = {"gelu", "relu", "silu", "sigmoid", "tanh"
 static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *why)
 {
 	const struct fgroup *g = pg->g;
-	const cJSON *cn = cJSON_GetObjectItemCaseSensitive(pg->cand, "nodes"), *it;
+	/* the group's own members where it is a run of the finding (summary-format.md) */
+	const cJSON *grp = cJSON_GetObjectItemCaseSensitive(pg->cand, "group");
+	const cJSON *cn = cJSON_GetObjectItemCaseSensitive(grp, "members"), *it;
+	if (!cJSON_IsArray(cn))
+		cn = cJSON_GetObjectItemCaseSensitive(pg->cand, "nodes");
 	if (g->kind != FG_CHAIN)
 		return patch_fail(why, "row groups are not rewritten in the source (yet)");
 	if (g->ninputs != 1 || g->nwrites != 1)

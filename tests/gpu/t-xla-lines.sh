@@ -12,10 +12,14 @@ out=${GPU_OUT:-$tmp}
 mkdir -p "$out"
 T=$out/jax_train.aicp.jsonl
 export TF_CPP_MIN_LOG_LEVEL=2
+now() { date +%s.%N; }
+t0=$(now)
 python3 samples/jax_train.py >"$tmp/bare.out" 2>"$tmp/bare.err"
+t1=$(now)
 rm -f "$T"
 AICPROF_OUTPUT=$T LD_PRELOAD=$B/libaicprof.so python3 samples/jax_train.py >"$tmp/shim.out" 2>"$out/jax_train.stderr"
 rc=$?
+t2=$(now)
 check "jax: runs under the shim with the HLO dump (exit $rc)" test "$rc" = 0
 check "jax: output as bare (step times aside)" \
 	test "$(grep -v step_ms "$tmp/bare.out")" = "$(grep -v step_ms "$tmp/shim.out")"
@@ -40,6 +44,13 @@ for n in xla[:12]:
 print("ok - jax: fusion kernels at lines inside the jitted function" if xla and len(inside) >= len(xla) * 0.8 else "not ok - jax: fusion kernels at lines inside the jitted function")
 print("ok - jax: their user line stays the call" if xla and len(users) == len(xla) else "not ok - jax: their user line stays the call")
 PY
+t3=$(now)
 AICPROF_XLA_LINES=0 AICPROF_OUTPUT=$tmp/off.aicp.jsonl LD_PRELOAD=$B/libaicprof.so python3 samples/jax_train.py >/dev/null 2>&1
+t4=$(now)
+# what the dump costs: the whole process (JIT compiles included), the shim with and without it
+AICPROF_OUTPUT=$tmp/on2.aicp.jsonl LD_PRELOAD=$B/libaicprof.so python3 samples/jax_train.py >/dev/null 2>&1
+t5=$(now)
+echo "# xla dump cost: process wall time bare $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s; shim with the dump $(awk "BEGIN{printf \"%.1f\", $t2 - $t1}") s and $(awk "BEGIN{printf \"%.1f\", $t5 - $t4}") s; shim without it $(awk "BEGIN{printf \"%.1f\", $t4 - $t3}") s"
+grep -h '"t":"xla"' "$T" | head -3 | sed 's/^/# /'
 check "jax: AICPROF_XLA_LINES=0: no xla records, no directory" \
 	sh -c "! grep -q '\"t\":\"xla\"' $tmp/off.aicp.jsonl && test ! -e $tmp/off.aicp.jsonl.xla"

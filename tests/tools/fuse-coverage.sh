@@ -67,8 +67,9 @@ for c in s["candidates"]:
         continue
     tot += c["bytes_saved_per_step"]
     g = c.get("group")
-    if g and g["name"] in ok:
-        ver += c["bytes_saved_per_step"]
+    if g and g["name"] in ok:  # a run of the finding counts its own bytes
+        ver += min(g.get("bytes_saved_per_step", c["bytes_saved_per_step"]),
+                   c["bytes_saved_per_step"])
 print("%-16s %12d %12d %6.1f%% %4d %4d" % (sys.argv[4], tot, ver, 100.0 * ver / tot if tot else 0,
                                           len(groups), len(ok)))
 EOF
