@@ -9,8 +9,12 @@
  * aicprof and not by the user). */
 void allocguard_set_switched(int switched);
 
-/* Called once, on the thread whose driver call returned the first context-killing error. Does
- * nothing unless allocguard_set_switched(1) was called. Safe from a CUPTI callback. */
+/* When recording starts (libc10_cuda.so is loaded by then in a PyTorch program): wraps its
+ * imports, if allocguard_set_switched(1) was called; else nothing. */
+void allocguard_start(void);
+
+/* Called once, on the thread whose driver call returned the first context-killing error: arms
+ * the wrappers if allocguard_start() could not. Safe from a CUPTI callback. */
 void allocguard_context_died(void);
 
 #endif

@@ -16,6 +16,7 @@
  */
 #include "preload/gotpatch.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 #include <stdint.h>
@@ -140,4 +141,54 @@ int got_patch(const char *lib, const char *sym, void *repl)
 	struct job j = {lib, sym, repl, 0, 0};
 	dl_iterate_phdr(one_object, &j);
 	return j.err ? -1 : j.n;
+}
+
+struct need {
+	const char *lib, *dep;
+	char name[256];
+};
+
+static int find_needed(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct need *nd = data;
+	if (nd->name[0] || !info->dlpi_name || !strstr(info->dlpi_name, nd->lib))
+		return 0;
+	uintptr_t base = (uintptr_t)info->dlpi_addr;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+	if (!dyn)
+		return 0;
+	const char *strtab = NULL;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			strtab = (const char *)dyn_addr(base, d->d_un.d_ptr);
+	if (!strtab)
+		return 0;
+	size_t dl = strlen(nd->dep);
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED && !strncmp(strtab + d->d_un.d_val, nd->dep, dl) &&
+		    strlen(strtab + d->d_un.d_val) < sizeof(nd->name)) {
+			strcpy(nd->name, strtab + d->d_un.d_val);
+			return 1;
+		}
+	return 0;
+}
+
+void *got_needed_sym(const char *lib, const char *dep, const char *sym)
+{
+	if (!lib || !dep || !sym)
+		return NULL;
+	struct need nd = {lib, dep, ""};
+	dl_iterate_phdr(find_needed, &nd);
+	if (!nd.name[0])
+		return NULL;
+	void *h = dlopen(nd.name, RTLD_NOLOAD | RTLD_LAZY);
+	if (!h)
+		return NULL;
+	void *f = dlsym(h, sym);
+	dlclose(h); /* RTLD_NOLOAD took a reference; the library stays as loaded */
+	return f;
 }

@@ -15,4 +15,13 @@
  */
 int got_patch(const char *lib, const char *sym, void *repl);
 
+/*
+ * The definition of sym in the library that the loaded object lib (a path substring) names in
+ * its DT_NEEDED entries with the prefix dep ("libcudart.so" finds libcudart.so.13), looked up in
+ * that already-loaded library (dlopen RTLD_NOLOAD): the function lib's own calls reach, even
+ * when another version of that library is loaded too. NULL when lib, such a dependency or sym
+ * is absent. Takes the loader's lock.
+ */
+void *got_needed_sym(const char *lib, const char *dep, const char *sym);
+
 #endif

@@ -245,6 +245,7 @@ static int start(void)
 	writer_set_before_final(cupti_flush);
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
+	allocguard_start();
 	start_ok = 1;
 	const char *nv = getenv("NVTX_INJECTION64_PATH");
 	const char *cp = cupti_find_library();

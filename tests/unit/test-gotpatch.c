@@ -64,6 +64,18 @@ static void test_patch_one_import(void **state)
 	assert_int_equal(v_ppid(), 424242);
 }
 
+static void test_needed_sym(void **state)
+{
+	(void)state;
+	/* the victim needs libc: its getppid is libc's, whatever the victim's slot says now */
+	pid_t (*f)(void) = (pid_t(*)(void))got_needed_sym("libgotvictim.so", "libc.so", "getppid");
+	assert_non_null(f);
+	assert_int_equal((long)f(), (long)getppid());
+	assert_null(got_needed_sym("libgotvictim.so", "libnot-needed.so", "getppid"));
+	assert_null(got_needed_sym("libno-such-object.so", "libc.so", "getppid"));
+	assert_null(got_needed_sym("libgotvictim.so", "libc.so", "no_such_symbol_here"));
+}
+
 static void test_no_such_object_or_symbol(void **state)
 {
 	(void)state;
@@ -78,6 +90,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_other_library_untouched_before),
 	    cmocka_unit_test(test_patch_one_import),
+	    cmocka_unit_test(test_needed_sym),
 	    cmocka_unit_test(test_no_such_object_or_symbol),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
