@@ -176,6 +176,44 @@ static const char *short_op(const struct node *n)
 
 /* Builds the candidate from its nodes: values, bytes, times, sources, group. */
 /*
+ * The values written by a member of nodes[0..nn) and read by a member: removed (into
+ * c->removed) when no reader is outside and the value is an intermediate, else kept (c->kept).
+ * Returns the bytes that keeping them on chip saves: a removed value's write and its reads
+ * inside, a kept one's reads inside.
+ */
+static uint64_t classify_values(const struct cctx *x, const int *nodes, int nn, struct candidate *c)
+{
+	const struct model *m = x->m;
+	uint64_t saved = 0;
+	for (int i = 0; i < nn; i++) {
+		int w = nodes[i];
+		for (int k = 0; k < x->nwv[w]; k++) {
+			const struct value *v = &m->values[x->wv[w][k]];
+			int inside = 0, outside = 0;
+			uint64_t rb_inside = 0;
+			for (int r = 0; r < v->nreaders; r++) {
+				if (has_int(nodes, nn, v->readers[r])) {
+					inside++;
+					rb_inside += v->bytes_read / (uint64_t)v->nreaders;
+				} else {
+					outside++;
+				}
+			}
+			if (!inside)
+				continue;
+			if (!outside && v->intermediate) {
+				push_int(&c->removed, &c->nremoved, v->id);
+				saved += v->bytes_written + rb_inside;
+			} else {
+				push_int(&c->kept, &c->nkept, v->id);
+				saved += rb_inside;
+			}
+		}
+	}
+	return saved;
+}
+
+/*
  * A chain whose only members of unknown semantics are at its ends (a user's ElementwiseKernel
  * or RawKernel first, CuPy's named ufuncs after it) still has a describable middle: the group
  * is made of that run alone when it has two members or more. Its values are classified
@@ -207,32 +245,9 @@ static void trim_unknown(struct cctx *x, struct candidate *c)
 	tc.nodes = (int *)run;
 	tc.nnodes = len;
 	tc.before_us = 0;
-	uint64_t saved = 0;
-	for (int i = 0; i < len; i++) {
+	for (int i = 0; i < len; i++)
 		tc.before_us += m->nodes[run[i]].median_us;
-		for (int k = 0; k < x->nwv[run[i]]; k++) {
-			const struct value *v = &m->values[x->wv[run[i]][k]];
-			int inside = 0, outside = 0;
-			uint64_t rb_inside = 0;
-			for (int r = 0; r < v->nreaders; r++) {
-				if (has_int(run, len, v->readers[r])) {
-					inside++;
-					rb_inside += v->bytes_read / (uint64_t)v->nreaders;
-				} else {
-					outside++;
-				}
-			}
-			if (!inside)
-				continue;
-			if (!outside && v->intermediate) {
-				push_int(&tc.removed, &tc.nremoved, v->id);
-				saved += v->bytes_written + rb_inside;
-			} else {
-				push_int(&tc.kept, &tc.nkept, v->id);
-				saved += rb_inside;
-			}
-		}
-	}
+	uint64_t saved = classify_values(x, run, len, &tc);
 	char *why = NULL;
 	cJSON *g = tc.nremoved ? fusegroup_build(m, &tc, &why) : NULL;
 	free(tc.removed);
@@ -296,32 +311,7 @@ static void add_candidate(struct cctx *x, const char *kind, int *nodes, int nn, 
 			best_bw = n->achieved_gbs;
 		}
 	}
-	/* values written by a member and read by a member */
-	for (int i = 0; i < nn; i++) {
-		int w = nodes[i];
-		for (int k = 0; k < x->nwv[w]; k++) {
-			const struct value *v = &m->values[x->wv[w][k]];
-			int inside = 0, outside = 0;
-			uint64_t rb_inside = 0;
-			for (int r = 0; r < v->nreaders; r++) {
-				if (has_int(nodes, nn, v->readers[r])) {
-					inside++;
-					rb_inside += v->nreaders ? v->bytes_read / v->nreaders : 0;
-				} else {
-					outside++;
-				}
-			}
-			if (!inside)
-				continue;
-			if (!outside && v->intermediate) {
-				push_int(&c->removed, &c->nremoved, v->id);
-				saved += v->bytes_written + rb_inside;
-			} else {
-				push_int(&c->kept, &c->nkept, v->id);
-				saved += rb_inside;
-			}
-		}
-	}
+	saved = classify_values(x, nodes, nn, c);
 	if (!c->nremoved && c->nkept && !strcmp(kind, "elementwise-chain")) {
 		/* nothing would stop being written: only a re-read is saved; not worth a kernel */
 		int later = -1;
