@@ -18,7 +18,9 @@
  * after the last node launched before it. With cudaMallocAsync every tensor is one record, so
  * `held` is the bytes in live allocations (the pool's cached reserve is not visible, so
  * fragmentation inside the pool is not measured: the difference is late frees and bytes kept
- * past their last use). Virtual memory mappings (expandable segments) are not counted.
+ * past their last use). Under the virtual memory API (XLA's platform allocator, PyTorch's
+ * expandable segments) a reservation holds nothing by itself: the bytes held are its mappings,
+ * from each cuMemMap (a `vmm` record) to its cuMemUnmap.
  *
  * Host traffic: inside the same window, `sync` records (with the CPU time blocked) and
  * memcpy calls joined to their copy activity (kind HtoD/DtoH); a device-to-host copy stalls
@@ -39,6 +41,7 @@
 #include "lib/util.h"
 
 #include <cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,7 +133,42 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
-static void ideal_curve(struct model *m, struct memplan *mp)
+struct span {
+	int pos;
+	int64_t d;
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/*
+ * The values of one allocation that are alive together never hold more than its size (an
+ * arena's buffer: JAX's temporaries, a caching allocator's segment, views): where the running
+ * sum of one buffer's values passes the allocation's size, the excess is taken off the curve
+ * (diff), over the positions where it exceeds. sp holds the buffer's interval ends (+size at
+ * the start, -size past the end), ns of them.
+ */
+static void cap_buffer(struct span *sp, int ns, uint64_t cap, int64_t *diff)
+{
+	qsort(sp, (size_t)ns, sizeof(*sp), cmp_span);
+	int64_t run = 0, over = 0, c = cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap;
+	for (int i = 0; i < ns;) {
+		int pos = sp[i].pos;
+		for (; i < ns && sp[i].pos == pos; i++)
+			run = sat_add(run, sp[i].d);
+		int64_t ex = run > c ? run - c : 0;
+		if (ex != over) {
+			diff[pos] = sat_add(diff[pos], over - ex);
+			over = ex;
+		}
+	}
+}
+
+static void ideal_curve(struct model *m, struct memplan *mp, const struct hmap *sizes,
+                        const struct hmap *born)
 {
 	int n = m->nnodes;
 	/* per buffer (a vindex group): persistent (a version from before the step, not fresh)
@@ -142,6 +180,10 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 	int *largest = xmalloc(sizeof(int) * ((size_t)x.ngroups + 1));
 	for (int g = 0; g <= x.ngroups; g++)
 		largest[g] = -1;
+	/* a persistent buffer that the step frees (every version dead in it, none read after:
+	 * gradients set to None, a dropped cache) is held to its last read, not to the end */
+	char *lives = xcalloc((size_t)x.ngroups + 1, 1);
+	int *last_read = xcalloc((size_t)x.ngroups + 1, sizeof(int));
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *u = &m->values[i];
 		int g = x.grp_of[i];
@@ -149,8 +191,24 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 			persist[g] = 1;
 		if (largest[g] < 0 || u->size > m->values[largest[g]].size)
 			largest[g] = i;
+		if (u->live_after_step || !u->dead_in_step)
+			lives[g] = 1;
+		for (int r = 0; r < u->nreaders; r++)
+			if (u->readers[r] > last_read[g])
+				last_read[g] = u->readers[r];
 	}
 	int64_t *diff = xcalloc((size_t)n + 1, sizeof(int64_t));
+	/* per group, its intervals, for cap_buffer(): values in group order */
+	int *gcount = xcalloc((size_t)x.ngroups + 2, sizeof(int));
+	for (int i = 0; i < m->nvalues; i++)
+		gcount[x.grp_of[i] + 1] += 2;
+	for (int g = 0; g <= x.ngroups; g++)
+		gcount[g + 1] += gcount[g];
+	struct span *sp = xmalloc(sizeof(*sp) * (2 * (size_t)m->nvalues + 1));
+	int *gfill = xcalloc((size_t)x.ngroups + 1, sizeof(int));
+	int64_t *gbuf = xmalloc(sizeof(int64_t) * ((size_t)x.ngroups + 1));
+	for (int g = 0; g <= x.ngroups; g++)
+		gbuf[g] = -1;
 	for (int i = 0; i < m->nvalues; i++) {
 		const struct value *v = &m->values[i];
 		int persistent = persist[x.grp_of[i]];
@@ -159,9 +217,21 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 		if (persistent) {
 			if (largest[x.grp_of[i]] != i)
 				continue;
-			s = 0, e = n - 1;
+			/* from the step's start, or from its allocation when the step made it (a
+			 * buffer read before any write seen: an uninitialised output) */
+			uint64_t at;
+			s = v->buffer >= 0 && hmap_get(born, (uint64_t)v->buffer, &at) ? (int)at
+			                                                               : 0;
+			e = lives[x.grp_of[i]] ? n - 1 : last_read[x.grp_of[i]];
+			if (e < s)
+				e = s;
 		} else {
-			s = v->writer < 0 ? 0 : v->writer;
+			/* an input from the step's start, or from its allocation where the step
+			 * made it (a buffer read before any write seen) */
+			uint64_t at;
+			s = v->writer >= 0                                               ? v->writer
+			    : v->buffer >= 0 && hmap_get(born, (uint64_t)v->buffer, &at) ? (int)at
+			                                                                 : 0;
 			e = s;
 			for (int r = 0; r < v->nreaders; r++)
 				if (v->readers[r] > e)
@@ -176,7 +246,21 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 		int64_t sz = v->size > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->size;
 		diff[s] = sat_add(diff[s], sz);
 		diff[e + 1] = sat_add(diff[e + 1], -sz);
+		int g = x.grp_of[i];
+		struct span *gs = sp + gcount[g];
+		gs[gfill[g]++] = (struct span){s, sz};
+		gs[gfill[g]++] = (struct span){e + 1, -sz};
+		gbuf[g] = v->buffer;
 	}
+	for (int g = 0; g <= x.ngroups; g++) {
+		uint64_t cap;
+		if (gfill[g] > 2 && gbuf[g] >= 0 && hmap_get(sizes, (uint64_t)gbuf[g], &cap))
+			cap_buffer(sp + gcount[g], gfill[g], cap, diff);
+	}
+	free(sp);
+	free(gcount);
+	free(gfill);
+	free(gbuf);
 	int64_t run = 0;
 	for (int k = 0; k < n; k++) {
 		run = sat_add(run, diff[k]);
@@ -184,6 +268,8 @@ static void ideal_curve(struct model *m, struct memplan *mp)
 		mp->ideal[k] = mp->ideal[k] > UINT64_MAX - r ? UINT64_MAX : mp->ideal[k] + r;
 	}
 	free(diff);
+	free(lives);
+	free(last_read);
 	free(persist);
 	free(largest);
 	vindex_free(&x);
@@ -348,7 +434,31 @@ static int memlog_record(void *ctx, const struct trace_record *r)
 	struct memlog *ml = ctx;
 	const cJSON *o = r->obj;
 	int64_t seq = num(o, "seq", -1);
-	if (r->type == TRACE_ALLOC || r->type == TRACE_FREE) {
+	if (r->type == TRACE_VMM) {
+		/* a mapping of physical memory into a reservation (XLA's platform allocator maps
+		 * one per buffer, PyTorch's expandable segments grow one by mappings): its bytes
+		 * are held from cuMemMap to cuMemUnmap, keyed by the address it maps */
+		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
+		const cJSON *ptr = cJSON_GetObjectItemCaseSensitive(o, "ptr");
+		int map = cJSON_IsString(api) && !strcmp(api->valuestring, "cuMemMap");
+		int unmap = cJSON_IsString(api) && !strcmp(api->valuestring, "cuMemUnmap");
+		if ((!map && !unmap) || !cJSON_IsString(ptr) || seq < 0)
+			return 0;
+		char *end;
+		errno = 0;
+		unsigned long long a = strtoull(ptr->valuestring, &end, 16);
+		if (errno || *end || end == ptr->valuestring)
+			return 0;
+		int64_t size = map ? num(o, "size", 0) : -1;
+		if (map && size <= 0)
+			return 0;
+		int64_t id = (int64_t)((1ULL << 62) | (a & ((1ULL << 62) - 1)));
+		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
+		put_varint(ml, zz((uint64_t)id - ml->last_id));
+		put_varint(ml, zz((uint64_t)size + 1));
+		ml->last_seq = (uint64_t)seq;
+		ml->last_id = (uint64_t)id;
+	} else if (r->type == TRACE_ALLOC || r->type == TRACE_FREE) {
 		int64_t id = num(o, "id", -1);
 		if (id < 0 || seq < 0)
 			return 0;
@@ -396,8 +506,8 @@ struct trace_consumer memlog_consumer(struct memlog *ml)
 {
 	return (struct trace_consumer){memlog_record, ml,
 	                               TRACE_BIT(TRACE_ALLOC) | TRACE_BIT(TRACE_FREE) |
-	                                   TRACE_BIT(TRACE_SYNC) | TRACE_BIT(TRACE_MEMCPY) |
-	                                   TRACE_BIT(TRACE_COPY)};
+	                                   TRACE_BIT(TRACE_VMM) | TRACE_BIT(TRACE_SYNC) |
+	                                   TRACE_BIT(TRACE_MEMCPY) | TRACE_BIT(TRACE_COPY)};
 }
 
 int memplan_compute(struct model *m, const struct memlog *ml)
@@ -475,6 +585,17 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 		ALLOC_GROW(evs, nevs, aevs);
 		evs[nevs++] = (struct memev){af[i].seq, d};
 	}
+	/* each allocation's size, for the ideal curve's bound (an allocation holds at most its
+	 * size of values at once) */
+	struct hmap sizes, born;
+	hmap_init(&sizes);
+	hmap_init(&born); /* allocations made inside the step: id -> position */
+	for (long i = 0; i < naf; i++)
+		if (af[i].size > 0) {
+			hmap_put(&sizes, (uint64_t)af[i].id, (uint64_t)af[i].size);
+			if (af[i].seq >= s0)
+				hmap_put(&born, (uint64_t)af[i].id, (uint64_t)pos_of(m, af[i].seq));
+		}
 	free(af);
 	mp->held_at_start = held > 0 ? (uint64_t)held : 0;
 	for (int k = 0; k < n; k++) {
@@ -496,7 +617,9 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 	}
 	free(evs);
 	hmap_release(&live);
-	ideal_curve(m, mp);
+	ideal_curve(m, mp, &sizes, &born);
+	hmap_release(&sizes);
+	hmap_release(&born);
 	m->mem = mp;
 
 	/* one memory candidate: held peak over ideal peak */

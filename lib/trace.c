@@ -125,6 +125,7 @@ static const char *const type_names[TRACE_NTYPES] = {
     [TRACE_COMM] = "comm",
     [TRACE_COLL] = "coll",
     [TRACE_XLA] = "xla",
+    [TRACE_VMM] = "vmm",
 };
 
 const char *trace_type_name(enum trace_type type)

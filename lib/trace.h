@@ -46,6 +46,7 @@ enum trace_type {
 	TRACE_COMM,
 	TRACE_COLL,
 	TRACE_XLA,
+	TRACE_VMM,
 	TRACE_NTYPES
 };
 #define TRACE_BIT(type) (1ull << (type))

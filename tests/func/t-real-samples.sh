@@ -12,7 +12,13 @@ for t in gpt2_train llama_train resnet_train jax_train cupy_loop; do
 	check "$t: 8 steps found without NVTX (periodic), sure of it (confidence >= 0.7)" \
 		q "$tmp/$t/summary.json" "st['count']==8 and st['how']=='periodic' and st['confidence']>=0.7"
 	check "$t: at most 40 findings" q "$tmp/$t/summary.json" "1 <= len(C) <= 40"
+	# an exact plan of the step's values never needs more than the program held: values are
+	# in allocations (VMM mappings counted), alive only while their allocation is
+	check "$t: the ideal peak is at most the held peak" \
+		q "$tmp/$t/summary.json" "0 < s['memory']['ideal_peak_bytes'] <= s['memory']['held_peak_any_bytes']"
 done
+check "jax_train: held counts XLA's mapped buffers (cuMemMap), over 100 MiB" \
+	q "$tmp/jax_train/summary.json" "s['memory']['held_peak_any_bytes'] > 100 << 20"
 check "gpt2_train: the prelude holds the setup (77 ops before the first step)" \
 	q "$tmp/gpt2_train/summary.json" "st['prelude_ops']==77"
 check "jax_train: XLA's compilation and autotuning are the prelude (over 2000 ops)" \
