@@ -249,9 +249,14 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 {
 	uint64_t raw;
 	*r = 0;
+	/* ATen's legacy loop (elementwise_kernel<nt, vt, ...>(N, lambda)) passes one closure,
+	 * whose last capture is the functor: its last 8 bytes (the trace's "t") are the
+	 * functor's when the functor is 8 bytes, and start with it when it is 4 */
+	int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
+	             strstr(full, "{lambda(int)#1}") != NULL;
 	if (!strcmp(op, "mul") && na == 1 && strstr(full, "MulFunctor") &&
 	    (strstr(full, "AUnaryFunctor") || strstr(full, "BUnaryFunctor"))) {
-		if (!fusegroup_param(n, 1, 8, &raw)) {
+		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor * scalar is not in the trace",
 			          n->id);
 			return 1;
@@ -261,7 +266,7 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 		return 1;
 	}
 	if (!strcmp(op, "add") && na == 1 && strstr(full, "CUDAFunctorOnSelf_add<float>")) {
-		if (!fusegroup_param(n, 1, 8, &raw)) {
+		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor + scalar is not in the trace",
 			          n->id);
 			return 1;
@@ -363,11 +368,24 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		return 0;
 	}
 	if (!strcmp(op, "add") && na == 2 && strstr(full, "CUDAFunctor_add")) {
+		/* CUDAFunctor_add<T>{alpha}: the vectorized loop's 4-byte parameter, or the low
+		 * 4 bytes of the legacy loop's closure tail */
 		uint64_t raw;
-		if (!fusegroup_param(n, 1, 4, &raw) || fusegroup_f32((uint32_t)raw) != 1.0f)
-			return fail(g, "node %d: add with an alpha other than 1 (or none recorded)",
-			            n->id);
-		add_op(g, "add", a, 2, res, rsz);
+		int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
+		             strstr(full, "{lambda(int)#1}") != NULL;
+		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 4, &raw))
+			return fail(g, "node %d: add's alpha is not in the trace", n->id);
+		float alpha = fusegroup_f32((uint32_t)raw);
+		if (alpha == 1.0f) {
+			add_op(g, "add", a, 2, res, rsz);
+		} else { /* a + alpha * b */
+			char t[16];
+			const char *ta[1] = {a[1]};
+			cJSON *o = add_op(g, "scale", ta, 1, t, sizeof(t));
+			cJSON_AddNumberToObject(o, "scalar", (double)alpha);
+			const char *tb[2] = {a[0], t};
+			add_op(g, "add", tb, 2, res, rsz);
+		}
 		return 0;
 	}
 	if (!strcmp(op, "mul") && na == 2 && strstr(full, "MulFunctor") &&
@@ -451,6 +469,25 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		*row_rows = (double)(g->numel / (long)len);
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
+	}
+	if (!strcmp(op, "mse_loss_backward") && na == 3 && strstr(full, "mse_backward_cuda_kernel") &&
+	    strstr(full, "at::native::elementwise_kernel<") && strstr(full, "{lambda(int)#1}")) {
+		/* gpu_kernel(iter, [norm](a, b, c) { return norm * (a - b) * c; }) on (input,
+		 * target, grad): norm (2/N for a mean, 2 for a sum) is the closure's last capture */
+		uint64_t raw;
+		if (fusegroup_param(n, 1, NODE_PARAM_TAIL, &raw)) {
+			float norm = fusegroup_f32((uint32_t)raw);
+			if (norm > 0 && norm <= 2) {
+				char t1[16], t2[16];
+				add_op(g, "sub", a, 2, t1, sizeof(t1));
+				const char *ta[2] = {t1, a[2]};
+				add_op(g, "mul", ta, 2, t2, sizeof(t2));
+				const char *tb[1] = {t2};
+				cJSON *o = add_op(g, "scale", tb, 1, res, rsz);
+				cJSON_AddNumberToObject(o, "scalar", (double)norm);
+				return 0;
+			}
+		}
 	}
 	if (!strcmp(op, "mse_loss_backward"))
 		return fail(

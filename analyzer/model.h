@@ -34,6 +34,8 @@ struct lineref {
 };
 
 /* One position of the step graph. Durations are in microseconds. */
+#define NODE_PARAM_TAIL 255
+
 struct node {
 	int id;
 	enum node_kind kind;
@@ -55,10 +57,12 @@ struct node {
 	int claimed;       /* candidate id that holds it, -1 none (candidates.c) */
 	/* the captured launch's scalar parameters (at most 8 bytes, as the trace's "v"), in
 	 * parameter order: what fusegroup.c reads a dropout's keep probability or a layer norm's
-	 * N and eps from */
+	 * N and eps from; and the last 8 bytes of a large one (the trace's "t", size
+	 * NODE_PARAM_TAIL): a legacy elementwise loop's closure, whose last capture is the
+	 * functor with its scalars */
 	struct node_param {
 		short arg;          /* kernel parameter index */
-		unsigned char size; /* bytes */
+		unsigned char size; /* bytes, or NODE_PARAM_TAIL */
 		uint64_t raw;       /* the bytes, little-endian */
 	} params[8];
 	int nparams;

@@ -350,7 +350,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 	{
 		/* one pass over the argument's fields ("i", "o", "n", "v", "p") */
 		const cJSON *p = NULL, *e;
-		const char *vs = NULL;
+		const char *vs = NULL, *ts = NULL;
 		double pn = 0, pi = -1;
 		for (const cJSON *f = a->child; f; f = f->next) {
 			if (!f->string || f->string[1])
@@ -362,6 +362,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			case 'v':
 				vs = cJSON_IsString(f) ? f->valuestring : vs;
 				break;
+			case 't':
+				ts = cJSON_IsString(f) ? f->valuestring : ts;
+				break;
 			case 'n':
 				pn = cJSON_IsNumber(f) ? f->valuedouble : pn;
 				break;
@@ -370,6 +373,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				break;
 			}
 		}
+		if (ts && r->nsp < 8 && pn >= 128) /* a large parameter's last 8 bytes */
+			r->sp[r->nsp++] = (struct node_param){(short)pi, NODE_PARAM_TAIL,
+			                                      strtoull(ts, NULL, 16)};
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* scalars: numel is chosen from them in dataflow(), buffers known */
 			if (vs && r->nsp < 8 && pn >= 1 && pn <= 8)

@@ -470,6 +470,8 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 			continue;
 		if (a->size <= 8)
 			memcpy(&a->val, p, a->size);
+		else if (a->size >= TAIL_MIN)
+			memcpy(&a->val, p + a->size - 8, 8); /* the tail: a lambda's last capture */
 		/* parameters are at least as aligned as their largest member, so the
 		 * pointer-sized words inside them start at multiples of 8 */
 		for (uint32_t w = 0; w + 8 <= a->size && nc < MAX_PTRS; w += 8) {

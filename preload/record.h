@@ -37,9 +37,17 @@ enum rec_type {
 #define MAX_ARGS 128
 #define MAX_PTRS 256
 
+/*
+ * A parameter of TAIL_MIN bytes or more keeps its last 8 bytes in val: a closure (ATen's
+ * legacy elementwise loop passes one lambda that captures its offset calculator, the data
+ * array and, last, the functor with its scalars: a tensor * scalar's factor, add's alpha).
+ */
+#define TAIL_MIN 128
+
 struct r_arg {
 	uint32_t off, size;
-	uint64_t val;       /* raw value, parameters of at most 8 bytes */
+	uint64_t val; /* raw value of a parameter of at most 8 bytes; the last 8 bytes of one of
+	               * TAIL_MIN or more */
 	uint16_t first_ptr; /* index into the record's pointer array */
 	uint16_t nptr;
 	uint32_t pad;

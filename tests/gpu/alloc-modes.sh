@@ -4,7 +4,7 @@
 # many tensors) with what it finds under the switch to cudaMallocAsync (one allocation per
 # tensor). Each sample runs bare, under each mode; exit codes and outputs are compared (TAP), the
 # traces stay in $GPU_OUT as NAME.alloc0.aicp.jsonl and NAME.alloc1.aicp.jsonl. ALLOC_SAMPLES names
-# the samples (default the PyTorch ones).
+# the samples (default the PyTorch ones), ALLOC_MODES the modes (default "0 1").
 #   make -j8 build/libaicprof.so && sh tests/gpu/alloc-modes.sh
 . "$(dirname "$0")/../func/lib.sh"
 out=${GPU_OUT:-$tmp}
@@ -12,7 +12,7 @@ mkdir -p "$out"
 for s in ${ALLOC_SAMPLES:-gpt2_train llama_train resnet_train mlp_train attention_train}; do
 	python3 samples/$s.py >"$tmp/bare.out" 2>"$tmp/bare.err"
 	brc=$?
-	for m in 0 1; do
+	for m in ${ALLOC_MODES:-0 1}; do
 		T=$out/$s.alloc$m.aicp.jsonl
 		t0=$(date +%s)
 		AICPROF_ALLOC_BACKEND=$m AICPROF_OUTPUT=$T LD_PRELOAD=$B/libaicprof.so \
