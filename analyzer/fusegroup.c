@@ -249,9 +249,9 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 {
 	uint64_t raw;
 	*r = 0;
-	/* ATen's legacy loop (elementwise_kernel<nt, vt, ...>(N, lambda)) passes one closure,
-	 * whose last capture is the functor: its last 8 bytes (the trace's "t") are the
-	 * functor's when the functor is 8 bytes, and start with it when it is 4 */
+	/* ATen's legacy loop (elementwise_kernel<nt, vt, ...>(N, lambda)) passes one closure:
+	 * offset calculator, data array, functor; the 8 bytes after the data array (the
+	 * trace's "a") are the functor's when it is 8 bytes, and start with it when it is 4 */
 	int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
 	             strstr(full, "{lambda(int)#1}") != NULL;
 	if (!strcmp(op, "mul") && na == 1 && strstr(full, "MulFunctor") &&
@@ -369,7 +369,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	}
 	if (!strcmp(op, "add") && na == 2 && strstr(full, "CUDAFunctor_add")) {
 		/* CUDAFunctor_add<T>{alpha}: the vectorized loop's 4-byte parameter, or the low
-		 * 4 bytes of the legacy loop's closure tail */
+		 * 4 bytes after the legacy loop's data array */
 		uint64_t raw;
 		int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
 		             strstr(full, "{lambda(int)#1}") != NULL;
@@ -473,7 +473,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	if (!strcmp(op, "mse_loss_backward") && na == 3 && strstr(full, "mse_backward_cuda_kernel") &&
 	    strstr(full, "at::native::elementwise_kernel<") && strstr(full, "{lambda(int)#1}")) {
 		/* gpu_kernel(iter, [norm](a, b, c) { return norm * (a - b) * c; }) on (input,
-		 * target, grad): norm (2/N for a mean, 2 for a sum) is the closure's last capture */
+		 * target, grad): norm (2/N for a mean, 2 for a sum) follows the closure's data */
 		uint64_t raw;
 		if (fusegroup_param(n, 1, NODE_PARAM_TAIL, &raw)) {
 			float norm = fusegroup_f32((uint32_t)raw);

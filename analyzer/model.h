@@ -57,8 +57,8 @@ struct node {
 	int claimed;       /* candidate id that holds it, -1 none (candidates.c) */
 	/* the captured launch's scalar parameters (at most 8 bytes, as the trace's "v"), in
 	 * parameter order: what fusegroup.c reads a dropout's keep probability or a layer norm's
-	 * N and eps from; and the last 8 bytes of a large one (the trace's "t", size
-	 * NODE_PARAM_TAIL): a legacy elementwise loop's closure, whose last capture is the
+	 * N and eps from; and, of a large one, the 8 bytes after its last device pointer (the
+	 * trace's "a", size NODE_PARAM_TAIL): in a legacy elementwise loop's closure, the
 	 * functor with its scalars */
 	struct node_param {
 		short arg;          /* kernel parameter index */

@@ -362,7 +362,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			case 'v':
 				vs = cJSON_IsString(f) ? f->valuestring : vs;
 				break;
-			case 't':
+			case 'a':
 				ts = cJSON_IsString(f) ? f->valuestring : ts;
 				break;
 			case 'n':
@@ -373,7 +373,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				break;
 			}
 		}
-		if (ts && r->nsp < 8 && pn >= 128) /* a large parameter's last 8 bytes */
+		if (ts && r->nsp < 8 && pn >= 128) /* the 8 bytes after a large one's pointers */
 			r->sp[r->nsp++] = (struct node_param){(short)pi, NODE_PARAM_TAIL,
 			                                      strtoull(ts, NULL, 16)};
 		if (!cJSON_IsArray(p) || !p->child) {

@@ -470,8 +470,6 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 			continue;
 		if (a->size <= 8)
 			memcpy(&a->val, p, a->size);
-		else if (a->size >= TAIL_MIN)
-			memcpy(&a->val, p + a->size - 8, 8); /* the tail: a lambda's last capture */
 		/* parameters are at least as aligned as their largest member, so the
 		 * pointer-sized words inside them start at multiples of 8 */
 		for (uint32_t w = 0; w + 8 <= a->size && nc < MAX_PTRS; w += 8) {
@@ -494,12 +492,20 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 	int np = 0, k = 0;
 	for (int i = 0; i < e->nparams; i++) {
 		args[i].first_ptr = (uint16_t)np;
+		int64_t last = -1;
 		for (; k < nc && cand_arg[k] == i; k++) {
 			if (ids[k] < 0)
 				continue;
 			ptrs[np++] = (struct r_ptr){cand_w[k], -1, cand[k], ids[k], offs[k]};
 			args[i].nptr++;
+			last = cand_w[k];
 		}
+		/* a large parameter: the 8 bytes after its last device pointer (ATen's legacy
+		 * loop's closure holds the offset calculator, the data array, then the functor) */
+		const char *p = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
+		if (p && args[i].size >= TAIL_MIN && last >= 0 &&
+		    (uint64_t)last + 16 <= args[i].size)
+			memcpy(&args[i].val, p + last + 8, 8);
 	}
 	return np;
 }

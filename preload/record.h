@@ -38,16 +38,17 @@ enum rec_type {
 #define MAX_PTRS 256
 
 /*
- * A parameter of TAIL_MIN bytes or more keeps its last 8 bytes in val: a closure (ATen's
- * legacy elementwise loop passes one lambda that captures its offset calculator, the data
- * array and, last, the functor with its scalars: a tensor * scalar's factor, add's alpha).
+ * A parameter of TAIL_MIN bytes or more that holds device pointers keeps in val the 8 bytes
+ * after its last one: a closure (ATen's legacy elementwise loop passes one lambda that captures
+ * its offset calculator, the data array and then the functor with its scalars: a tensor *
+ * scalar's factor, add's alpha; measured on the H200 with PyTorch 2.11, t-param-tail.sh).
  */
 #define TAIL_MIN 128
 
 struct r_arg {
 	uint32_t off, size;
-	uint64_t val; /* raw value of a parameter of at most 8 bytes; the last 8 bytes of one of
-	               * TAIL_MIN or more */
+	uint64_t val; /* raw value of a parameter of at most 8 bytes; of one of TAIL_MIN or more,
+	               * the 8 bytes after its last device pointer */
 	uint16_t first_ptr; /* index into the record's pointer array */
 	uint16_t nptr;
 	uint32_t pad;

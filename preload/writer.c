@@ -241,8 +241,8 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 		jb_key(b, "n"), jb_u64(b, a->size);
 		if (a->size <= 8)
 			jb_key(b, "v"), jb_hex(b, a->val);
-		else if (a->size >= TAIL_MIN)
-			jb_key(b, "t"), jb_hex(b, a->val);
+		else if (a->size >= TAIL_MIN && a->nptr)
+			jb_key(b, "a"), jb_hex(b, a->val);
 		if (a->nptr) {
 			jb_s(b, ",\"p\":[");
 			for (unsigned k = 0; k < a->nptr && a->first_ptr + k < r->nptrs; k++) {

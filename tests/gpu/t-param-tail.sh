@@ -1,6 +1,7 @@
 #!/bin/sh
-# The last 8 bytes of a large kernel parameter ("t" in the trace) on the device: ATen's legacy
-# elementwise loop (non-contiguous operands) passes one closure whose last capture is the functor,
+# The 8 bytes after a large kernel parameter's last device pointer ("a" in the trace) on the
+# device: ATen's legacy elementwise loop (non-contiguous operands) passes one closure of offset
+# calculator, data array and functor,
 # so a tensor * scalar's factor, add's alpha and mse_loss backward's 2/N must read back from it.
 # Runs a program with known numbers under the shim, reads the launch records, and checks that
 # the analysis turns those kernels into group ops with the same numbers. Prints TAP lines.
@@ -11,10 +12,11 @@ mkdir -p "$out"
 cat >"$tmp/p.py" <<'PY'
 import torch, torch.nn.functional as F
 torch.manual_seed(0)
-x = torch.randn(256, 384, device="cuda").t()          # non-contiguous: the legacy loop
+x = torch.randn(256, 384, device="cuda").t()          # non-contiguous against w: the legacy loop
 w = torch.randn(384, 256, device="cuda")
 for _ in range(3):
-    y = x * 0.375                                      # BUnaryFunctor<MulFunctor>, factor 0.375
+    y = torch.empty(384, 256, device="cuda")
+    torch.mul(x, 0.375, out=y)                         # contiguous out, transposed in: legacy
     z = torch.add(x, w, alpha=2.5)                     # CUDAFunctor_add, alpha 2.5
     a = x.detach().requires_grad_()
     loss = F.mse_loss(a, w)                            # mean: backward's norm is 2/N
@@ -38,8 +40,8 @@ for l in open(sys.argv[1]):
     if "elementwise_kernel" not in name or "vectorized" in name or "unrolled" in name:
         continue
     for a in r.get("args", []):
-        if "t" in a:
-            v = int(a["t"], 16)
+        if "a" in a:
+            v = int(a["a"], 16)
             lo, hi = struct.unpack("<ff", struct.pack("<Q", v))
             for key in ("MulFunctor", "CUDAFunctor_add", "mse_backward"):
                 if key in name:
