@@ -470,7 +470,45 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
 	}
-	if (!strcmp(op, "mse_loss_backward") && na == 3 && strstr(full, "mse_backward_cuda_kernel") &&
+	if (!strcmp(op, "masked_fill") && na == 2 && strstr(full, "masked_fill_kernel") &&
+	    strstr(full, "{lambda(float, bool)#1}") && strstr(full, "{lambda(int)#1}")) {
+		/* gpu_kernel(iter, [value](float self, bool mask) { return mask ? value : self; })
+		 * in the legacy loop: value follows the closure's data array */
+		uint64_t raw;
+		if (!fusegroup_param(n, 1, NODE_PARAM_TAIL, &raw))
+			return fail(g, "node %d: masked_fill's value is not in the trace", n->id);
+		float v = fusegroup_f32((uint32_t)raw);
+		/* the mask is bool (the lambda says so), one byte an element, whatever its size
+		 * would suggest as a broadcast float */
+		const struct value *mv = &g->m->values[n->reads[1]];
+		cJSON *in;
+		cJSON_ArrayForEach(in, g->ins)
+		{
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+			if (!cJSON_IsString(nm) || strcmp(nm->valuestring, a[1]))
+				continue;
+			if ((long)mv->size > g->numel || g->numel % (long)mv->size)
+				return fail(g,
+				            "node %d: masked_fill's mask (%llu bytes) is no bool "
+				            "tensor of the group's %ld elements",
+				            n->id, (unsigned long long)mv->size, g->numel);
+			cJSON_ReplaceItemInObjectCaseSensitive(in, "dtype",
+			                                       cJSON_CreateString("bool"));
+			cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
+			if ((long)mv->size != g->numel)
+				cJSON_AddNumberToObject(in, "numel", (double)mv->size);
+		}
+		cJSON *o = add_op(g, "masked_fill", a, 2, res, rsz);
+		if (v != v)
+			cJSON_AddStringToObject(o, "value", "nan");
+		else if (v > 3.4e38f || v < -3.4e38f)
+			cJSON_AddStringToObject(o, "value", v < 0 ? "-inf" : "inf");
+		else
+			cJSON_AddNumberToObject(o, "value", (double)v);
+		return 0;
+	}
+	if (!strcmp(op, "mse_loss_backward") && na == 3 &&
+	    strstr(full, "mse_backward_cuda_kernel") &&
 	    strstr(full, "at::native::elementwise_kernel<") && strstr(full, "{lambda(int)#1}")) {
 		/* gpu_kernel(iter, [norm](a, b, c) { return norm * (a - b) * c; }) on (input,
 		 * target, grad): norm (2/N for a mean, 2 for a sum) follows the closure's data */

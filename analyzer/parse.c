@@ -374,8 +374,8 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			}
 		}
 		if (ts && r->nsp < 8 && pn >= 128) /* the 8 bytes after a large one's pointers */
-			r->sp[r->nsp++] = (struct node_param){(short)pi, NODE_PARAM_TAIL,
-			                                      strtoull(ts, NULL, 16)};
+			r->sp[r->nsp++] =
+			    (struct node_param){(short)pi, NODE_PARAM_TAIL, strtoull(ts, NULL, 16)};
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* scalars: numel is chosen from them in dataflow(), buffers known */
 			if (vs && r->nsp < 8 && pn >= 1 && pn <= 8)

@@ -29,8 +29,8 @@ grp() { echo "[c['group'] for c in s['candidates'] if c.get('group') and c['grou
 
 fuse mlp_train
 check "mlp_train: fuse exits 0" test $? = 0
-check "mlp_train: generates gelu->dropout, dropout->add->mse, the dropout/gelu backward, layer norm->cast" \
-	test "$(gen mlp_train)" = "dropout_add_mse_loss dropout_backward_gelu_backward gelu_dropout layer_norm_cast "
+check "mlp_train: generates gelu->dropout, dropout->add->mse, the dropout/gelu backward, layer norm->cast, mse backward->cast->dropout backward" \
+	test "$(gen mlp_train)" = "dropout_add_mse_loss dropout_backward_gelu_backward gelu_dropout layer_norm_cast mse_loss_backward_cast_dropout_backward "
 check "mlp_train: each generated cN_ops is finding #N's group" numbered mlp_train
 check "mlp_train: dropout's p read from the kernel's keep probability (0.9f)" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
@@ -44,7 +44,10 @@ sys.exit(0 if (g['rows'],g['cols'])==(4096,1024) and abs(op['eps']-1e-5)<1e-12 a
 check "mlp_train: the mask dropout writes is listed as unwritten (read by its backward)" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
 g=$(grp gelu_dropout); sys.exit(0 if len(g['unwritten'])==1 and g['unwritten'][0]['readers'] else 1)" "$tmp/mlp_train.a/summary.json"
-check "mlp_train: mse_loss backward is advice with its reason" grep -q "finding #$(num mlp_train "'mse_loss backward' in (c.get('group_why') or '')"): .*mse_loss backward's scale" "$tmp/mlp_train.out"
+check "mlp_train: mse_loss backward's scale is 2/N, read after the legacy loop's data array" python3 -c "
+import json,sys; s=json.load(open(sys.argv[1]))
+g=$(grp mse_loss_backward_cast_dropout_backward); op=[o for o in g['ops'] if o['op']=='scale'][0]
+sys.exit(0 if abs(op['scalar'] - 2.0 / g['numel']) < 1e-15 else 1)" "$tmp/mlp_train.a/summary.json"
 check "mlp_train: layer norm backward is advice" grep -q "finding #$(num mlp_train "'no backward of a row' in (c.get('group_why') or '')"): .*no backward of a row reduction" "$tmp/mlp_train.out"
 check "mlp_train: optimizer is advice with the fused AdamW" grep -q "finding #$(num mlp_train "c['kind']=='optimizer-horizontal'"): .*AdamW(fused=True)" "$tmp/mlp_train.out"
 
@@ -52,7 +55,12 @@ fuse attention_train
 check "attention_train: fuse exits 0" test $? = 0
 check "attention_train: the attention row group is advice with SDPA" \
 	grep -q "finding #$(num attention_train "c['kind']=='attention'"): attention: .*scaled_dot_product_attention" "$tmp/attention_train.out"
-check "attention_train: generates the dropout backward -> mul chain" test "$(gen attention_train)" = "dropout_backward_mul "
+check "attention_train: generates the dropout backward -> mul chain, masked_fill -> mul (the value after the closure's data), mul -> mul -> mul" \
+	test "$(gen attention_train)" = "dropout_backward_mul masked_fill_mul mul_mul_mul "
+check "attention_train: masked_fill's mask is bool, its value read from the trace" python3 -c "
+import json,sys; s=json.load(open(sys.argv[1]))
+g=$(grp masked_fill_mul); op=g['ops'][0]; m=[i for i in g['inputs'] if i['name']==op['args'][1]][0]
+sys.exit(0 if op['op']=='masked_fill' and 'value' in op and m['dtype']=='bool' else 1)" "$tmp/attention_train.a/summary.json"
 check "attention_train: each generated cN_ops is finding #N's group" numbered attention_train
 
 fuse chain
