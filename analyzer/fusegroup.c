@@ -470,6 +470,57 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
 	}
+	if (strstr(full, "launch_clamp_scalar") && na == 1 &&
+	    strstr(full, "vectorized_elementwise_kernel")) {
+		/* clamp_min(0), as ATen runs relu: the lambda captures the two limits and the
+		 * mode (ClampLimits::Min is 0), 12 bytes; all of them zero is relu, in whichever
+		 * order they are laid out */
+		uint64_t lo, hi;
+		if (fusegroup_param(n, 1, 8, &lo) && fusegroup_param(n, 1, NODE_PARAM_HIGH, &hi) &&
+		    lo == 0 && hi == 0) {
+			add_op(g, "relu", a, 1, res, rsz);
+			return 0;
+		}
+		return fail(g,
+		            "node %d: a clamp other than clamp_min(0) (or its limits not recorded)",
+		            n->id);
+	}
+	if (strstr(full, "batch_norm_transform_input_channels_last_kernel<") &&
+	    (na == 5 || na == 6)) {
+		/* (input, z, mean, inv_std, weight, shift, out, reduction_size, stride, fuse_relu):
+		 * out = (x - mean[c]) * inv_std[c] * weight[c] + shift[c] (+ z) (relu), the channel
+		 * innermost (channels last), so the per-channel vectors are broadcast inputs */
+		uint64_t zr, cr, fr;
+		if (!fusegroup_param(n, 8, 4, &cr) || !fusegroup_param(n, 9, 1, &fr) ||
+		    (int32_t)cr <= 0)
+			return fail(g, "node %d: batch norm's channel count is not in the trace",
+			            n->id);
+		int has_z = !fusegroup_param(n, 1, 8, &zr) || zr != 0;
+		if (has_z != (na == 6))
+			return fail(g, "node %d: batch norm's residual input is not the one read",
+			            n->id);
+		const char *x = a[0], *z = has_z ? a[1] : NULL;
+		const char *const *v = a + (has_z ? 2 : 1); /* mean, inv_std, weight, shift */
+		char t1[16], t2[16], t3[16], t4[16];
+		const char *s1[2] = {x, v[0]};
+		add_op(g, "sub", s1, 2, t1, sizeof(t1));
+		const char *s2[2] = {t1, v[1]};
+		add_op(g, "mul", s2, 2, t2, sizeof(t2));
+		const char *s3[2] = {t2, v[2]};
+		add_op(g, "mul", s3, 2, t3, sizeof(t3));
+		const char *s4[2] = {t3, v[3]};
+		int more = z || (fr & 1);
+		add_op(g, "add", s4, 2, more ? t4 : res, more ? sizeof(t4) : rsz);
+		if (z) {
+			const char *s5[2] = {t4, z};
+			add_op(g, "add", s5, 2, (fr & 1) ? t1 : res, (fr & 1) ? sizeof(t1) : rsz);
+		}
+		if (fr & 1) {
+			const char *s6[1] = {z ? t1 : t4};
+			add_op(g, "relu", s6, 1, res, rsz);
+		}
+		return 0;
+	}
 	if (!strcmp(op, "masked_fill") && na == 2 && strstr(full, "masked_fill_kernel") &&
 	    strstr(full, "{lambda(float, bool)#1}") && strstr(full, "{lambda(int)#1}")) {
 		/* gpu_kernel(iter, [value](float self, bool mask) { return mask ? value : self; })

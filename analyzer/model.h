@@ -34,7 +34,8 @@ struct lineref {
 };
 
 /* One position of the step graph. Durations are in microseconds. */
-#define NODE_PARAM_TAIL 255
+#define NODE_PARAM_TAIL 255 /* the 8 bytes after a large parameter's last device pointer */
+#define NODE_PARAM_HIGH 254 /* bytes 8..11 of a parameter of 9 to 12 bytes */
 
 struct node {
 	int id;

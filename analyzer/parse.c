@@ -350,7 +350,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 	{
 		/* one pass over the argument's fields ("i", "o", "n", "v", "p") */
 		const cJSON *p = NULL, *e;
-		const char *vs = NULL, *ts = NULL;
+		const char *vs = NULL, *ts = NULL, *ws = NULL;
 		double pn = 0, pi = -1;
 		for (const cJSON *f = a->child; f; f = f->next) {
 			if (!f->string || f->string[1])
@@ -364,6 +364,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				break;
 			case 'a':
 				ts = cJSON_IsString(f) ? f->valuestring : ts;
+				break;
+			case 'w':
+				ws = cJSON_IsString(f) ? f->valuestring : ws;
 				break;
 			case 'n':
 				pn = cJSON_IsNumber(f) ? f->valuedouble : pn;
@@ -381,6 +384,13 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			if (vs && r->nsp < 8 && pn >= 1 && pn <= 8)
 				r->sp[r->nsp++] = (struct node_param){(short)pi, (unsigned char)pn,
 				                                      strtoull(vs, NULL, 16)};
+			/* 9 to 12 bytes: the first 8 as size 8, the rest as NODE_PARAM_HIGH */
+			if (vs && ws && r->nsp < 7 && pn > 8 && pn <= 12) {
+				r->sp[r->nsp++] =
+				    (struct node_param){(short)pi, 8, strtoull(vs, NULL, 16)};
+				r->sp[r->nsp++] = (struct node_param){(short)pi, NODE_PARAM_HIGH,
+				                                      strtoull(ws, NULL, 16)};
+			}
 			if (vs && r->nscalars < 4 && (pn == 4 || pn == 8)) {
 				int64_t val = (int64_t)strtoull(vs, NULL, 16);
 				if (pn == 4)

@@ -468,8 +468,12 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 		a->pad = 0;
 		if (!p)
 			continue;
-		if (a->size <= 8)
+		if (a->size <= 8) {
 			memcpy(&a->val, p, a->size);
+		} else if (a->size <= 12) { /* a small closure: two floats and a flag */
+			memcpy(&a->val, p, 8);
+			memcpy(&a->pad, p + 8, a->size - 8);
+		}
 		/* parameters are at least as aligned as their largest member, so the
 		 * pointer-sized words inside them start at multiples of 8 */
 		for (uint32_t w = 0; w + 8 <= a->size && nc < MAX_PTRS; w += 8) {

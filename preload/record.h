@@ -47,11 +47,12 @@ enum rec_type {
 
 struct r_arg {
 	uint32_t off, size;
-	uint64_t val; /* raw value of a parameter of at most 8 bytes; of one of TAIL_MIN or more,
+	uint64_t val; /* raw value of a parameter of at most 8 bytes, or its first 8 bytes up to
+	               * 12 (pad: the rest); of one of TAIL_MIN or more,
 	               * the 8 bytes after its last device pointer */
 	uint16_t first_ptr; /* index into the record's pointer array */
 	uint16_t nptr;
-	uint32_t pad;
+	uint32_t pad; /* bytes 8..11 of a parameter of 9 to 12 bytes (val: bytes 0..7) */
 };
 
 struct r_ptr {

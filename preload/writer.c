@@ -239,8 +239,12 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 		jb_s(b, "{\"i\":"), jb_u64(b, i);
 		jb_key(b, "o"), jb_u64(b, a->off);
 		jb_key(b, "n"), jb_u64(b, a->size);
-		if (a->size <= 8)
+		if (a->size <= 8) {
 			jb_key(b, "v"), jb_hex(b, a->val);
+		} else if (a->size <= 12) {
+			jb_key(b, "v"), jb_hex(b, a->val);
+			jb_key(b, "w"), jb_hex(b, a->pad);
+		}
 		else if (a->size >= TAIL_MIN && a->nptr)
 			jb_key(b, "a"), jb_hex(b, a->val);
 		if (a->nptr) {
