@@ -165,6 +165,37 @@ static const char *arg_name(struct gb *g, int vi, const struct node *rd)
 	return g->vname[vi];
 }
 
+/*
+ * Sets the storage type of group input `name` (value vi) to t, of esize bytes an element, where
+ * the kernel's signature says what its size alone cannot (a bool mask, a per-channel float
+ * vector in a bf16 group). Returns 0, or -1 after fail() when the value is no whole number of
+ * such elements dividing the group's count.
+ */
+static int force_input(struct gb *g, const char *name, int vi, const char *t, uint64_t esize,
+                       const struct node *n)
+{
+	const struct value *v = &g->m->values[vi];
+	long cnt = (long)(v->size / esize);
+	if (!cnt || v->size % esize || cnt > g->numel || g->numel % cnt)
+		return fail(
+		    g,
+		    "node %d: value %d (%llu bytes) is no %s tensor dividing the group's %ld "
+		    "elements",
+		    n->id, vi, (unsigned long long)v->size, t, g->numel);
+	cJSON *in;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
+			continue;
+		cJSON_ReplaceItemInObjectCaseSensitive(in, "dtype", cJSON_CreateString(t));
+		cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
+		if (cnt != g->numel)
+			cJSON_AddNumberToObject(in, "numel", (double)cnt);
+	}
+	return 0;
+}
+
 /* Appends op {"op": name, "args": [...], "out": <fresh x#>}; returns the op for more fields. */
 static cJSON *add_op(struct gb *g, const char *name, const char **args, int nargs, char *out,
                      size_t outsz)
@@ -473,11 +504,16 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	if (strstr(full, "launch_clamp_scalar") && na == 1 &&
 	    strstr(full, "vectorized_elementwise_kernel")) {
 		/* clamp_min(0), as ATen runs relu: the lambda captures the two limits and the
-		 * mode (ClampLimits::Min is 0), 12 bytes; all of them zero is relu, in whichever
-		 * order they are laid out */
+		 * mode (ClampLimits::Min is 0); 12 bytes all zero is relu, in whichever order they
+		 * are laid out. Where the closure is larger than the trace keeps (24 bytes for
+		 * bf16 in PyTorch 2.11), the op the program called says it: relu is at::relu's
+		 * clamp_min(self, 0) */
 		uint64_t lo, hi;
-		if (fusegroup_param(n, 1, 8, &lo) && fusegroup_param(n, 1, NODE_PARAM_HIGH, &hi) &&
-		    lo == 0 && hi == 0) {
+		int is_relu =
+		    n->torch_op && (!strcmp(n->torch_op, "relu") || !strcmp(n->torch_op, "relu_"));
+		if (is_relu ||
+		    (fusegroup_param(n, 1, 8, &lo) && fusegroup_param(n, 1, NODE_PARAM_HIGH, &hi) &&
+		     lo == 0 && hi == 0)) {
 			add_op(g, "relu", a, 1, res, rsz);
 			return 0;
 		}
@@ -501,6 +537,21 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			            n->id);
 		const char *x = a[0], *z = has_z ? a[1] : NULL;
 		const char *const *v = a + (has_z ? 2 : 1); /* mean, inv_std, weight, shift */
+		/* those four are float (the kernel's accscalar_t and layerscalar_t: <T, float,
+		 * float, N>), C of them */
+		if (!strstr(full, "_kernel<c10::BFloat16, float, float,") &&
+		    !strstr(full, "_kernel<c10::Half, float, float,") &&
+		    !strstr(full, "_kernel<float, float, float,"))
+			return fail(g, "node %d: batch norm's statistics are not float", n->id);
+		for (int k = 0; k < 4; k++) {
+			int vi = n->reads[(has_z ? 2 : 1) + k];
+			if (force_input(g, v[k], vi, "f32", 4, n))
+				return -1;
+			if (g->m->values[vi].size != 4 * (uint64_t)(int32_t)cr)
+				return fail(
+				    g, "node %d: batch norm's per-channel vector is not %d floats",
+				    n->id, (int)(int32_t)cr);
+		}
 		char t1[16], t2[16], t3[16], t4[16];
 		const char *s1[2] = {x, v[0]};
 		add_op(g, "sub", s1, 2, t1, sizeof(t1));
@@ -531,24 +582,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		float v = fusegroup_f32((uint32_t)raw);
 		/* the mask is bool (the lambda says so), one byte an element, whatever its size
 		 * would suggest as a broadcast float */
-		const struct value *mv = &g->m->values[n->reads[1]];
-		cJSON *in;
-		cJSON_ArrayForEach(in, g->ins)
-		{
-			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-			if (!cJSON_IsString(nm) || strcmp(nm->valuestring, a[1]))
-				continue;
-			if ((long)mv->size > g->numel || g->numel % (long)mv->size)
-				return fail(g,
-				            "node %d: masked_fill's mask (%llu bytes) is no bool "
-				            "tensor of the group's %ld elements",
-				            n->id, (unsigned long long)mv->size, g->numel);
-			cJSON_ReplaceItemInObjectCaseSensitive(in, "dtype",
-			                                       cJSON_CreateString("bool"));
-			cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
-			if ((long)mv->size != g->numel)
-				cJSON_AddNumberToObject(in, "numel", (double)mv->size);
-		}
+		if (force_input(g, a[1], n->reads[1], "bool", 1, n))
+			return -1;
 		cJSON *o = add_op(g, "masked_fill", a, 2, res, rsz);
 		if (v != v)
 			cJSON_AddStringToObject(o, "value", "nan");
@@ -596,6 +631,22 @@ int fusegroup_result(const struct model *m, int n)
 		    (best < 0 || m->values[i].size > m->values[best].size))
 			best = i;
 	return best;
+}
+
+/* Whether the group's ops hold a row reduction (a batch norm's transform is elementwise: its
+ * statistics come from another kernel, so its "reduction-epilogue" group is a chain). */
+static int group_has_reduction(const struct gb *g)
+{
+	static const char *const red[] = {"layer_norm", "rms_norm", "softmax", "log_softmax"};
+	const cJSON *o;
+	cJSON_ArrayForEach(o, g->ops)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "op");
+		for (size_t i = 0; cJSON_IsString(nm) && i < ARRAY_SIZE(red); i++)
+			if (!strcmp(nm->valuestring, red[i]))
+				return 1;
+	}
+	return 0;
 }
 
 static int build(struct gb *g)
@@ -709,7 +760,7 @@ static int build(struct gb *g)
 		}
 	}
 	(void)last;
-	if (!strcmp(c->kind, "reduction-epilogue")) {
+	if (!strcmp(c->kind, "reduction-epilogue") && group_has_reduction(g)) {
 		if (cols <= 0)
 			return fail(g, "the row length of the reduction is not in the trace");
 		if (rows <= 0)
@@ -757,7 +808,7 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 	}
 	cJSON_AddStringToObject(root, "name", nm.buf);
 	strbuf_release(&nm);
-	cJSON_AddStringToObject(root, "kind", c->kind);
+	cJSON_AddItemToObject(root, "kind", cJSON_CreateString(c->kind));
 	g.ins = cJSON_CreateArray();
 	g.ops = cJSON_CreateArray();
 	g.outs = cJSON_CreateArray();
@@ -772,7 +823,11 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 		const cJSON *dt = o0 ? cJSON_GetObjectItemCaseSensitive(o0, "dtype") : NULL;
 		if (cJSON_IsString(dt))
 			cJSON_AddStringToObject(root, "dtype", dt->valuestring);
-		if (!strcmp(c->kind, "reduction-epilogue")) {
+		int row = !strcmp(c->kind, "reduction-epilogue") && group_has_reduction(&g);
+		if (!row)
+			cJSON_ReplaceItemInObjectCaseSensitive(
+			    root, "kind", cJSON_CreateString("elementwise-chain"));
+		if (row) {
 			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
 				const struct node *n = &m->nodes[c->nodes[i]];
 				uint64_t raw;
