@@ -94,6 +94,14 @@ static enum dtype neighbour_half(const struct model *m, const struct value *v)
 		enum dtype t = m->nodes[v->writer].sem.dtype;
 		if (t == DT_BF16 || t == DT_F16)
 			return t;
+		/* a writer whose own type is its accumulator's (cuBLASLt's splitKreduce_kernel<...,
+		 * float, __nv_bfloat16, ...>) but whose signature names one 16-bit type: that one
+		 */
+		const char *f = m->nodes[v->writer].full_name;
+		int bf = f && (strstr(f, "__nv_bfloat16") || strstr(f, "BFloat16"));
+		int hf = f && (strstr(f, "__half") || strstr(f, "c10::Half"));
+		if (bf != hf)
+			return bf ? DT_BF16 : DT_F16;
 	}
 	for (int i = 0; i < v->nreaders; i++) {
 		enum dtype t = m->nodes[v->readers[i]].sem.dtype;
@@ -112,11 +120,17 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 {
 	uint64_t N = (uint64_t)g->numel;
 	*vnumel = g->numel;
-	if (v->size == N * 4)
+	uint64_t size = v->size;
+	/* a value whose last write covered part of its tensor (two kernels write its halves)
+	 * while a 16-bit reader reads it whole: the read says the size */
+	if (size == N && rd && (rd->sem.dtype == DT_BF16 || rd->sem.dtype == DT_F16) &&
+	    v->nreaders && v->bytes_read / (uint64_t)v->nreaders == 2 * N)
+		size = 2 * N;
+	if (size == N * 4)
 		return DT_F32;
-	if (v->size == N) /* one byte an element: a mask */
+	if (size == N) /* one byte an element: a mask */
 		return DT_BOOL;
-	if (v->size == N * 2) {
+	if (size == N * 2) {
 		if (g->half == DT_UNKNOWN)
 			g->half = neighbour_half(g->m, v);
 		if (g->half == DT_UNKNOWN)
