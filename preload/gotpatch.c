@@ -7,7 +7,8 @@
  * GLOB_DATs of code built with -fno-plt). Each relocation naming the symbol has its slot
  * (load base + r_offset) overwritten with the replacement. A slot inside the object's
  * PT_GNU_RELRO range (read-only once the loader has bound it, under -z now) is made writable
- * for the write and read-only again; a slot outside it is already writable. Entries of the
+ * for the write and read-only again (whole pages only, as the loader protects them); a slot
+ * outside it is already writable. Entries of the
  * dynamic section are addresses already relocated by glibc on most targets; one below the load
  * base is an offset and gets the base added (the targets that keep the section read-only).
  * Only the named object's slots change: other callers, dlsym and the function itself are
@@ -51,8 +52,12 @@ static int write_slot(uintptr_t slot, void *repl, uintptr_t relro_b, uintptr_t r
 	long pg = sysconf(_SC_PAGESIZE);
 	if (pg <= 0)
 		pg = 4096;
-	uintptr_t page = slot & ~((uintptr_t)pg - 1);
-	int ro = slot >= relro_b && slot < relro_e;
+	uintptr_t mask = ~((uintptr_t)pg - 1);
+	uintptr_t page = slot & mask;
+	/* the loader makes read-only only the whole pages of the RELRO range (its end rounded
+	 * down): a slot on the last, partial page is on a page that stays writable, and making
+	 * it read-only again would take the page's other data with it */
+	int ro = slot >= (relro_b & mask) && slot < (relro_e & mask);
 	if (ro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE))
 		return -1;
 	__atomic_store_n((void **)slot, repl, __ATOMIC_SEQ_CST);

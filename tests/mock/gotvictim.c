@@ -14,3 +14,11 @@ __attribute__((visibility("default"))) long victim_pgrp(void)
 {
 	return (long)getpgrp();
 }
+
+/* writable data, placed by the linker right after the RELRO part (.got): patching a slot on
+ * the page they may share must leave the page writable */
+static long counter = 1;
+__attribute__((visibility("default"))) long victim_bump(void)
+{
+	return ++counter;
+}

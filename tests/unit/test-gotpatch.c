@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 static void *victim;
-static long (*v_ppid)(void), (*v_pgrp)(void);
+static long (*v_ppid)(void), (*v_pgrp)(void), (*v_bump)(void);
 
 static pid_t fake_ppid(void)
 {
@@ -36,7 +36,8 @@ static int setup(void **state)
 	}
 	v_ppid = (long (*)(void))dlsym(victim, "victim_ppid");
 	v_pgrp = (long (*)(void))dlsym(victim, "victim_pgrp");
-	return v_ppid && v_pgrp ? 0 : -1;
+	v_bump = (long (*)(void))dlsym(victim, "victim_bump");
+	return v_ppid && v_pgrp && v_bump ? 0 : -1;
 }
 
 static void test_other_library_untouched_before(void **state)
@@ -59,6 +60,9 @@ static void test_patch_one_import(void **state)
 	pid_t (*real)(void) = (pid_t(*)(void))dlsym(RTLD_DEFAULT, "getppid");
 	assert_non_null(real);
 	assert_int_not_equal((long)real(), 424242);
+	/* the victim's writable data (on the page the RELRO part may end on) stays writable */
+	long c = v_bump();
+	assert_int_equal(v_bump(), c + 1);
 	/* patching again finds the same slots; the page is still usable afterwards */
 	assert_int_equal(got_patch("libgotvictim.so", "getppid", (void *)fake_ppid), n);
 	assert_int_equal(v_ppid(), 424242);
