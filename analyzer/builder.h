@@ -106,12 +106,20 @@ struct siteinfo {
 	int autograd; /* a frame inside the user's line is torch's autograd (backward()) */
 };
 
+/* One written (or first-read) byte range of an allocation and the value it holds. */
+struct slot {
+	uint64_t off, end; /* [off, end) */
+	long vid;          /* its value */
+	long writer;       /* gi of the value's writer, -1 none */
+	enum edge_how how;
+};
+
+/* An allocation: its ranges' current values, sorted by offset and disjoint (flow.c). */
 struct buf {
 	int64_t id;
 	uint64_t size;
-	long vid;    /* current value, -1 none */
-	long writer; /* gi of the current value's writer, -1 none */
-	enum edge_how how;
+	struct slot *sl;
+	int nsl, asl;
 	int written;
 };
 
@@ -121,7 +129,8 @@ struct val {
 	int64_t buffer;
 	uint64_t size, bw;
 	enum edge_how how;
-	long dead; /* gi of the op that overwrote it, or the next gi at free; -1 alive */
+	long dead;  /* gi of the op that overwrote it, or the next gi at free; -1 alive */
+	int nslots; /* ranges of its buffer that still hold it (flow.c): dead when none do */
 	long *readers;
 	uint64_t *rbytes;
 	int nr, ar;

@@ -237,8 +237,11 @@ void builder_free(struct builder *b)
 	while (hmap_next(&b->orphans, &it, &k, &v))
 		rec_free(b, (struct rec *)(uintptr_t)v);
 	it = 0;
-	while (hmap_next(&b->bufs, &it, &k, &v))
-		free((void *)(uintptr_t)v);
+	while (hmap_next(&b->bufs, &it, &k, &v)) {
+		struct buf *bf = (struct buf *)(uintptr_t)v;
+		free(bf->sl);
+		free(bf);
+	}
 	while (b->pool) {
 		struct rec *r = b->pool;
 		b->pool = r->next_free;

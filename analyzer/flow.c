@@ -7,9 +7,13 @@
  * a buffer; NVTX push/pop and range start/end close ranges for the step finder (steps.c);
  * event_record/stream_wait make cross-stream edges. For each op, dataflow() gives its pointer
  * arguments roles (calibration flags, then op semantics, then allocation lifetime, then the
- * conservative rule; see roles()); reads make edges from the buffer's current version (value)
- * to the op, writes make a new value. Copies and sets read their source and write their
- * destination. After each drain, try_fold() (fold.c) folds the steps that are complete.
+ * conservative rule; see roles()); each pointer's byte range is read or written (do_read,
+ * do_write): values live in byte ranges of their allocation (slots), so a read makes an edge
+ * from every value holding part of its range and a write takes its range from the values
+ * there; with one tensor per allocation this is one value per allocation, in an arena (a
+ * caching allocator's segment, JAX's or CuPy's pool) each tensor keeps its own. Copies and
+ * sets read their source range and write their destination range. After each drain,
+ * try_fold() (fold.c) folds the steps that are complete.
  */
 #include "analyzer/builder.h"
 
@@ -79,41 +83,140 @@ static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t s
 	return v.vid;
 }
 
-static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t bytes,
+/*
+ * Values live in byte ranges of their allocation (struct slot): a write of [off, end) makes a
+ * new value there and takes that range from the values it covers, which die when no range of
+ * theirs is left (overwritten); a read of a range reads every value that holds a part of it,
+ * each edge carrying the bytes of its part, and a part no value holds yet is a value from
+ * before the trace. With one tensor per allocation every write and read covers the whole
+ * range, as one value per allocation did; in an arena (PyTorch's caching allocator's segments,
+ * JAX's and CuPy's pools) the tensors in one allocation keep values of their own.
+ */
+
+/* The first slot of bf whose end is above off (nsl when none). */
+static int slot_at(const struct buf *bf, uint64_t off)
+{
+	int lo = 0, hi = bf->nsl;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (bf->sl[mid].end <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void slot_insert(struct buf *bf, int i, struct slot s)
+{
+	ALLOC_GROW(bf->sl, bf->nsl, bf->asl);
+	memmove(&bf->sl[i + 1], &bf->sl[i], sizeof(*bf->sl) * (size_t)(bf->nsl - i));
+	bf->sl[i] = s;
+	bf->nsl++;
+}
+
+/* A slot of value vid is gone: the value dies at gi when it held no other range. */
+static void slot_gone(struct builder *b, long vid, long gi)
+{
+	struct val *v = val_get(b, vid);
+	if (v && --v->nslots <= 0 && v->dead < 0)
+		v->dead = gi;
+}
+
+static void add_reader(struct builder *b, struct rec *o, struct slot *sl, uint64_t bytes,
+                       enum edge_how rhow)
+{
+	struct val *v = val_get(b, sl->vid);
+	if (v) {
+		if (v->nr && v->readers[v->nr - 1] == o->gi) {
+			v->rbytes[v->nr - 1] += bytes; /* two parts of one value in one read */
+		} else {
+			if (v->nr == v->ar) {
+				v->ar = v->ar ? v->ar * 2 : 4;
+				v->readers = xrealloc(v->readers, sizeof(long) * v->ar);
+				v->rbytes = xrealloc(v->rbytes, sizeof(uint64_t) * v->ar);
+			}
+			v->readers[v->nr] = o->gi;
+			v->rbytes[v->nr++] = bytes;
+		}
+	}
+	enum edge_how how = rhow == HOW_CONSERVATIVE ? HOW_CONSERVATIVE : sl->how;
+	if (b->edges.n) {
+		struct iedge *last = &DEQ_AT(b->edges, b->edges.base + b->edges.n - 1);
+		if (last->vid == sl->vid && last->to == o->gi && last->from == sl->writer) {
+			last->bytes += bytes;
+			return;
+		}
+	}
+	struct iedge e = {sl->writer, o->gi, sl->vid, bytes, v ? v->size : bytes, (int64_t)0, how};
+	e.buffer = v ? v->buffer : -1;
+	DEQ_PUSH(b->edges, e);
+}
+
+/* o reads [off, off + bytes) of bf. */
+static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t off, uint64_t bytes,
                     enum edge_how rhow)
 {
-	if (bf->vid < 0) /* read before any write seen: a value from before the trace */
-		bf->vid = new_value(b, bf, -1, bf->size, rhow, o->gi);
-	struct val *v = val_get(b, bf->vid);
-	if (v) {
-		if (v->nr == v->ar) {
-			v->ar = v->ar ? v->ar * 2 : 4;
-			v->readers = xrealloc(v->readers, sizeof(long) * v->ar);
-			v->rbytes = xrealloc(v->rbytes, sizeof(uint64_t) * v->ar);
+	uint64_t end = off + bytes < off ? UINT64_MAX : off + bytes, pos = off;
+	int i = slot_at(bf, pos);
+	while (pos < end) {
+		if (i < bf->nsl && bf->sl[i].off <= pos) {
+			uint64_t e = bf->sl[i].end < end ? bf->sl[i].end : end;
+			add_reader(b, o, &bf->sl[i], e - pos, rhow);
+			pos = e;
+			i++;
+			continue;
 		}
-		v->readers[v->nr] = o->gi;
-		v->rbytes[v->nr++] = bytes;
+		/* a part no value holds: a value from before the trace */
+		uint64_t e = i < bf->nsl && bf->sl[i].off < end ? bf->sl[i].off : end;
+		struct slot s = {pos, e, new_value(b, bf, -1, e - pos, rhow, o->gi), -1, HOW_FRESH};
+		struct val *v = val_get(b, s.vid);
+		if (v)
+			v->nslots = 1;
+		slot_insert(bf, i, s);
+		add_reader(b, o, &bf->sl[i], e - pos, rhow);
+		pos = e;
+		i++;
 	}
-	struct iedge e = {bf->writer,
-	                  o->gi,
-	                  bf->vid,
-	                  bytes,
-	                  bf->size,
-	                  bf->id,
-	                  rhow == HOW_CONSERVATIVE ? HOW_CONSERVATIVE : bf->how};
-	DEQ_PUSH(b->edges, e);
 	o->br += bytes;
 }
 
-static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t bytes,
+/* o writes [off, off + bytes) of bf. */
+static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t off, uint64_t bytes,
                      enum edge_how how)
 {
-	struct val *old = bf->vid >= 0 ? val_get(b, bf->vid) : NULL;
-	if (old && old->dead < 0)
-		old->dead = o->gi;
-	bf->vid = new_value(b, bf, o->gi, bytes, how, o->gi);
-	bf->writer = o->gi;
-	bf->how = how;
+	uint64_t end = off + bytes < off ? UINT64_MAX : off + bytes;
+	int i = slot_at(bf, off);
+	while (i < bf->nsl && bf->sl[i].off < end) {
+		struct slot *s = &bf->sl[i];
+		if (s->off >= off && s->end <= end) { /* covered: the range is gone */
+			long vid = s->vid;
+			memmove(s, s + 1, sizeof(*s) * (size_t)(bf->nsl - i - 1));
+			bf->nsl--;
+			slot_gone(b, vid, o->gi);
+		} else if (s->off < off && s->end > end) { /* the write splits it */
+			struct slot tail = *s;
+			tail.off = end;
+			s->end = off;
+			struct val *v = val_get(b, s->vid);
+			if (v)
+				v->nslots++;
+			slot_insert(bf, i + 1, tail);
+			i++;
+			break;
+		} else if (s->off < off) { /* its tail */
+			s->end = off;
+			i++;
+		} else { /* its head */
+			s->off = end;
+			break;
+		}
+	}
+	struct slot ns = {off, end, new_value(b, bf, o->gi, bytes, how, o->gi), o->gi, how};
+	struct val *v = val_get(b, ns.vid);
+	if (v)
+		v->nslots = 1;
+	slot_insert(bf, slot_at(bf, off), ns);
 	bf->written = 1;
 	o->bw += bytes;
 }
@@ -392,14 +495,23 @@ static struct buf *buf_of(struct builder *b, int64_t alloc)
 	return (struct buf *)(uintptr_t)v;
 }
 
+/* bytes, at most what bf holds past off. */
+static uint64_t range_in(const struct buf *bf, uint64_t off, uint64_t bytes)
+{
+	uint64_t left = bf->size > off ? bf->size - off : 0;
+	return bytes < left ? bytes : left;
+}
+
 static void dataflow(struct builder *b, struct rec *o)
 {
 	if (o->kind == NK_COPY || o->kind == NK_SET) {
 		struct buf *src = buf_of(b, o->src_alloc), *dst = buf_of(b, o->dst_alloc);
 		if (src)
-			do_read(b, o, src, o->bytes, HOW_SEMANTICS);
+			do_read(b, o, src, o->src_off, range_in(src, o->src_off, o->bytes),
+			        HOW_SEMANTICS);
 		if (dst)
-			do_write(b, o, dst, o->bytes, HOW_SEMANTICS);
+			do_write(b, o, dst, o->dst_off, range_in(dst, o->dst_off, o->bytes),
+			         HOW_SEMANTICS);
 		return;
 	}
 	if (!o->nptr)
@@ -434,52 +546,49 @@ static void dataflow(struct builder *b, struct rec *o)
 	size_t lesize = f ? dtype_size(f->sem.dtype) : 0;
 	if (!lesize && f)
 		lesize = dtype_size(f->sig_dtype);
-	/* each allocation once: reads first (an in-place op reads the old version), then writes;
-	 * several pointers into one allocation (views, an arena's buffers) add up their extents */
+	/* reads first (an in-place op reads the old version), then writes; each pointer's range
+	 * once (the same offset twice counts once), its extent bounded as touch_bytes() says */
 	for (int pass = 0; pass < 2; pass++) {
 		int want = pass ? ROLE_WRITE : ROLE_READ;
 		uint64_t bound =
 		    f ? sem_launch_bound(&f->sem, want, blocks, threads, lesize) : UINT64_MAX;
-		for (int i = 0; i < n; i++) {
-			if (!(role[i] & want))
+		for (int j = 0; j < n; j++) {
+			if (!(role[j] & want))
 				continue;
-			struct buf *bf = buf_of(b, o->p[i].alloc);
+			struct buf *bf = buf_of(b, o->p[j].alloc);
 			if (!bf)
 				continue;
-			int dup = 0;
-			for (int j = 0; j < i; j++)
-				if (o->p[j].alloc == o->p[i].alloc && (role[j] & want))
-					dup = 1;
-			if (dup)
+			int seen = 0;
+			for (int k = 0; k < j; k++)
+				if (o->p[k].alloc == o->p[j].alloc && (role[k] & want) &&
+				    o->p[k].off == o->p[j].off)
+					seen = 1;
+			if (seen)
 				continue;
-			uint64_t nb = 0;
-			for (int j = i; j < n; j++) {
-				if (o->p[j].alloc != o->p[i].alloc || !(role[j] & want))
-					continue;
-				int seen = 0; /* the same offset twice counts once */
-				for (int k = i; k < j; k++)
-					if (o->p[k].alloc == o->p[j].alloc && (role[k] & want) &&
-					    o->p[k].off == o->p[j].off)
-						seen = 1;
-				if (seen)
-					continue;
-				uint64_t pb = f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block)
-				                : UINT64_MAX;
-				nb += touch_bytes(o, bf, o->p[j].off, esize,
-				                  next_ptr(o, how, o->p[j].alloc, o->p[j].off),
-				                  pb < bound ? pb : bound);
-			}
-			if (nb > bf->size)
-				nb = bf->size;
+			uint64_t pb =
+			    f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block) : UINT64_MAX;
+			uint64_t nb = touch_bytes(o, bf, o->p[j].off, esize,
+			                          next_ptr(o, how, o->p[j].alloc, o->p[j].off),
+			                          pb < bound ? pb : bound);
+			nb = range_in(bf, o->p[j].off, nb);
 			if (pass)
-				do_write(b, o, bf, nb, (enum edge_how)how[i]);
+				do_write(b, o, bf, o->p[j].off, nb, (enum edge_how)how[j]);
 			else
-				do_read(b, o, bf, nb, (enum edge_how)how[i]);
+				do_read(b, o, bf, o->p[j].off, nb, (enum edge_how)how[j]);
 		}
 	}
 }
 
 /* ---------- sequencing ---------- */
+
+/* A freed allocation: its values die at gi. */
+static void buf_free(struct builder *b, struct buf *bf, long gi)
+{
+	for (int i = 0; i < bf->nsl; i++)
+		slot_gone(b, bf->sl[i].vid, gi);
+	free(bf->sl);
+	free(bf);
+}
 
 static void process(struct builder *b, struct rec *r)
 {
@@ -514,20 +623,14 @@ static void process(struct builder *b, struct rec *r)
 		struct buf *bf = xcalloc(1, sizeof(*bf));
 		bf->id = r->id;
 		bf->size = r->size;
-		bf->vid = bf->writer = -1;
 		if (hmap_get(&b->bufs, (uint64_t)r->id, &v))
-			free((void *)(uintptr_t)v);
+			buf_free(b, (struct buf *)(uintptr_t)v, b->next_gi);
 		hmap_put(&b->bufs, (uint64_t)r->id, (uint64_t)(uintptr_t)bf);
 		break;
 	}
 	case R_FREE:
-		if (hmap_del(&b->bufs, (uint64_t)r->id, &v)) {
-			struct buf *bf = (struct buf *)(uintptr_t)v;
-			struct val *x = bf->vid >= 0 ? val_get(b, bf->vid) : NULL;
-			if (x && x->dead < 0)
-				x->dead = b->next_gi;
-			free(bf);
-		}
+		if (hmap_del(&b->bufs, (uint64_t)r->id, &v))
+			buf_free(b, (struct buf *)(uintptr_t)v, b->next_gi);
 		break;
 	case R_PUSH: {
 		uint64_t d = 0;
