@@ -161,6 +161,54 @@ static void test_roles_semantics_and_fresh(void **state)
 	model_free(m);
 }
 
+/* An ATen add whose three pointers sit at byte offsets of their allocations (a, b, d: ids;
+ * oa, ob, od: offsets), as under a caching allocator's segments. */
+static void add_at(long c, long seq, int a, long oa, int b, long ob, int d, long od, long start)
+{
+	add("{\"t\":\"launch\",\"seq\":%ld,\"ts\":%ld,\"tid\":1,\"c\":%ld,\"fn\":1,\"stream\":"
+	    "\"0x1\",\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x64\"},{\"i\":1,\"o\":4,\"n\":1},"
+	    "{\"i\":2,\"o\":8,\"n\":24,\"p\":[[0,\"0x%lx\",%d,%ld],[8,\"0x%lx\",%d,%ld],[16,"
+	    "\"0x%lx\",%d,%ld]]}]}\n",
+	    seq, 1000 + seq, c, ((long)a + 1) * 0x100000 + oa, a, oa, ((long)b + 1) * 0x100000 + ob,
+	    b, ob, ((long)d + 1) * 0x100000 + od, d, od);
+	kernel(c, 1, start, 1, 0);
+}
+
+/* Two tensors in one allocation (a segment): each keeps its own value, so writing one does not
+ * overwrite the other, and a reader of both reads each from its writer. */
+static void test_values_in_ranges(void **state)
+{
+	add(HDR STRS);
+	alloc(1, 0, 1 << 20); /* the segment */
+	alloc(2, 1, 400);
+	alloc(3, 2, 400);
+	alloc(4, 3, 400);
+	add_at(10, 5, 0, 0, 1, 0, 2, 0, 0);    /* node 0: seg[0, 400) = 1 + 2 */
+	add_at(11, 6, 0, 4096, 1, 0, 2, 0, 2); /* node 1: seg[4096, 4496) = 1 + 2 */
+	add_at(12, 7, 3, 0, 0, 0, 0, 4096, 4); /* node 2: 3 = seg[0..] + seg[4096..] */
+	add_at(13, 8, 0, 200, 1, 0, 2, 0, 6);  /* node 3: seg[200, 600): half of node 0's */
+	add_at(14, 9, 3, 0, 0, 0, 0, 4096, 8); /* node 4: reads seg[0, 400) again */
+	struct model *m = run();
+	assert_non_null(m);
+	assert_int_equal(m->nnodes, 5);
+	const struct edge *e02 = edge(m, 0, 2), *e12 = edge(m, 1, 2);
+	assert_non_null(e02); /* one value per range: node 1 did not overwrite node 0's */
+	assert_non_null(e12);
+	assert_int_equal(e02->bytes, 400);
+	assert_int_equal(e12->bytes, 400);
+	const struct value *v0 = written_by(m, 0, 0);
+	assert_non_null(v0);
+	assert_false(v0->dead_in_step && v0->nreaders == 0);
+	/* node 3 overwrote [200, 400) of node 0's value: node 4 reads the first half from node
+	 * 0 and the rest from node 3 */
+	const struct edge *e04 = edge(m, 0, 4), *e34 = edge(m, 3, 4);
+	assert_non_null(e04);
+	assert_non_null(e34);
+	assert_int_equal(e04->bytes, 200);
+	assert_int_equal(e34->bytes, 200);
+	model_free(m);
+}
+
 /* Unknown kernel, nothing fresh: reads everything, and its last pointer is read and written. */
 static void test_roles_conservative(void **state)
 {
@@ -402,6 +450,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roles_semantics_and_fresh),
+	    cmocka_unit_test(test_values_in_ranges),
 	    cmocka_unit_test(test_roles_conservative),
 	    cmocka_unit_test(test_roles_calibrated),
 	    cmocka_unit_test(test_roles_signature),
