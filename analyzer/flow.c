@@ -475,6 +475,52 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 		accuracy_tally(b, o, f, role, how);
 }
 
+/* The scalar parameter arg of o of size bytes (the trace's "v"), 0 when not recorded. */
+static uint64_t sp_u(const struct rec *o, int arg, int size)
+{
+	for (int i = 0; i < o->nsp; i++)
+		if (o->sp[i].arg == arg && o->sp[i].size == size)
+			return size == 4 ? (uint32_t)o->sp[i].raw : o->sp[i].raw;
+	return 0;
+}
+
+/*
+ * The bytes a layer norm's pointer parameter arg can hold, from the kernel's own numbers
+ * (layer_norm_kernel.cu): rows M (the grid: one block a row; GammaBetaBackward's first
+ * parameter), columns N; the tensors M x N elements of esize, the weights N floats at most, the
+ * statistics M floats. UINT64_MAX where the kernel is not one of these. Under a caching
+ * allocator the allocation is a segment and says nothing of the tensor.
+ */
+static uint64_t norm_bound(const struct op_sem *s, const struct rec *o, int arg, size_t esize)
+{
+	if (!s || s->family != FAM_NORM || !s->rule || !esize || arg < 0)
+		return UINT64_MAX;
+	uint64_t M = o->grid[0] > 0 ? (uint64_t)o->grid[0] : 0, N;
+	const char *r = s->rule;
+	int big = -1, w = -1, st = -1; /* which argument is which: a bitmask of indices */
+	if (!strcmp(r, "torch-vectorized-layer-norm") || !strcmp(r, "torch-vectorized-rms-norm")) {
+		N = sp_u(o, 0, 4); /* (N, eps, X, gamma, beta, mean, rstd, Y) */
+		big = 1 << 2 | 1 << 7, w = 1 << 3 | 1 << 4, st = 1 << 5 | 1 << 6;
+	} else if (!strcmp(r, "torch-layer-norm-grad-input")) {
+		N = sp_u(o, 6, 4); /* (dY, X, mean, rstd, gamma, dX, N) */
+		big = 1 << 0 | 1 << 1 | 1 << 5, w = 1 << 4, st = 1 << 2 | 1 << 3;
+	} else if (!strcmp(r, "torch-gamma-beta-backward")) {
+		M = sp_u(o, 0, 8), N = sp_u(o, 1, 8); /* (M, N, dY, X, mean, rstd, dgamma, dbeta) */
+		big = 1 << 2 | 1 << 3, w = 1 << 6 | 1 << 7, st = 1 << 4 | 1 << 5;
+	} else {
+		return UINT64_MAX;
+	}
+	if (!M || !N || M > (1ull << 31) || N > (1ull << 31) || arg >= 31)
+		return UINT64_MAX;
+	if (big & (1 << arg))
+		return M * N * esize;
+	if (w & (1 << arg))
+		return N * (esize > 4 ? esize : 4);
+	if (st & (1 << arg))
+		return M * 4;
+	return UINT64_MAX;
+}
+
 /* The lowest offset above off of an argument pointer of o into alloc (how[] not HOW_SKIP),
  * UINT64_MAX none. */
 static uint64_t next_ptr(const struct rec *o, const unsigned char *how, int64_t alloc, uint64_t off)
@@ -567,6 +613,10 @@ static void dataflow(struct builder *b, struct rec *o)
 				continue;
 			uint64_t pb =
 			    f ? sem_ptr_bound(&f->sem, j, n, o->grid, o->block) : UINT64_MAX;
+			uint64_t nbnd =
+			    f ? norm_bound(&f->sem, o, o->p[j].arg, lesize) : UINT64_MAX;
+			if (nbnd < pb)
+				pb = nbnd;
 			uint64_t nb = touch_bytes(o, bf, o->p[j].off, esize,
 			                          next_ptr(o, how, o->p[j].alloc, o->p[j].off),
 			                          pb < bound ? pb : bound);

@@ -209,6 +209,34 @@ static void test_values_in_ranges(void **state)
 	model_free(m);
 }
 
+/* A layer norm whose tensors sit in one segment: its parameters (N, the grid's M rows) bound
+ * each pointer's bytes, not the segment's size past the pointer. */
+static void test_norm_extents_in_a_segment(void **state)
+{
+	add(HDR);
+	add("{\"t\":\"str\",\"id\":4,\"s\":\"void at::native::(anonymous "
+	    "namespace)::vectorized_layer_norm_kernel<float, float>(int, float, float const*, "
+	    "float const*, float const*, float*, float*, float*)\"}\n");
+	alloc(1, 0, 16 << 20);
+	long base = 0x100000;
+	long off[6] = {0, 1 << 20, (1 << 20) + 1024, 2 << 20, (2 << 20) + 4096, 4 << 20};
+	add("{\"t\":\"launch\",\"seq\":5,\"ts\":1005,\"tid\":1,\"c\":10,\"fn\":4,\"stream\":"
+	    "\"0x1\",\"grid\":[64,1,1],\"block\":[32,4,1],\"args\":[{\"i\":0,\"o\":0,\"n\":4,"
+	    "\"v\":\"0x100\"},{\"i\":1,\"o\":4,\"n\":4,\"v\":\"0x3727c5ac\"}");
+	for (int i = 0; i < 6; i++)
+		add(",{\"i\":%d,\"o\":%d,\"n\":8,\"p\":[[0,\"0x%lx\",0,%ld]]}", i + 2, 8 + 8 * i,
+		    base + off[i], off[i]);
+	add("]}\n");
+	kernel(10, 4, 0, 5, 0);
+	struct model *m = run();
+	assert_non_null(m);
+	assert_int_equal(m->nnodes, 1);
+	/* X 64 x 256 floats, gamma and beta 256 each; Y 64 x 256, mean and rstd 64 each */
+	assert_int_equal(m->nodes[0].bytes_read, 65536 + 1024 + 1024);
+	assert_int_equal(m->nodes[0].bytes_written, 65536 + 256 + 256);
+	model_free(m);
+}
+
 /* Unknown kernel, nothing fresh: reads everything, and its last pointer is read and written. */
 static void test_roles_conservative(void **state)
 {
@@ -451,6 +479,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_roles_semantics_and_fresh),
 	    cmocka_unit_test(test_values_in_ranges),
+	    cmocka_unit_test(test_norm_extents_in_a_segment),
 	    cmocka_unit_test(test_roles_conservative),
 	    cmocka_unit_test(test_roles_calibrated),
 	    cmocka_unit_test(test_roles_signature),
