@@ -244,8 +244,7 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 		} else if (a->size <= 12) {
 			jb_key(b, "v"), jb_hex(b, a->val);
 			jb_key(b, "w"), jb_hex(b, a->pad);
-		}
-		else if (a->size >= TAIL_MIN && a->nptr)
+		} else if (a->size >= TAIL_MIN && a->nptr)
 			jb_key(b, "a"), jb_hex(b, a->val);
 		if (a->nptr) {
 			jb_s(b, ",\"p\":[");
