@@ -244,7 +244,6 @@ static void trim_unknown(struct cctx *x, struct candidate *c)
 	tc.kind = c->kind;
 	tc.nodes = (int *)run;
 	tc.nnodes = len;
-	tc.before_us = 0;
 	for (int i = 0; i < len; i++)
 		tc.before_us += m->nodes[run[i]].median_us;
 	uint64_t saved = classify_values(x, run, len, &tc);

@@ -79,6 +79,7 @@ static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t s
 	v.bw = writer >= 0 ? size : 0;
 	v.how = how;
 	v.dead = -1;
+	v.nslots = 1; /* every value is made for the one range (slot) it is written or read in */
 	DEQ_PUSH(b->vals, v);
 	return v.vid;
 }
@@ -123,8 +124,8 @@ static void slot_gone(struct builder *b, long vid, long gi)
 		v->dead = gi;
 }
 
-static void add_reader(struct builder *b, struct rec *o, struct slot *sl, uint64_t bytes,
-                       enum edge_how rhow)
+static void add_reader(struct builder *b, struct rec *o, const struct buf *bf,
+                       const struct slot *sl, uint64_t bytes, enum edge_how rhow)
 {
 	struct val *v = val_get(b, sl->vid);
 	if (v) {
@@ -148,8 +149,7 @@ static void add_reader(struct builder *b, struct rec *o, struct slot *sl, uint64
 			return;
 		}
 	}
-	struct iedge e = {sl->writer, o->gi, sl->vid, bytes, v ? v->size : bytes, (int64_t)0, how};
-	e.buffer = v ? v->buffer : -1;
+	struct iedge e = {sl->writer, o->gi, sl->vid, bytes, v ? v->size : bytes, bf->id, how};
 	DEQ_PUSH(b->edges, e);
 }
 
@@ -162,7 +162,7 @@ static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t o
 	while (pos < end) {
 		if (i < bf->nsl && bf->sl[i].off <= pos) {
 			uint64_t e = bf->sl[i].end < end ? bf->sl[i].end : end;
-			add_reader(b, o, &bf->sl[i], e - pos, rhow);
+			add_reader(b, o, bf, &bf->sl[i], e - pos, rhow);
 			pos = e;
 			i++;
 			continue;
@@ -170,11 +170,8 @@ static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t o
 		/* a part no value holds: a value from before the trace */
 		uint64_t e = i < bf->nsl && bf->sl[i].off < end ? bf->sl[i].off : end;
 		struct slot s = {pos, e, new_value(b, bf, -1, e - pos, rhow, o->gi), -1, HOW_FRESH};
-		struct val *v = val_get(b, s.vid);
-		if (v)
-			v->nslots = 1;
 		slot_insert(bf, i, s);
-		add_reader(b, o, &bf->sl[i], e - pos, rhow);
+		add_reader(b, o, bf, &bf->sl[i], e - pos, rhow);
 		pos = e;
 		i++;
 	}
@@ -213,9 +210,6 @@ static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t 
 		}
 	}
 	struct slot ns = {off, end, new_value(b, bf, o->gi, bytes, how, o->gi), o->gi, how};
-	struct val *v = val_get(b, ns.vid);
-	if (v)
-		v->nslots = 1;
 	slot_insert(bf, slot_at(bf, off), ns);
 	bf->written = 1;
 	o->bw += bytes;
@@ -478,10 +472,10 @@ static void roles(struct builder *b, struct rec *o, struct fninfo *f, unsigned c
 /* The scalar parameter arg of o of size bytes (the trace's "v"), 0 when not recorded. */
 static uint64_t sp_u(const struct rec *o, int arg, int size)
 {
-	for (int i = 0; i < o->nsp; i++)
-		if (o->sp[i].arg == arg && o->sp[i].size == size)
-			return size == 4 ? (uint32_t)o->sp[i].raw : o->sp[i].raw;
-	return 0;
+	uint64_t raw;
+	if (!node_param_find(o->sp, o->nsp, arg, size, &raw))
+		return 0;
+	return size == 4 ? (uint32_t)raw : raw;
 }
 
 /*

@@ -69,14 +69,32 @@ static int has(const int *a, int n, int v)
 	return 0;
 }
 
-int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw)
+int node_param_find(const struct node_param *p, int np, int arg, int size, uint64_t *raw)
 {
-	for (int i = 0; i < n->nparams; i++)
-		if (n->params[i].arg == arg && n->params[i].size == size) {
-			*raw = n->params[i].raw;
+	for (int i = 0; i < np; i++)
+		if (p[i].arg == arg && p[i].size == size) {
+			*raw = p[i].raw;
 			return 1;
 		}
 	return 0;
+}
+
+int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw)
+{
+	return node_param_find(n->params, n->nparams, arg, size, raw);
+}
+
+/*
+ * The bytes of an ATen loop's functor, as size bytes: the vectorized and unrolled loops pass it
+ * as parameter 1; the legacy loop (rule torch-elementwise: elementwise_kernel<nt, vt,
+ * lambda>(N, closure)) passes one closure of offset calculator, data array and functor, whose
+ * bytes are then the trace's "a" (NODE_PARAM_TAIL) of parameter 1: the functor's own when it is
+ * 8 bytes, starting with it when it is 4. Returns 0 when the trace has neither.
+ */
+static int functor_bytes(const struct node *n, int size, uint64_t *raw)
+{
+	int legacy = n->sem.rule && !strcmp(n->sem.rule, "torch-elementwise");
+	return fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : size, raw);
 }
 
 float fusegroup_f32(uint32_t bits)
@@ -294,14 +312,9 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 {
 	uint64_t raw;
 	*r = 0;
-	/* ATen's legacy loop (elementwise_kernel<nt, vt, ...>(N, lambda)) passes one closure:
-	 * offset calculator, data array, functor; the 8 bytes after the data array (the
-	 * trace's "a") are the functor's when it is 8 bytes, and start with it when it is 4 */
-	int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
-	             strstr(full, "{lambda(int)#1}") != NULL;
 	if (!strcmp(op, "mul") && na == 1 && strstr(full, "MulFunctor") &&
 	    (strstr(full, "AUnaryFunctor") || strstr(full, "BUnaryFunctor"))) {
-		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 8, &raw)) {
+		if (!functor_bytes(n, 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor * scalar is not in the trace",
 			          n->id);
 			return 1;
@@ -311,7 +324,7 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
 		return 1;
 	}
 	if (!strcmp(op, "add") && na == 1 && strstr(full, "CUDAFunctorOnSelf_add<float>")) {
-		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 8, &raw)) {
+		if (!functor_bytes(n, 8, &raw)) {
 			*r = fail(g, "node %d: the scalar of a tensor + scalar is not in the trace",
 			          n->id);
 			return 1;
@@ -413,12 +426,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		return 0;
 	}
 	if (!strcmp(op, "add") && na == 2 && strstr(full, "CUDAFunctor_add")) {
-		/* CUDAFunctor_add<T>{alpha}: the vectorized loop's 4-byte parameter, or the low
-		 * 4 bytes after the legacy loop's data array */
-		uint64_t raw;
-		int legacy = strstr(full, "at::native::elementwise_kernel<") != NULL &&
-		             strstr(full, "{lambda(int)#1}") != NULL;
-		if (!fusegroup_param(n, 1, legacy ? NODE_PARAM_TAIL : 4, &raw))
+		uint64_t raw; /* CUDAFunctor_add<T>{alpha} */
+		if (!functor_bytes(n, 4, &raw))
 			return fail(g, "node %d: add's alpha is not in the trace", n->id);
 		float alpha = fusegroup_f32((uint32_t)raw);
 		if (alpha == 1.0f) {
@@ -587,11 +596,11 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		return 0;
 	}
 	if (!strcmp(op, "masked_fill") && na == 2 && strstr(full, "masked_fill_kernel") &&
-	    strstr(full, "{lambda(float, bool)#1}") && strstr(full, "{lambda(int)#1}")) {
+	    strstr(full, "{lambda(float, bool)#1}")) {
 		/* gpu_kernel(iter, [value](float self, bool mask) { return mask ? value : self; })
-		 * in the legacy loop: value follows the closure's data array */
+		 */
 		uint64_t raw;
-		if (!fusegroup_param(n, 1, NODE_PARAM_TAIL, &raw))
+		if (!functor_bytes(n, 4, &raw))
 			return fail(g, "node %d: masked_fill's value is not in the trace", n->id);
 		float v = fusegroup_f32((uint32_t)raw);
 		/* the mask is bool (the lambda says so), one byte an element, whatever its size
@@ -609,11 +618,11 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	}
 	if (!strcmp(op, "mse_loss_backward") && na == 3 &&
 	    strstr(full, "mse_backward_cuda_kernel") &&
-	    strstr(full, "at::native::elementwise_kernel<") && strstr(full, "{lambda(int)#1}")) {
+	    strstr(full, "{lambda(float, float, float)#1}")) {
 		/* gpu_kernel(iter, [norm](a, b, c) { return norm * (a - b) * c; }) on (input,
-		 * target, grad): norm (2/N for a mean, 2 for a sum) follows the closure's data */
+		 * target, grad): norm (2/N for a mean, 2 for a sum), a float */
 		uint64_t raw;
-		if (fusegroup_param(n, 1, NODE_PARAM_TAIL, &raw)) {
+		if (functor_bytes(n, 4, &raw)) {
 			float norm = fusegroup_f32((uint32_t)raw);
 			if (norm > 0 && norm <= 2) {
 				char t1[16], t2[16];

@@ -133,32 +133,21 @@ static int64_t sat_add(int64_t a, int64_t b)
 	return r;
 }
 
-struct span {
-	int pos;
-	int64_t d;
-};
-
-static int cmp_span(const void *a, const void *b)
-{
-	const struct span *x = a, *y = b;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
 /*
  * The values of one allocation that are alive together never hold more than its size (an
  * arena's buffer: JAX's temporaries, a caching allocator's segment, views): where the running
  * sum of one buffer's values passes the allocation's size, the excess is taken off the curve
- * (diff), over the positions where it exceeds. sp holds the buffer's interval ends (+size at
- * the start, -size past the end), ns of them.
+ * (diff), over the positions where it exceeds. sp holds the buffer's interval ends (at
+ * position seq: +size at the start, -size past the end), ns of them.
  */
-static void cap_buffer(struct span *sp, int ns, uint64_t cap, int64_t *diff)
+static void cap_buffer(struct memev *sp, int ns, uint64_t cap, int64_t *diff)
 {
-	qsort(sp, (size_t)ns, sizeof(*sp), cmp_span);
+	qsort(sp, (size_t)ns, sizeof(*sp), cmp_ev);
 	int64_t run = 0, over = 0, c = cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap;
 	for (int i = 0; i < ns;) {
-		int pos = sp[i].pos;
-		for (; i < ns && sp[i].pos == pos; i++)
-			run = sat_add(run, sp[i].d);
+		uint64_t pos = sp[i].seq;
+		for (; i < ns && sp[i].seq == pos; i++)
+			run = sat_add(run, sp[i].delta);
 		int64_t ex = run > c ? run - c : 0;
 		if (ex != over) {
 			diff[pos] = sat_add(diff[pos], over - ex);
@@ -204,7 +193,7 @@ static void ideal_curve(struct model *m, struct memplan *mp, const struct hmap *
 		gcount[x.grp_of[i] + 1] += 2;
 	for (int g = 0; g <= x.ngroups; g++)
 		gcount[g + 1] += gcount[g];
-	struct span *sp = xmalloc(sizeof(*sp) * (2 * (size_t)m->nvalues + 1));
+	struct memev *sp = xmalloc(sizeof(*sp) * (2 * (size_t)m->nvalues + 1));
 	int *gfill = xcalloc((size_t)x.ngroups + 1, sizeof(int));
 	int64_t *gbuf = xmalloc(sizeof(int64_t) * ((size_t)x.ngroups + 1));
 	for (int g = 0; g <= x.ngroups; g++)
@@ -213,25 +202,20 @@ static void ideal_curve(struct model *m, struct memplan *mp, const struct hmap *
 		const struct value *v = &m->values[i];
 		int persistent = persist[x.grp_of[i]];
 		/* a persistent buffer counts once, at its largest version, for the whole step */
+		if (persistent && largest[x.grp_of[i]] != i)
+			continue;
+		/* what was there before a write: from the step's start, or from its allocation
+		 * when the step made it (a buffer read before any write seen) */
+		uint64_t at;
+		int from = v->buffer >= 0 && hmap_get(born, (uint64_t)v->buffer, &at) ? (int)at : 0;
 		int s, e;
 		if (persistent) {
-			if (largest[x.grp_of[i]] != i)
-				continue;
-			/* from the step's start, or from its allocation when the step made it (a
-			 * buffer read before any write seen: an uninitialised output) */
-			uint64_t at;
-			s = v->buffer >= 0 && hmap_get(born, (uint64_t)v->buffer, &at) ? (int)at
-			                                                               : 0;
+			s = from;
 			e = lives[x.grp_of[i]] ? n - 1 : last_read[x.grp_of[i]];
 			if (e < s)
 				e = s;
 		} else {
-			/* an input from the step's start, or from its allocation where the step
-			 * made it (a buffer read before any write seen) */
-			uint64_t at;
-			s = v->writer >= 0                                               ? v->writer
-			    : v->buffer >= 0 && hmap_get(born, (uint64_t)v->buffer, &at) ? (int)at
-			                                                                 : 0;
+			s = v->writer >= 0 ? v->writer : from;
 			e = s;
 			for (int r = 0; r < v->nreaders; r++)
 				if (v->readers[r] > e)
@@ -247,9 +231,9 @@ static void ideal_curve(struct model *m, struct memplan *mp, const struct hmap *
 		diff[s] = sat_add(diff[s], sz);
 		diff[e + 1] = sat_add(diff[e + 1], -sz);
 		int g = x.grp_of[i];
-		struct span *gs = sp + gcount[g];
-		gs[gfill[g]++] = (struct span){s, sz};
-		gs[gfill[g]++] = (struct span){e + 1, -sz};
+		struct memev *gs = sp + gcount[g];
+		gs[gfill[g]++] = (struct memev){(uint64_t)s, sz};
+		gs[gfill[g]++] = (struct memev){(uint64_t)e + 1, -sz};
 		gbuf[g] = v->buffer;
 	}
 	for (int g = 0; g <= x.ngroups; g++) {

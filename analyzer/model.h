@@ -248,6 +248,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
  * bits; node n's result, the largest value it writes (dropout's output over its mask, layer
  * norm's Y over mean and rstd), -1 when it writes none. */
 int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw);
+/* The same lookup over any array of parameters (a node's, or flow.c's launch record's). */
+int node_param_find(const struct node_param *p, int np, int arg, int size, uint64_t *raw);
 float fusegroup_f32(uint32_t bits);
 int fusegroup_result(const struct model *m, int n);
 

@@ -341,6 +341,14 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	return 0;
 }
 
+/* Keeps parameter arg's bytes (hex) as r's scalar parameter of size size, while there is room. */
+static void push_param(struct rec *r, double arg, int size, const char *hex)
+{
+	if (r->nsp < 8)
+		r->sp[r->nsp++] =
+		    (struct node_param){(short)arg, (unsigned char)size, strtoull(hex, NULL, 16)};
+}
+
 static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 {
 	const cJSON *args = field(rec, "args"), *a;
@@ -348,9 +356,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 	int k = 0;
 	cJSON_ArrayForEach(a, args)
 	{
-		/* one pass over the argument's fields ("i", "o", "n", "v", "p") */
+		/* one pass over the argument's fields ("i", "o", "n", "v", "w", "a", "p") */
 		const cJSON *p = NULL, *e;
-		const char *vs = NULL, *ts = NULL, *ws = NULL;
+		const char *vs = NULL, *as = NULL, *ws = NULL;
 		double pn = 0, pi = -1;
 		for (const cJSON *f = a->child; f; f = f->next) {
 			if (!f->string || f->string[1])
@@ -363,7 +371,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				vs = cJSON_IsString(f) ? f->valuestring : vs;
 				break;
 			case 'a':
-				ts = cJSON_IsString(f) ? f->valuestring : ts;
+				as = cJSON_IsString(f) ? f->valuestring : as;
 				break;
 			case 'w':
 				ws = cJSON_IsString(f) ? f->valuestring : ws;
@@ -376,20 +384,16 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				break;
 			}
 		}
-		if (ts && r->nsp < 8 && pn >= 128) /* the 8 bytes after a large one's pointers */
-			r->sp[r->nsp++] =
-			    (struct node_param){(short)pi, NODE_PARAM_TAIL, strtoull(ts, NULL, 16)};
+		if (as && pn >= 128) /* the 8 bytes after a large one's pointers */
+			push_param(r, pi, NODE_PARAM_TAIL, as);
 		if (!cJSON_IsArray(p) || !p->child) {
 			/* scalars: numel is chosen from them in dataflow(), buffers known */
-			if (vs && r->nsp < 8 && pn >= 1 && pn <= 8)
-				r->sp[r->nsp++] = (struct node_param){(short)pi, (unsigned char)pn,
-				                                      strtoull(vs, NULL, 16)};
+			if (vs && pn >= 1 && pn <= 8)
+				push_param(r, pi, (int)pn, vs);
 			/* 9 to 12 bytes: the first 8 as size 8, the rest as NODE_PARAM_HIGH */
 			if (vs && ws && r->nsp < 7 && pn > 8 && pn <= 12) {
-				r->sp[r->nsp++] =
-				    (struct node_param){(short)pi, 8, strtoull(vs, NULL, 16)};
-				r->sp[r->nsp++] = (struct node_param){(short)pi, NODE_PARAM_HIGH,
-				                                      strtoull(ws, NULL, 16)};
+				push_param(r, pi, 8, vs);
+				push_param(r, pi, NODE_PARAM_HIGH, ws);
 			}
 			if (vs && r->nscalars < 4 && (pn == 4 || pn == 8)) {
 				int64_t val = (int64_t)strtoull(vs, NULL, 16);

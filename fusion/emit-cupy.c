@@ -18,10 +18,17 @@
 
 #include <string.h>
 
+/* The type's name in an ElementwiseKernel's parameter list ("float32"), NULL where CuPy has
+ * none (bf16); cupy_attr: the same as an attribute of the cupy module ("bool_"). */
 static const char *cupy_dtype(enum fdtype t)
 {
 	static const char *n[] = {"float32", "float16", NULL, "bool"};
 	return n[t];
+}
+
+static const char *cupy_attr(enum fdtype t)
+{
+	return t == FD_BOOL ? "bool_" : cupy_dtype(t);
 }
 
 /* op n through CuPy, arguments named a%d, into sb; -1 when CuPy cannot spell it. */
@@ -63,8 +70,7 @@ static int cupy_op(struct strbuf *sb, const struct fopnode *n)
 	if (!strcmp(n->op->name, "cast")) {
 		if (!cupy_dtype(n->to))
 			return -1;
-		strbuf_addf(sb, "%s.astype(cp.%s).astype(cp.float32)", a[0],
-		            n->to == FD_BOOL ? "bool_" : cupy_dtype(n->to));
+		strbuf_addf(sb, "%s.astype(cp.%s).astype(cp.float32)", a[0], cupy_attr(n->to));
 		return 0;
 	}
 	if (!strcmp(n->op->name, "where")) {
@@ -199,9 +205,7 @@ int emit_cupy(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, ")\n\n\n");
 	struct strbuf dts = STRBUF_INIT;
 	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(&dts, "%scp.%s", i ? ", " : "",
-		            g->values[i].dtype == FD_BOOL ? "bool_"
-		                                          : cupy_dtype(g->values[i].dtype));
+		strbuf_addf(&dts, "%scp.%s", i ? ", " : "", cupy_attr(g->values[i].dtype));
 	strbuf_addf(
 	    sb,
 	    "def check(rows=None, seed=0):\n"

@@ -506,9 +506,10 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 		}
 		/* a large parameter: the 8 bytes after its last device pointer (ATen's legacy
 		 * loop's closure holds the offset calculator, the data array, then the functor) */
+		if (last < 0 || args[i].size < TAIL_MIN || (uint64_t)last + 16 > args[i].size)
+			continue;
 		const char *p = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
-		if (p && args[i].size >= TAIL_MIN && last >= 0 &&
-		    (uint64_t)last + 16 <= args[i].size)
+		if (p)
 			memcpy(&args[i].val, p + last + 8, 8);
 	}
 	return np;

@@ -83,23 +83,31 @@ static void patch_table(struct job *j, uintptr_t base, const ElfW(Rela) * rel, s
 	}
 }
 
+/* The object's dynamic section (NULL none) and its RELRO range ([*rb, *re), 0 0 none). */
+static const ElfW(Dyn) * dynamic_of(const struct dl_phdr_info *info, uintptr_t *rb, uintptr_t *re)
+{
+	uintptr_t base = (uintptr_t)info->dlpi_addr;
+	const ElfW(Dyn) *dyn = NULL;
+	*rb = *re = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+		else if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+			*rb = base + info->dlpi_phdr[i].p_vaddr;
+			*re = *rb + info->dlpi_phdr[i].p_memsz;
+		}
+	}
+	return dyn;
+}
+
 static int one_object(struct dl_phdr_info *info, size_t size, void *data)
 {
 	(void)size;
 	struct job *j = data;
 	if (!info->dlpi_name || !strstr(info->dlpi_name, j->lib))
 		return 0;
-	uintptr_t base = (uintptr_t)info->dlpi_addr;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t rb = 0, re = 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
-		else if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-			rb = base + info->dlpi_phdr[i].p_vaddr;
-			re = rb + info->dlpi_phdr[i].p_memsz;
-		}
-	}
+	uintptr_t base = (uintptr_t)info->dlpi_addr, rb, re;
+	const ElfW(Dyn) *dyn = dynamic_of(info, &rb, &re);
 	if (!dyn)
 		return 0;
 	const ElfW(Sym) *symtab = NULL;
@@ -159,11 +167,8 @@ static int find_needed(struct dl_phdr_info *info, size_t size, void *data)
 	struct need *nd = data;
 	if (nd->name[0] || !info->dlpi_name || !strstr(info->dlpi_name, nd->lib))
 		return 0;
-	uintptr_t base = (uintptr_t)info->dlpi_addr;
-	const ElfW(Dyn) *dyn = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
+	uintptr_t base = (uintptr_t)info->dlpi_addr, rb, re;
+	const ElfW(Dyn) *dyn = dynamic_of(info, &rb, &re);
 	if (!dyn)
 		return 0;
 	const char *strtab = NULL;
