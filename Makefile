@@ -90,6 +90,14 @@ $(GOT_VICTIM): tests/mock/gotvictim.c | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fPIC -shared -Wl,-z,now -Wl,-z,relro $< -o $@
 $(B)/tests/test-gotpatch: $(GOT_VICTIM)
+# PyTorch's libc10.so and libc10_cuda.so as far as test-poolhook needs them
+MOCK_C10 := $(B)/mock/libc10.so $(B)/mock/libc10_cuda.so
+$(B)/mock/libc10.so: tests/mock/c10.c | $(B)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -fPIC -shared $< -o $@
+$(B)/mock/libc10_cuda.so: tests/mock/c10_cuda.c $(B)/mock/libc10.so
+	$(CC) $(ALLCFLAGS) -fPIC -shared -Wl,-z,now -Wl,-z,relro $< -o $@ -L$(B)/mock -l:libc10.so -Wl,-rpath,'$$ORIGIN'
+$(B)/tests/test-poolhook: $(MOCK_C10)
 
 # the attribution test embeds Debian's Python
 PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)

@@ -449,7 +449,11 @@ static int memlog_record(void *ctx, const struct trace_record *r)
 		/* replayed in seq order: threads' records interleave in the file */
 		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
 		int vmm = cJSON_IsString(api) && strstr(api->valuestring, "Reserve");
-		int64_t size = r->type == TRACE_ALLOC ? (vmm ? 0 : num(o, "size", 0)) : -1;
+		/* a block of PyTorch's caching allocator lies in a segment, which is what it held
+		 */
+		int block =
+		    cJSON_IsString(api) && !strcmp(api->valuestring, "c10::CachingAllocator");
+		int64_t size = r->type == TRACE_ALLOC ? (vmm || block ? 0 : num(o, "size", 0)) : -1;
 		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
 		put_varint(ml, zz((uint64_t)id - ml->last_id));
 		put_varint(ml, zz((uint64_t)size + 1));

@@ -87,7 +87,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	strcpy(c->output, rk && *rk ? "aicprof.rank%r.%p.aicp.jsonl" : "aicprof.%p.aicp.jsonl");
 	c->attrib = 1;
 	c->depth = 4;
-	c->alloc_backend = 1;
+	c->alloc_backend = -1;
 	c->max_mb = 2048;
 	c->writes = WRITES_INFER;
 	c->probe_count = 2;

@@ -16,8 +16,10 @@ struct config {
 	char output[512];  /* AICPROF_OUTPUT: path pattern, %p pid, %r rank, %h host, %% */
 	int attrib;        /* AICPROF_ATTRIB: source attribution on (1) or off (0) */
 	int depth;         /* AICPROF_DEPTH: user frames kept per site, 1..16 */
-	int alloc_backend; /* AICPROF_ALLOC_BACKEND: 1 sets cudaMallocAsync unless the user set one
-	                    */
+	int alloc_backend; /* AICPROF_ALLOC_BACKEND: unset (-1): PyTorch keeps its caching
+	                    * allocator, whose blocks are recorded (poolhook.c), and XLA gets its
+	                    * platform allocator; 1 also sets PyTorch's cudaMallocAsync backend; 0
+	                    * leaves both allocators as they are (each only if the user set none) */
 	long max_mb;       /* AICPROF_MAX_MB: trace size cap in MiB, 0 = none */
 	double delay_s;    /* AICPROF_DELAY: seconds after start before recording */
 	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */

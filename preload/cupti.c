@@ -16,6 +16,7 @@
  */
 #include "preload/cupti.h"
 #include "preload/allocguard.h"
+#include "preload/poolhook.h"
 #include "preload/base.h"
 #include "preload/cuptimux.h"
 #include "preload/nccl.h"
@@ -161,9 +162,12 @@ static const CUpti_CallbackId api_cbid[] = {
     APIS(CBID_API)};
 static int16_t cbid_to_api[1024];
 
+/* the api of the caching allocator's blocks (poolhook.c), which no CUDA call makes */
+#define API_C10_BLOCK A__COUNT
+
 const char *cupti_api_name(unsigned a)
 {
-	return a < A__COUNT ? api_names[a] : "?";
+	return a < A__COUNT ? api_names[a] : a == API_C10_BLOCK ? "c10::CachingAllocator" : "?";
 }
 
 /* ---- interned strings (kernel names) ----------------------------------------------------- */
@@ -672,6 +676,11 @@ static void put_alloc(enum rec_type t, enum api_idx api, uint64_t ptr, uint64_t 
 	ring_commit();
 }
 
+void cupti_record_alloc(int is_free, uint64_t ptr, uint64_t size, int64_t id)
+{
+	put_alloc(is_free ? R_FREE : R_ALLOC, (enum api_idx)API_C10_BLOCK, ptr, size, id, NULL);
+}
+
 static void on_alloc(const CUpti_CallbackData *cb, enum api_idx api)
 {
 	if (cb->callbackSite != CUPTI_API_EXIT)
@@ -749,6 +758,9 @@ static void on_alloc(const CUpti_CallbackData *cb, enum api_idx api)
 	}
 	int64_t id = ptrmap_add(ptr, size);
 	put_alloc(R_ALLOC, api, ptr, size, id, s);
+	/* a device allocation: PyTorch's caching allocator may have been loaded since start */
+	if (api == A_cuMemAlloc_v2 && !poolhook_armed())
+		poolhook_try("at a cudaMalloc");
 }
 
 /* ---- copies and sets --------------------------------------------------------------------- */

@@ -7,6 +7,8 @@
 
 #include "preload/jbuf.h"
 
+#include <stdint.h>
+
 /*
  * Loads CUPTI (the copy already in the process if there is one), subscribes the callbacks,
  * enables the activity kinds. Returns 0, or -1 after one "aicprof:" line saying why (no
@@ -24,6 +26,10 @@ void cupti_functions_unloaded(void);
 
 /* Appends the header's CUDA fields (versions, devices) to b. Writer thread. */
 void cupti_header_fields(struct jbuf *b);
+
+/* Writes an alloc (is_free 0) or free record of a pool allocator's block, api
+ * "c10::CachingAllocator" (poolhook.c): the caller has updated the pointer map. Any thread. */
+void cupti_record_alloc(int is_free, uint64_t ptr, uint64_t size, int64_t id);
 
 /* Name of API index a (for the writer). */
 const char *cupti_api_name(unsigned a);

@@ -12,8 +12,12 @@
 
 /* Records [ptr, ptr+size) as allocation id; returns the id (ids count up from 0). */
 int64_t ptrmap_add(uint64_t ptr, uint64_t size);
-/* Removes the allocation starting at ptr; returns its id, or -1 when none starts there.
- * *size receives its size when found (size may be NULL). */
+/* Records a block of a pool allocator, [ptr, ptr+size), as allocation id: a range that holds
+ * it (the pool's segment) is hidden, not dropped, until its own ptrmap_remove. */
+int64_t ptrmap_add_inner(uint64_t ptr, uint64_t size);
+/* Removes the allocation starting at ptr (a hidden outer range when no live one starts there);
+ * returns its id, or -1 when none starts there. *size receives its size when found (size may be
+ * NULL). */
 int64_t ptrmap_remove(uint64_t ptr, uint64_t *size);
 /* Finds the allocation holding addr: returns its id and sets *off, or -1. */
 int64_t ptrmap_find(uint64_t addr, uint64_t *off);

@@ -22,6 +22,7 @@
  * the recursion guard, clocks, shim_cfg) are base.c's.
  */
 #include "preload/allocguard.h"
+#include "preload/poolhook.h"
 #include "preload/base.h"
 #include "preload/cupti.h"
 #include "preload/ptrmap.h"
@@ -246,6 +247,7 @@ static int start(void)
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	allocguard_start();
+	poolhook_try("at start");
 	start_ok = 1;
 	const char *nv = getenv("NVTX_INJECTION64_PATH");
 	const char *cp = cupti_find_library();
@@ -400,11 +402,15 @@ __attribute__((constructor)) static void aicprof_init(void)
 		allocguard_set_switched(1);
 	} else if (ac && *ac) {
 		snprintf(alloc_note, sizeof(alloc_note), "user: %s", ac);
-	} else if (shim_cfg.alloc_backend) {
+		/* a backend of the user's: the async one makes a CUDA allocation per tensor */
+		poolhook_set_enabled(!strstr(ac, "cudaMallocAsync"));
+	} else if (shim_cfg.alloc_backend == 1) {
 		setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 0);
 		snprintf(alloc_note, sizeof(alloc_note), "cudaMallocAsync (set by aicprof)");
 		add_token(mark, sizeof(mark), "alloc");
 		allocguard_set_switched(1);
+	} else {
+		poolhook_set_enabled(1); /* PyTorch's caching allocator: its blocks are recorded */
 	}
 	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
 	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */
@@ -418,7 +424,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 	} else if ((xp && *xp) || (xa && *xa)) {
 		snprintf(xla_note, sizeof(xla_note), "user: preallocate=%.100s allocator=%.100s",
 		         xp ? xp : "", xa ? xa : "");
-	} else if (shim_cfg.alloc_backend) {
+	} else if (shim_cfg.alloc_backend) { /* unset (-1) or 1 */
 		setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false", 0);
 		setenv("XLA_PYTHON_CLIENT_ALLOCATOR", "platform", 0);
 		snprintf(xla_note, sizeof(xla_note), "platform, no preallocation (set by aicprof)");

@@ -47,7 +47,9 @@ err=$(AICPROF_QUIET=1 AICPROF_DEPTH=99 LD_PRELOAD=$S /bin/true 2>&1)
 check "AICPROF_QUIET silences them" test -z "$err"
 
 env=$(LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
-check "PYTORCH_CUDA_ALLOC_CONF set to cudaMallocAsync by default" test "$env" = "backend:cudaMallocAsync"
+check "PYTORCH_CUDA_ALLOC_CONF left unset by default (the caching allocator's blocks are recorded)" test "$env" = "None"
+env=$(AICPROF_ALLOC_BACKEND=1 LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
+check "AICPROF_ALLOC_BACKEND=1 sets cudaMallocAsync" test "$env" = "backend:cudaMallocAsync"
 env=$(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')
 check "the user's PYTORCH_CUDA_ALLOC_CONF is kept" test "$env" = "expandable_segments:True"
 env=$(AICPROF_ALLOC_BACKEND=0 LD_PRELOAD=$S python3 -c 'import os; print(os.environ.get("PYTORCH_CUDA_ALLOC_CONF"))')

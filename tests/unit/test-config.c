@@ -42,7 +42,7 @@ static void test_defaults(void **state)
 	assert_string_equal(c.output, "aicprof.%p.aicp.jsonl");
 	assert_int_equal(c.attrib, 1);
 	assert_int_equal(c.depth, 4);
-	assert_int_equal(c.alloc_backend, 1);
+	assert_int_equal(c.alloc_backend, -1);
 	assert_int_equal(c.max_mb, 2048);
 	assert_int_equal(c.writes, WRITES_INFER);
 	assert_int_equal(c.args, 1);

@@ -92,6 +92,54 @@ static void *reader(void *p)
 
 /* The batch lookup answers exactly as one ptrmap_find per address, on ranges with gaps,
  * addresses before, inside, at the end of and between them. */
+/* a pool's blocks inside its segment (ptrmap_add_inner): lookups see the blocks only, the
+ * segment's free still finds its id, and a plain add over a range still replaces it */
+static void test_inner(void **st)
+{
+	ptrmap_clear();
+	int64_t seg = ptrmap_add(0x100000, 0x200000);
+	uint64_t off = 0, size = 0;
+	assert_int_equal(ptrmap_find(0x100000, &off), seg);
+	int64_t b1 = ptrmap_add_inner(0x100000, 0x200);
+	int64_t b2 = ptrmap_add_inner(0x100200, 0x1000);
+	assert_true(b1 > seg && b2 > b1);
+	assert_int_equal(ptrmap_find(0x100010, &off), b1);
+	assert_int_equal(off, 0x10);
+	assert_int_equal(ptrmap_find(0x100fff, &off), b2);
+	assert_int_equal(off, 0xdff);
+	/* the segment's free part is in no allocation */
+	assert_int_equal(ptrmap_find(0x180000, &off), -1);
+	assert_int_equal(ptrmap_count(), 2);
+	/* blocks freed, one handed out again at the same base */
+	assert_int_equal(ptrmap_remove(0x100000, &size), b1);
+	assert_int_equal(size, 0x200);
+	assert_int_equal(ptrmap_remove(0x100200, &size), b2);
+	int64_t b3 = ptrmap_add_inner(0x100000, 0x200000); /* the whole segment, unsplit */
+	assert_int_equal(ptrmap_find(0x1fffff, &off), b3);
+	assert_int_equal(ptrmap_remove(0x100000, &size), b3);
+	/* the segment's cudaFree: no block starts there now, the hidden segment ends */
+	assert_int_equal(ptrmap_remove(0x100000, &size), seg);
+	assert_int_equal(size, 0x200000);
+	assert_int_equal(ptrmap_remove(0x100000, &size), -1);
+	/* a plain add drops what it overlaps, nothing is hidden */
+	int64_t s2 = ptrmap_add(0x400000, 0x1000);
+	int64_t s3 = ptrmap_add(0x400000, 0x800);
+	assert_int_equal(ptrmap_find(0x400100, &off), s3);
+	assert_int_equal(ptrmap_remove(0x400000, NULL), s3);
+	assert_int_equal(ptrmap_remove(0x400000, NULL), -1);
+	(void)s2;
+	/* many hidden segments: bounded, the oldest forgotten */
+	for (int i = 0; i < 5000; i++) {
+		uint64_t base = 0x10000000ull + (uint64_t)i * 0x10000;
+		ptrmap_add(base, 0x10000);
+		ptrmap_add_inner(base, 0x100);
+		ptrmap_remove(base, NULL);
+	}
+	assert_int_equal(ptrmap_remove(0x10000000ull, NULL), -1);
+	assert_true(ptrmap_remove(0x10000000ull + 4999ull * 0x10000, NULL) >= 0);
+	ptrmap_clear();
+}
+
 static void test_batch(void **st)
 {
 	(void)st;
@@ -145,8 +193,8 @@ static void test_concurrent(void **st)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_basic),
-	                                   cmocka_unit_test(test_batch),
-	                                   cmocka_unit_test(test_concurrent)};
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_basic), cmocka_unit_test(test_inner),
+	    cmocka_unit_test(test_batch), cmocka_unit_test(test_concurrent)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
