@@ -88,12 +88,14 @@ check "JAX: no dump directory left by processes that never ran XLA" \
 x='import os; print(os.environ.get("AICPROF_ENV_SET"))'
 clean="env -u XLA_FLAGS -u PYTORCH_CUDA_ALLOC_CONF -u XLA_PYTHON_CLIENT_PREALLOCATE -u XLA_PYTHON_CLIENT_ALLOCATOR -u AICPROF_ENV_SET"
 env=$($clean LD_PRELOAD=$S python3 -c "$x")
-check "the settings the shim made are marked ($env)" test "$env" = "alloc,xla_alloc,xla_graphs,xla_lines"
+check "the settings the shim made are marked ($env)" test "$env" = "xla_alloc,xla_graphs,xla_lines"
+env=$($clean AICPROF_ALLOC_BACKEND=1 LD_PRELOAD=$S python3 -c "$x")
+check "with AICPROF_ALLOC_BACKEND=1 the allocator switch is marked too ($env)" test "$env" = "alloc,xla_alloc,xla_graphs,xla_lines"
 env=$($clean PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True LD_PRELOAD=$S python3 -c "$x")
 check "a setting of the user's is not marked ($env)" test "$env" = "xla_alloc,xla_graphs,xla_lines"
-env=$($clean LD_PRELOAD=$S sh -c "python3 -c '$x'")
+env=$($clean AICPROF_ALLOC_BACKEND=1 LD_PRELOAD=$S sh -c "python3 -c '$x'")
 check "a child under the shim keeps them as aicprof's ($env)" test "$env" = "alloc,xla_alloc,xla_graphs,xla_lines"
-env=$($clean LD_PRELOAD=$S sh -c "PYTORCH_CUDA_ALLOC_CONF=backend:native python3 -c '$x'")
+env=$($clean AICPROF_ALLOC_BACKEND=1 LD_PRELOAD=$S sh -c "PYTORCH_CUDA_ALLOC_CONF=backend:native python3 -c '$x'")
 check "a value changed on the way is the user's ($env)" test "$env" = "xla_alloc,xla_graphs,xla_lines"
 err=$(CUDA_INJECTION64_PATH=/opt/other/libtool.so LD_PRELOAD=$S /bin/true 2>&1)
 check "another injecting tool: aicprof steps aside with one line" test "$(echo "$err" | grep -c 'aicprof steps aside')" = 1
