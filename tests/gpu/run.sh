@@ -47,6 +47,7 @@ for s in mlp_train attention_train; do
 	chk count "$out/$s.aicp.jsonl" "${gt:-0}"
 	chk nvtx "$out/$s.aicp.jsonl" 8
 	chk allocs "$out/$s.aicp.jsonl"
+	chk blocks "$out/$s.aicp.jsonl"
 	chk elementwise "$out/$s.aicp.jsonl"
 	chk sites "$out/$s.aicp.jsonl" "$s.py"
 done

@@ -97,6 +97,14 @@ def main():
         allocs = by_type(recs, "alloc")
         frees = by_type(recs, "free")
         good &= tap(len(allocs) > 0, f"{path}: {len(allocs)} allocations, {len(frees)} frees recorded")
+    elif check == "blocks":  # PyTorch's caching allocator: its blocks are the allocations
+        allocs = by_type(recs, "alloc")
+        blocks = {r["id"] for r in allocs if r.get("api") == "c10::CachingAllocator"}
+        segs = {r["id"] for r in allocs if r.get("api") != "c10::CachingAllocator"}
+        good &= tap(len(blocks) > 0, f"{path}: {len(blocks)} caching-allocator blocks, {len(segs)} other allocations")
+        ids = [p[2] for r in launches for a in r.get("args", []) for p in a.get("p", [])]
+        inb = sum(1 for i in ids if i in blocks)
+        good &= tap(ids and inb >= 0.95 * len(ids), f"{path}: {inb} of {len(ids)} launch pointers in blocks")
     elif check == "yielded":
         end = recs[-1] if recs else {}
         good &= tap(end.get("reason") == "yielded", f"{path}: trace ends with reason {end.get('reason')}")
