@@ -5,8 +5,9 @@
 #   bare       no shim
 #   async      no shim, PyTorch's allocator switched to cudaMallocAsync as the shim does: what
 #              the switch itself costs, with nothing recorded
-#   shim       defaults
-#   alloc0     AICPROF_ALLOC_BACKEND=0 (PyTorch's caching allocator left alone)
+#   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded)
+#   alloc0     AICPROF_ALLOC_BACKEND=0 (XLA's allocator left alone too; for PyTorch as shim)
+#   alloc1     AICPROF_ALLOC_BACKEND=1 (PyTorch switched to cudaMallocAsync: the old default)
 #   args0      AICPROF_ARGS=0 (no parameter scan)
 #   attrib0    AICPROF_ATTRIB=0 (no source lines)
 #   min        all three off: CUPTI's callbacks and activity records only
@@ -43,6 +44,7 @@ run() { # mode workload...
 		case $m in
 		shim) e= ;;
 		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
+		alloc1) e=AICPROF_ALLOC_BACKEND=1 ;;
 		args0) e=AICPROF_ARGS=0 ;;
 		attrib0) e=AICPROF_ATTRIB=0 ;;
 		min) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
@@ -55,14 +57,14 @@ run() { # mode workload...
 for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
 	for m in ${OVH_MODES:-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
 		for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
-			case $w in gpt2) a="samples/gpt2_train.py --steps 20" ;; *) a=$w ;; esac
+			case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
 			run "$m" $a 2>>"$W/err" | sed "s/^{/{\"round\":$r,/" | tee -a "$J"
 		done
 	done
 done
 echo "== self time (AICPROF_SELFTIME=1, one run each)"
 for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
-	case $w in gpt2) a="samples/gpt2_train.py --steps 20" ;; *) a=$w ;; esac
+	case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
 	echo "# $w: $(run st $a 2>"$W/st.err")"
 	grep 'self time' "$W/st.err"
 done
