@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "preload/ptrmap.h"
 
@@ -140,6 +141,58 @@ static void test_inner(void **st)
 	ptrmap_clear();
 }
 
+/* random adds (plain and inner) and removes against a plain list of what must be live:
+ * every lookup agrees, across many chunk splits and merges */
+static void test_random_against_model(void **st)
+{
+	enum { SLOTS = 3000, OPS = 60000 };
+	static struct {
+		uint64_t base, size;
+		int64_t id;
+		int live;
+	} m[SLOTS];
+	ptrmap_clear();
+	memset(m, 0, sizeof(m));
+	unsigned seed = 12345;
+	for (int op = 0; op < OPS; op++) {
+		seed = seed * 1103515245u + 12345u;
+		int k = (int)((seed >> 8) % SLOTS);
+		/* slot k owns [base_k, base_k + 0x10000): ranges of different slots never overlap
+		 */
+		uint64_t base = 0x7f0000000000ull + (uint64_t)k * 0x10000;
+		if (m[k].live) {
+			assert_int_equal(ptrmap_remove(m[k].base, NULL), m[k].id);
+			m[k].live = 0;
+		} else {
+			uint64_t size = 512 + ((seed >> 4) % 0xfe00);
+			m[k].base = base + ((seed >> 20) % 2) * 256;
+			m[k].size = size - ((seed >> 20) % 2) * 256;
+			m[k].id = (seed & 1) ? ptrmap_add_inner(m[k].base, m[k].size)
+			                     : ptrmap_add(m[k].base, m[k].size);
+			m[k].live = 1;
+		}
+		if (op % 97 == 0) {
+			int live = 0;
+			for (int j = 0; j < SLOTS; j++) {
+				live += m[j].live;
+				uint64_t off = 0, a = m[j].base + m[j].size / 2;
+				if (!m[j].base)
+					continue;
+				int64_t got = ptrmap_find(a, &off);
+				if (m[j].live) {
+					assert_int_equal(got, m[j].id);
+					assert_int_equal(off, m[j].size / 2);
+				} else {
+					assert_int_equal(got, -1);
+				}
+			}
+			assert_int_equal(ptrmap_count(), live);
+		}
+	}
+	ptrmap_clear();
+	assert_int_equal(ptrmap_count(), 0);
+}
+
 static void test_batch(void **st)
 {
 	(void)st;
@@ -195,6 +248,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_basic), cmocka_unit_test(test_inner),
-	    cmocka_unit_test(test_batch), cmocka_unit_test(test_concurrent)};
+	    cmocka_unit_test(test_random_against_model), cmocka_unit_test(test_batch),
+	    cmocka_unit_test(test_concurrent)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
