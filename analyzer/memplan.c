@@ -15,7 +15,9 @@
  * copy record compactly and the window is applied here, in the records' file order:
  * alloc and free records before the captured step give the bytes live when it starts, those
  * inside it (seq from its first op to the next step's first op) move the curve, each placed
- * after the last node launched before it. With cudaMallocAsync every tensor is one record, so
+ * after the last node launched before it. Under PyTorch's caching allocator (the shim's
+ * default) its blocks (api "c10::CachingAllocator") count nothing: held is the segments they lie
+ * in. With cudaMallocAsync every tensor is one record, so
  * `held` is the bytes in live allocations (the pool's cached reserve is not visible, so
  * fragmentation inside the pool is not measured: the difference is late frees and bytes kept
  * past their last use). Under the virtual memory API (XLA's platform allocator, PyTorch's
