@@ -167,8 +167,15 @@ static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t o
 			i++;
 			continue;
 		}
-		/* a part no value holds: a value from before the trace */
+		/* a part no value holds: a value from before the trace; but a read's tail past the
+		 * last value of a buffer written in the trace is the extent overreaching the tensor
+		 * (a bound by the allocation, which a pool's block rounds up: a broadcast scalar in
+		 * a 512-byte block), never written by anything: not read */
 		uint64_t e = i < bf->nsl && bf->sl[i].off < end ? bf->sl[i].off : end;
+		if (e == end && pos > off && bf->written) {
+			bytes -= end - pos;
+			break;
+		}
 		struct slot s = {pos, e, new_value(b, bf, -1, e - pos, rhow, o->gi), -1, HOW_FRESH};
 		slot_insert(bf, i, s);
 		add_reader(b, o, bf, &bf->sl[i], e - pos, rhow);

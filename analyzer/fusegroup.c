@@ -130,6 +130,19 @@ static enum dtype neighbour_half(const struct model *m, const struct value *v)
 }
 
 /*
+ * Whether an extent of size bytes, bounded by its allocation, can be a tensor of bytes bytes:
+ * the same, or a block of PyTorch's caching allocator holding it (rounded up to 512 bytes, and
+ * above 1 MiB by up to 1 MiB more, a rest the allocator does not split off).
+ */
+static int block_holds(uint64_t size, uint64_t bytes)
+{
+	if (size == bytes)
+		return 1;
+	uint64_t r = (bytes + 511) / 512 * 512;
+	return size > bytes && size <= (r > (1u << 20) ? r + (1u << 20) : r);
+}
+
+/*
  * Storage type of value v in the group: by its size against the group's elements, then as a
  * broadcast input of the reading node's type. Sets *vnumel (elements). DT_UNKNOWN on a fault.
  */
@@ -144,6 +157,33 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 	if (size == N && rd && (rd->sem.dtype == DT_BF16 || rd->sem.dtype == DT_F16) &&
 	    v->nreaders && v->bytes_read / (uint64_t)v->nreaders == 2 * N)
 		size = 2 * N;
+	/* a value larger than any tensor of N elements, whose extent its allocation bounded (an
+	 * opaque writer such as a GEMM, into a pool's block that is up to 1 MiB larger than the
+	 * tensor): the group's reader, whose N is exact, read what the tensor holds */
+	if (size != N && size != 2 * N && size != 4 * N && size > N && rd) {
+		int rid = (int)(rd - g->m->nodes);
+		for (int i = 0; i < g->m->nedges; i++) {
+			const struct edge *e = &g->m->edges[i];
+			if (e->value == v->id && e->to == rid && e->bytes < size &&
+			    (e->bytes == N || e->bytes == 2 * N || e->bytes == 4 * N)) {
+				size = e->bytes;
+				break;
+			}
+		}
+	}
+	/* no exact reader either (a cast, whose input's element size its name does not give):
+	 * a pool's block is the tensor rounded up, by less than 512 bytes in blocks of up to 1 MiB
+	 * and by at most 1 MiB past that (PyTorch's caching allocator does not split off a rest of
+	 * 1 MiB or less); one element size alone fits that */
+	if (size != N && size != 2 * N && size != 4 * N) {
+		uint64_t pick = 0;
+		int hits = 0;
+		for (uint64_t k = 1; k <= 4; k *= 2)
+			if (block_holds(size, k * N))
+				pick = k * N, hits++;
+		if (hits == 1)
+			size = pick;
+	}
 	if (size == N * 4)
 		return DT_F32;
 	if (size == N) /* one byte an element: a mask */
@@ -570,7 +610,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			int vi = n->reads[(has_z ? 2 : 1) + k];
 			if (force_input(g, v[k], vi, "f32", 4, n))
 				return -1;
-			if (g->m->values[vi].size != 4 * (uint64_t)(int32_t)cr)
+			if (!block_holds(g->m->values[vi].size, 4 * (uint64_t)(int32_t)cr))
 				return fail(
 				    g, "node %d: batch norm's per-channel vector is not %d floats",
 				    n->id, (int)(int32_t)cr);

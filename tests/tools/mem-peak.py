@@ -2,7 +2,8 @@
 
 Reads the trace's records, pairs NVTX push/pop into steps (the K-th pair), takes the window
 from the first op (launch/memcpy/memset) after the K-th push to the first op after its pop,
-and replays alloc/free (by seq) from the start of the trace. Prints the bytes live when the
+and replays alloc/free (by seq) from the start of the trace (a caching allocator's blocks, api
+c10::CachingAllocator, lie in its segments: not counted again). Prints the bytes live when the
 window opens and the largest running total inside it, as "start peak".
 Usage: python3 mem-peak.py TRACE K
 """
@@ -30,7 +31,7 @@ for r in api:
     if r["seq"] >= lo and peak is None:
         start = held
         peak = held
-    if r["t"] == "alloc" and r["id"] >= 0 and "Reserve" not in r.get("api", ""):
+    if r["t"] == "alloc" and r["id"] >= 0 and "Reserve" not in r.get("api", "") and r.get("api") != "c10::CachingAllocator":
         live[r["id"]] = r["size"]
         held += r["size"]
     elif r["t"] == "free" and r["id"] in live:

@@ -209,6 +209,33 @@ static void test_values_in_ranges(void **state)
 	model_free(m);
 }
 
+/* A block larger than the tensor written in it (a pool rounds up): a read whose extent runs
+ * past the last value written there reads the tensor, not the never-written rest; a read of
+ * a buffer no one wrote in the trace is an input, whole. */
+static void test_read_tail_past_the_written_value(void **state)
+{
+	add(HDR STRS);
+	alloc(1, 0, 1024); /* X */
+	alloc(2, 1, 1024); /* Z, an input from before the trace */
+	alloc(3, 2, 1024); /* Y */
+	alloc(4, 3, 1024);
+	add_at(10, 5, 0, 0, 3, 0, 3, 0, 0); /* node 0: X[0, 400) = w + w (100 floats) */
+	/* node 1: Y = X + Z over 200 floats: 800 bytes of X, of which 400 were written */
+	add("{\"t\":\"launch\",\"seq\":6,\"ts\":1006,\"tid\":1,\"c\":11,\"fn\":1,"
+	    "\"stream\":\"0x1\",\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0xc8\"},{\"i\":1,"
+	    "\"o\":4,\"n\":1},{\"i\":2,\"o\":8,\"n\":24,\"p\":[[0,\"0x300000\",2,0],[8,"
+	    "\"0x100000\",0,0],[16,\"0x200000\",1,0]]}]}\n");
+	kernel(11, 1, 2, 1, 0);
+	struct model *m = run();
+	assert_non_null(m);
+	assert_int_equal(m->nnodes, 2);
+	const struct edge *e01 = edge(m, 0, 1);
+	assert_non_null(e01);
+	assert_int_equal(e01->bytes, 400);
+	assert_int_equal(m->nodes[1].bytes_read, 400 + 800);
+	model_free(m);
+}
+
 /* A layer norm whose tensors sit in one segment: its parameters (N, the grid's M rows) bound
  * each pointer's bytes, not the segment's size past the pointer. */
 static void test_norm_extents_in_a_segment(void **state)
@@ -480,6 +507,7 @@ int main(void)
 	    cmocka_unit_test(test_roles_semantics_and_fresh),
 	    cmocka_unit_test(test_values_in_ranges),
 	    cmocka_unit_test(test_norm_extents_in_a_segment),
+	    cmocka_unit_test(test_read_tail_past_the_written_value),
 	    cmocka_unit_test(test_roles_conservative),
 	    cmocka_unit_test(test_roles_calibrated),
 	    cmocka_unit_test(test_roles_signature),
