@@ -406,6 +406,13 @@ static void find_attention(struct cctx *x)
 		grp[n++] = r;
 		cur = r;
 		r = next_reader(x, cur, &val);
+		/* under autocast the softmax runs in float and its result is cast back */
+		if (r >= 0 && m->nodes[r].claimed < 0 && m->nodes[r].sem.family == FAM_COPY &&
+		    !strcmp(m->nodes[r].sem.op, "cast")) {
+			grp[n++] = r;
+			cur = r;
+			r = next_reader(x, cur, &val);
+		}
 		if (r >= 0 && is_ew(&m->nodes[r]) && !strcmp(m->nodes[r].sem.op, "dropout") &&
 		    m->nodes[r].claimed < 0) {
 			grp[n++] = r;

@@ -89,6 +89,15 @@ static int same_func(const struct node *a, const struct node *b)
 	       !strcmp(a->model_site.func, b->model_site.func);
 }
 
+/* Whether two kernels' bytes are the same work: equal, or apart by what a pool's blocks add
+ * to extents bounded by them (a GEMM's output in a block 1 MiB larger in one layer than in
+ * the next; a few pointers each, and never more than a quarter). */
+static int same_bytes(uint64_t x, uint64_t y)
+{
+	uint64_t d = x > y ? x - y : y - x, hi = x > y ? x : y;
+	return d == 0 || (d <= 4 * ((1u << 20) + 512) && d <= hi / 4);
+}
+
 /* Whether the runs [a, a + len) and [b, b + len) are alike. */
 static int alike(const struct model *m, int a, int b, int len)
 {
@@ -96,7 +105,8 @@ static int alike(const struct model *m, int a, int b, int len)
 		const struct node *x = &m->nodes[a + i], *y = &m->nodes[b + i];
 		if (x->sem.op != y->sem.op || x->model_site.line != y->model_site.line ||
 		    x->sem.dtype != y->sem.dtype || x->numel != y->numel ||
-		    x->bytes_read != y->bytes_read || x->bytes_written != y->bytes_written)
+		    !same_bytes(x->bytes_read, y->bytes_read) ||
+		    !same_bytes(x->bytes_written, y->bytes_written))
 			return 0;
 	}
 	return 1;
@@ -148,12 +158,16 @@ static int is_cast(const struct node *n)
 }
 
 /* The storage type of a tensor of bytes over elems elements ("f32", "bf16"/"f16" by the
- * node's name, "bool"), NULL when none fits. */
+ * node's name, "bool"), NULL when none fits or two do (a pool's rounded-up block). */
 static const char *storage(uint64_t bytes, uint64_t elems, const struct node *n)
 {
-	if (!elems || bytes % elems)
+	if (!elems)
 		return NULL;
-	uint64_t es = bytes / elems;
+	/* the one element size whose tensor the value's block holds */
+	uint64_t es = 0;
+	for (uint64_t k = 1; k <= 4; k *= 2)
+		if (fusegroup_block_holds(bytes, k * elems))
+			es = es ? 3 : k;
 	const char *fn = n->full_name ? n->full_name : "";
 	if (es == 4)
 		return "f32";

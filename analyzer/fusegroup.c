@@ -129,12 +129,7 @@ static enum dtype neighbour_half(const struct model *m, const struct value *v)
 	return DT_UNKNOWN;
 }
 
-/*
- * Whether an extent of size bytes, bounded by its allocation, can be a tensor of bytes bytes:
- * the same, or a block of PyTorch's caching allocator holding it (rounded up to 512 bytes, and
- * above 1 MiB by up to 1 MiB more, a rest the allocator does not split off).
- */
-static int block_holds(uint64_t size, uint64_t bytes)
+int fusegroup_block_holds(uint64_t size, uint64_t bytes)
 {
 	if (size == bytes)
 		return 1;
@@ -179,7 +174,7 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 		uint64_t pick = 0;
 		int hits = 0;
 		for (uint64_t k = 1; k <= 4; k *= 2)
-			if (block_holds(size, k * N))
+			if (fusegroup_block_holds(size, k * N))
 				pick = k * N, hits++;
 		if (hits == 1)
 			size = pick;
@@ -610,7 +605,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			int vi = n->reads[(has_z ? 2 : 1) + k];
 			if (force_input(g, v[k], vi, "f32", 4, n))
 				return -1;
-			if (!block_holds(g->m->values[vi].size, 4 * (uint64_t)(int32_t)cr))
+			if (!fusegroup_block_holds(g->m->values[vi].size,
+			                           4 * (uint64_t)(int32_t)cr))
 				return fail(
 				    g, "node %d: batch norm's per-channel vector is not %d floats",
 				    n->id, (int)(int32_t)cr);

@@ -252,6 +252,10 @@ int fusegroup_param(const struct node *n, int arg, int size, uint64_t *raw);
 int node_param_find(const struct node_param *p, int np, int arg, int size, uint64_t *raw);
 float fusegroup_f32(uint32_t bits);
 int fusegroup_result(const struct model *m, int n);
+/* Whether a value of size bytes, its extent bounded by its allocation, can hold a tensor of
+ * bytes bytes: the same size, or a block of PyTorch's caching allocator rounded up from it (to
+ * 512 bytes; above 1 MiB by up to 1 MiB more, a rest the allocator does not split off). */
+int fusegroup_block_holds(uint64_t size, uint64_t bytes);
 
 /* Writes the model as JSON (summary.json) to path, whole or not at all. Returns 0 or -1. */
 int summary_write(const struct model *m, const char *path);
