@@ -2,7 +2,8 @@
  * ring.c - the per-thread rings (see ring.h). A thread's ring is found through a TLS pointer;
  * its first record allocates it (or reuses a drained ring of a thread that exited), which is
  * the only allocation a thread ever makes here. A pthread key's destructor marks the ring free
- * when its thread exits.
+ * when its thread exits. After ring_close() (the trace's final flush) a reserve drops at once:
+ * no reader is left to wait for.
  */
 #include "preload/ring.h"
 
@@ -20,6 +21,12 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static __thread struct ring *my_ring;
 static __thread uint64_t my_pending; /* head after the reserved record */
 void (*ring_wake)(void);
+static _Atomic int closed;
+
+void ring_close(void)
+{
+	atomic_store(&closed, 1);
+}
 
 static void ring_thread_exit(void *p)
 {
@@ -72,7 +79,7 @@ static struct ring *ring_get(void)
 
 void *ring_reserve(size_t len)
 {
-	struct ring *r = ring_get();
+	struct ring *r = atomic_load_explicit(&closed, memory_order_relaxed) ? NULL : ring_get();
 	if (!r || len > RING_SIZE / 4) {
 		atomic_fetch_add(&dropped, 1);
 		return NULL;
@@ -130,4 +137,5 @@ void ring_reset_after_fork(void)
 			atomic_store(&r->alive, 0);
 	}
 	atomic_store(&dropped, 0);
+	atomic_store(&closed, 0);
 }

@@ -50,6 +50,12 @@ uint64_t ring_dropped(void);
 /* Called by producers when a ring fills; set by the writer to its wake-up function. */
 extern void (*ring_wake)(void);
 
+/* The trace is closed and the writer gone (a final flush: the tool yielded, the context died,
+ * the process exits): from now on ring_reserve drops at once instead of waiting for a reader
+ * that will not come; producers that outlive the trace (poolhook.c's allocator reports) cost
+ * the program nothing. */
+void ring_close(void);
+
 /* In a forked child: forget the parent's records (they belong to the parent's trace). */
 void ring_reset_after_fork(void);
 

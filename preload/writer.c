@@ -696,6 +696,7 @@ void writer_flush(int final, const char *reason)
 		closed = 1;
 	}
 	pthread_mutex_unlock(&write_lock);
+	ring_close();
 	if (thread_running) {
 		pthread_mutex_lock(&wake_lock);
 		stop_flag = 1;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "preload/base.h"
@@ -177,6 +178,33 @@ static void test_ring_wraps(void **state)
 	free_lines(v, n);
 }
 
+/* After the final flush nothing reads the rings: a producer that outlives the trace (the
+ * caching allocator's reports at teardown) must drop at once, not wait for a reader. Three
+ * rings' worth of records, which would wait 200 ms each once the ring is full. */
+static void test_after_close_drops_at_once(void **state)
+{
+	(void)state;
+	writer_flush(1, "exit");
+	uint64_t d0 = ring_dropped();
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	int total = (int)(3 * RING_SIZE / sizeof(struct r_alloc)), got = 0;
+	for (int i = 0; i < total; i++) {
+		struct r_alloc *r = ring_reserve(sizeof(*r));
+		if (r) {
+			memset(r, 0, sizeof(*r));
+			r->h = (struct rec_hdr){R_ALLOC, 0, sizeof(*r)};
+			ring_commit();
+			got++;
+		}
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	assert_int_equal(got, 0);
+	assert_int_equal(ring_dropped() - d0, (uint64_t)total);
+	assert_true(s < 2.0);
+}
+
 static void test_cap(void **state)
 {
 	(void)state;
@@ -303,6 +331,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_threads_round_trip, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ring_wraps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_after_close_drops_at_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unwritable_path, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
 	    cmocka_unit_test(test_ptrmap),
