@@ -406,6 +406,17 @@ static int aten_rule(struct gb *g, const struct node *n, const char *op, const c
  * Emits the ops of member n reading args a[0..na-1]; the result's name goes to res. Returns
  * 0, or -1 after fail() when the member has no exact rule.
  */
+/* ATen's log_softmax backward on float: cunn_SoftMaxBackward[Smem]<ILP, float, float, float,
+ * LogSoftMaxBackwardEpilogue>(gradInput, output, gradOutput, long classes), one row a block:
+ * gradInput = gradOutput - exp(output) * sum(gradOutput) over the row. */
+static int lsb_kernel(const struct node *n)
+{
+	const char *full = n->full_name ? n->full_name : "";
+	return n->sem.backward && n->sem.op && !strcmp(n->sem.op, "log_softmax_backward") &&
+	       strstr(full, "cunn_SoftMaxBackward") && strstr(full, "LogSoftMaxBackwardEpilogue") &&
+	       strstr(full, ", float, float, float, ");
+}
+
 static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
                       size_t rsz, double *row_cols, double *row_rows)
 {
@@ -559,6 +570,27 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
 		return 0;
 	}
+	if (lsb_kernel(n) && na == 2 && n->nreads == 2) {
+		/* reads in parameter order: output (the forward's log-probabilities), then
+		 * gradOutput; the one a forward log_softmax wrote is the output */
+		int y = 0;
+		for (int k = 0; k < 2; k++) {
+			int w = g->m->values[n->reads[k]].writer;
+			if (w >= 0 && g->m->nodes[w].sem.family == FAM_SOFTMAX &&
+			    !g->m->nodes[w].sem.backward)
+				y = k;
+		}
+		uint64_t len;
+		if (!fusegroup_param(n, 3, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
+			return fail(
+			    g, "node %d: log_softmax backward's row length is not in the trace",
+			    n->id);
+		*row_cols = (double)(int64_t)len;
+		*row_rows = (double)(g->numel / (long)len);
+		const char *b[2] = {a[1 - y], a[y]}; /* dy, y */
+		add_op(g, "log_softmax_backward", b, 2, res, rsz);
+		return 0;
+	}
 	if (strstr(full, "launch_clamp_scalar") && na == 1 &&
 	    strstr(full, "vectorized_elementwise_kernel")) {
 		/* clamp_min(0), as ATen runs relu: the lambda captures the two limits and the
@@ -696,7 +728,8 @@ int fusegroup_result(const struct model *m, int n)
  * statistics come from another kernel, so its "reduction-epilogue" group is a chain). */
 static int group_has_reduction(const struct gb *g)
 {
-	static const char *const red[] = {"layer_norm", "rms_norm", "softmax", "log_softmax"};
+	static const char *const red[] = {"layer_norm", "rms_norm", "softmax", "log_softmax",
+	                                  "log_softmax_backward"};
 	const cJSON *o;
 	cJSON_ArrayForEach(o, g->ops)
 	{
@@ -741,7 +774,8 @@ static int build(struct gb *g)
 	for (int i = 0; i < c->nnodes; i++) {
 		/* members no rule covers, named before any fault of their values */
 		const struct node *n = &m->nodes[c->nodes[i]];
-		if (n->sem.backward && (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX))
+		if (n->sem.backward &&
+		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n))
 			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
 			            n->id, n->sem.op);
 		if (n->sem.family == FAM_OTHER)
@@ -898,6 +932,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 				else if (n->sem.family == FAM_SOFTMAX && n->full_name &&
 				         strstr(n->full_name, "cunn_SoftMaxForward") &&
 				         fusegroup_param(n, 2, 8, &raw))
+					cols = (double)(int64_t)raw;
+				else if (lsb_kernel(n) && fusegroup_param(n, 3, 8, &raw))
 					cols = (double)(int64_t)raw;
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));

@@ -139,7 +139,7 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	const struct fopnode *n = &g->ops[k];
 	const char *rn = n->op->name;
 	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
-	int ln = !strcmp(rn, "layer_norm");
+	int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
 	strbuf_addf(sb, "\n/* ops[%d]: %s = %s, one block per row */\n", k, g->values[n->out].name,
 	            rn);
 	strbuf_addf(sb, "__global__ void ref%d(long rows, %s *out", k,
@@ -154,7 +154,7 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	            "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
 	            "\t\t\tconst float v = aic_to_float(a0[rb + c]);\n"
 	            "\t\t\tacc = %s;\n\t\t}\n",
-	            softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"));
+	            softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"));
 	if (softmax)
 		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<true>(acc, red);\n"
 		                "\t\tfloat acc2 = 0.f;\n"
@@ -169,6 +169,8 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 		                "\t\t\tconst float d = aic_to_float(a0[rb + c]) - s0;\n"
 		                "\t\t\tacc2 += d * d;\n\t\t}\n"
 		                "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else if (lsb)
+		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red);\n");
 	else
 		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
 		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
@@ -176,18 +178,21 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 		strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
 	else if (!strcmp(rn, "log_softmax"))
 		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+	else if (lsb)
+		strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
 	else {
 		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)COLS + ");
 		emit_lit(sb, n->num);
 		strbuf_adds(sb, ");\n");
 	}
-	strbuf_adds(sb,
-	            "\t\t(void)s0;\n\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n");
+	strbuf_adds(sb, "\t\t(void)s0;\n\t\t(void)s1;\n"
+	                "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n");
 	strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a0[rb + c]);\n", n->arg[0]);
+	/* the norms' weight and bias per column; log_softmax_backward's y per element */
 	for (int a = 1; a < n->nargs; a++)
 		if (first_use(n, a))
-			strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[c]);\n",
-			            n->arg[a], a);
+			strbuf_addf(sb, "\t\t\tconst float v%d = aic_to_float(a%d[%s]);\n",
+			            n->arg[a], a, lsb ? "rb + c" : "c");
 	strbuf_addf(sb, "\t\t\tout[rb + c] = aic_from_float<%s>(",
 	            fdtype_ctype(g->values[n->out].dtype));
 	emit_apply(sb, g, "v%d");
@@ -689,7 +694,7 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		const struct fopnode *rd = &g->ops[g->red];
 		const char *rn = rd->op->name;
 		int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
-		int ln = !strcmp(rn, "layer_norm");
+		int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
 		strbuf_addf(sb,
 		            "\tstd::vector<float> xs(COLS);\n"
 		            "\tfor (long row = 0; row < ROWS; row++) {\n"
@@ -704,10 +709,12 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\t\txs[c] = v;\n\t\t\tacc = %s;\n\t\t}\n",
 		            softmax ? "-INFINITY" : "0.f", g->ninputs, g->ndrop ? g->ndrop : 1,
 		            g->nwrites, g->nwrites, nm, g->nwrites,
-		            softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"));
+		            softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"));
 		if (softmax)
 			strbuf_adds(sb, "\t\tconst float s0 = acc;\n\t\tfor (long c = 0; c < COLS; "
 			                "c++)\n\t\t\tacc2 += expf(xs[c] - s0);\n");
+		else if (lsb)
+			strbuf_adds(sb, "\t\tacc2 = acc;\n\t\tconst float s0 = acc2;\n");
 		else if (ln)
 			strbuf_adds(sb,
 			            "\t\tconst float s0 = acc / (float)COLS;\n\t\tfor (long c = 0; "
@@ -718,6 +725,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
 		else if (!strcmp(rn, "log_softmax"))
 			strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+		else if (lsb)
+			strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
 		else {
 			strbuf_adds(sb, "\t\tconst float s1 = 1.f / sqrtf(acc2 / (float)COLS + ");
 			emit_lit(sb, rd->num);
@@ -778,7 +787,13 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\t\tm = x[c] > m ? x[c] : m;\n\t\t\ts += x[c];\n\t\t\ts2 += x[c] * "
 		            "x[c];\n\t\t}\n",
 		            x, op->out);
-		if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
+		if (!strcmp(rn, "log_softmax_backward")) {
+			/* dx = dy - exp(y) * sum(dy), y the forward's log-probabilities */
+			strbuf_addf(sb,
+			            "\t\t(void)m; (void)s2;\n\t\tfor (long c = 0; c < COLS; c++)\n"
+			            "\t\t\ty[c] = x[c] - exp(r[%d][row * COLS + c]) * s;\n",
+			            op->arg[1]);
+		} else if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
 			strbuf_adds(sb, "\t\tdouble e = 0;\n\t\tfor (long c = 0; c < COLS; c++)\n"
 			                "\t\t\te += exp(x[c] - m);\n"
 			                "\t\tfor (long c = 0; c < COLS; c++)\n");

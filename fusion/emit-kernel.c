@@ -182,6 +182,8 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt)
 		strbuf_addf(sb, "expf(%s - s0) * s1", x);
 	else if (!strcmp(op, "log_softmax"))
 		strbuf_addf(sb, "(%s - s0 - s1)", x);
+	else if (!strcmp(op, "log_softmax_backward"))
+		strbuf_addf(sb, "(%s - expf(%s) * s0)", x, w);
 	else if (!strcmp(op, "layer_norm"))
 		strbuf_addf(sb, "((%s - s0) * s1%s%s%s%s)", x, *w ? " * " : "", w, *b ? " + " : "",
 		            b);
@@ -254,7 +256,7 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb,
 		            "AIC_HD void %s_epi(float x, float s0, float s1, const float *in, "
 		            "const float *u, long row, long col, float *o)\n{\n"
-		            "\t(void)s0; (void)u; (void)row; (void)col; (void)in;\n",
+		            "\t(void)s0; (void)s1; (void)u; (void)row; (void)col; (void)in;\n",
 		            g->name);
 		inputs_used(g, g->red, g->nops, use);
 		if (x < g->ninputs)
@@ -539,7 +541,7 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	const struct fopnode *r = &g->ops[g->red];
 	const char *rn = red_name(g);
 	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
-	int ln = !strcmp(rn, "layer_norm");
+	int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
 	int pro[64], epi[64];
 	inputs_used(g, 0, g->red, pro);
 	if (r->arg[0] < g->ninputs)
@@ -578,7 +580,7 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	    "\t\t\t\tacc = %s;\n"
 	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
 	    "\t\t\t}\n",
-	    g->nwrites, nm, softmax ? "fmaxf(acc, v)" : (ln ? "acc + v" : "acc + v * v"),
+	    g->nwrites, nm, softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"),
 	    g->nwrites);
 	emit_stores(sb, g, 1, "\t\t\t");
 	strbuf_adds(sb, "\t\t}\n");
@@ -597,6 +599,8 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 		        "\t\t\tacc2 += d * d;\n"
 		        "\t\t}\n"
 		        "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
+	else if (lsb) /* the row's sum of dy */
+		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red);\n");
 	else
 		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
 		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
@@ -604,6 +608,8 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 		strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
 	else if (!strcmp(rn, "log_softmax"))
 		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
+	else if (lsb)
+		strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
 	else {
 		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)cols + ");
 		emit_lit(sb, r->num);

@@ -233,6 +233,11 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 		} else if (!strcmp(o, "softmax") || !strcmp(o, "log_softmax")) {
 			strbuf_addf(sb, "torch.%s(%s.view(-1, %ld), -1).reshape(-1)", o, a[0],
 			            g->cols);
+		} else if (!strcmp(o, "log_softmax_backward")) {
+			strbuf_addf(sb,
+			            "(%s.view(-1, %ld) - torch.exp(%s.view(-1, %ld)) * %s.view(-1, "
+			            "%ld).sum(-1, keepdim=True)).reshape(-1)",
+			            a[0], g->cols, a[1], g->cols, a[0], g->cols);
 		} else if (!strcmp(o, "layer_norm")) {
 			strbuf_addf(sb, "F.layer_norm(%s.view(-1, %ld), (%ld,), ", a[0], g->cols,
 			            g->cols);

@@ -352,12 +352,19 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 			            "%sthe input of '%s' must have all %ld elements, not a "
 			            "broadcast %ld",
 			            path, opname, g->numel, g->values[n->arg[0]].numel);
+		/* log_softmax_backward reads its forward's result per element; the norms' weight
+		 * and bias are per column */
+		int whole = !strcmp(opname, "log_softmax_backward");
 		for (int k = 1; k < nargs; k++)
-			if (g->values[n->arg[k]].op >= 0 || g->values[n->arg[k]].numel != g->cols)
+			if (g->values[n->arg[k]].op >= 0 ||
+			    g->values[n->arg[k]].numel != (whole ? g->numel : g->cols))
 				return perr(c,
-				            "%sargs[%d] (weight or bias) must be an input of %ld "
-				            "elements (cols)",
-				            path, k, g->cols);
+				            whole
+				                ? "%sargs[%d] (the forward's result) must be an "
+				                  "input of all %ld elements"
+				                : "%sargs[%d] (weight or bias) must be an input of "
+				                  "%ld elements (cols)",
+				            path, k, whole ? g->numel : g->cols);
 	}
 	if (n->causal && g->kind != FG_ROW)
 		return perr(c, "%s'causal' needs a row group (kind \"reduction-epilogue\")", path);
@@ -411,7 +418,7 @@ static int check_row(struct pctx *c, struct fgroup *g)
 {
 	if (g->red < 0)
 		return perr(c, "a \"reduction-epilogue\" group needs one of softmax, log_softmax, "
-		               "layer_norm, rms_norm");
+		               "log_softmax_backward, layer_norm, rms_norm");
 	int x = g->ops[g->red].arg[0];
 	for (int i = g->red + 1; i < g->nops; i++)
 		for (int k = 0; k < g->ops[i].nargs; k++) {

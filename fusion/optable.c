@@ -7,8 +7,8 @@
  * expression for the CPU op-by-op reference the generated check compares against. The
  * emitters substitute the placeholders ($0 $1 $2 arguments, $s number, $k keep probability,
  * $i its inverse, $u uniform random, $t the cast target, $m the mask condition); see fusion.h.
- * Reductions (softmax, log_softmax, layer_norm, rms_norm) carry no expression: their two-pass
- * row statistics are written by the emitters.
+ * Reductions (softmax, log_softmax, its backward, layer_norm, rms_norm) carry no expression: their
+ * two-pass row statistics are written by the emitters.
  */
 #include "fusion/fusion.h"
 
@@ -82,6 +82,9 @@ const struct fop fop_table[] = {
     {"rms_norm", 1, 2, RED, FOP_NEED_EPS, NULL, NULL},
     {"softmax", 1, 1, RED, 0, NULL, NULL},
     {"log_softmax", 1, 1, RED, 0, NULL, NULL},
+    /* log_softmax's backward (dy, y): dy - exp(y) * sum(dy) over the row, y the forward's
+     * result, an input of all the group's elements */
+    {"log_softmax_backward", 2, 2, RED, 0, NULL, NULL},
 };
 const size_t fop_count = ARRAY_SIZE(fop_table);
 

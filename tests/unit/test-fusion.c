@@ -85,6 +85,7 @@ static void test_optable(void **state)
 	                              "rms_norm",
 	                              "softmax",
 	                              "log_softmax",
+	                              "log_softmax_backward",
 	                              "gelu_backward",
 	                              "relu_backward",
 	                              "silu_backward",
@@ -116,6 +117,8 @@ static void test_optable(void **state)
 	assert_int_equal(fop_lookup("softmax")->kind, FOP_REDUCE);
 	assert_int_equal(fop_lookup("dropout")->need, FOP_NEED_P);
 	assert_int_equal(fop_lookup("layer_norm")->max_args, 3);
+	assert_int_equal(fop_lookup("log_softmax_backward")->kind, FOP_REDUCE);
+	assert_int_equal(fop_lookup("log_softmax_backward")->min_args, 2);
 	assert_int_equal(fop_lookup("gelu_backward")->min_args, 2);
 	assert_non_null(strstr(fop_lookup("gelu_backward")->expr, "erff($1"));
 	enum fdtype t;
@@ -260,6 +263,12 @@ static void test_parse_rules(void **state)
 	                       "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": "
 	                       "\"y\"}]}",
 	               "needs one of softmax");
+	/* log_softmax_backward reads the forward's result per element, not per column */
+	parse_text_bad(ROWHEAD "\"inputs\": [{\"name\": \"dy\"}, {\"name\": \"y\", \"numel\": "
+	                       "16}], \"ops\": [{\"op\": \"log_softmax_backward\", \"args\": "
+	                       "[\"dy\", \"y\"], \"out\": \"g\"}], \"outputs\": [{\"name\": "
+	                       "\"g\"}]}",
+	               "the forward's result) must be an input of all 64 elements");
 	parse_text_bad("{\"kind\": \"gemm-epilogue\", \"dtype\": \"f32\"}", "unsupported kind");
 }
 
