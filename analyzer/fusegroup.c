@@ -417,6 +417,41 @@ static int lsb_kernel(const struct node *n)
 	       strstr(full, ", float, float, float, ");
 }
 
+/* ATen's layer norm input gradient on float: layer_norm_grad_input_kernel[_vectorized]<float,
+ * float, ...>(dY, X, mean, rstd, gamma, dX, int N), one row a block; mean and rstd one float a
+ * row, gamma (when not null) one a column. */
+static int lnb_kernel(const struct node *n)
+{
+	const char *full = n->full_name ? n->full_name : "";
+	return n->sem.backward && n->sem.op && !strcmp(n->sem.op, "layer_norm_backward") &&
+	       strstr(full, "layer_norm_grad_input_kernel") && strstr(full, "<float, float");
+}
+
+/* Names value vi a per-row input of rows floats (a layer norm's mean or rstd), unless named. */
+static int row_input(struct gb *g, int vi, long rows, const struct node *n)
+{
+	if (g->vname[vi])
+		return 0;
+	const struct value *v = &g->m->values[vi];
+	if (v->writer >= 0 && in_group(g->c, v->writer))
+		return fail(g, "node %d reads value %d, which a member writes besides its result",
+		            n->id, vi);
+	if (!fusegroup_block_holds(v->size, 4 * (uint64_t)rows))
+		return fail(g, "node %d: value %d (%llu bytes) is not one float a row (%ld rows)",
+		            n->id, vi, (unsigned long long)v->size, rows);
+	char nm[32];
+	snprintf(nm, sizeof(nm), "in%d", g->nin++);
+	g->vname[vi] = xstrdup(nm);
+	cJSON *in = cJSON_CreateObject();
+	cJSON_AddStringToObject(in, "name", nm);
+	cJSON_AddNumberToObject(in, "value", vi);
+	cJSON_AddStringToObject(in, "dtype", "f32");
+	cJSON_AddNumberToObject(in, "numel", (double)rows);
+	cJSON_AddBoolToObject(in, "per_row", 1);
+	cJSON_AddItemToArray(g->ins, in);
+	return 0;
+}
+
 static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
                       size_t rsz, double *row_cols, double *row_rows)
 {
@@ -568,6 +603,18 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		*row_cols = (double)(int64_t)len;
 		*row_rows = (double)(g->numel / (long)len);
 		add_op(g, lg ? "log_softmax" : "softmax", a, 1, res, rsz);
+		return 0;
+	}
+	if (lnb_kernel(n) && (na == 4 || na == 5) && n->nreads == na) {
+		/* reads in parameter order: dY, X, mean, rstd[, gamma] */
+		uint64_t nraw;
+		if (!fusegroup_param(n, 6, 4, &nraw) || (int32_t)nraw <= 0 ||
+		    g->numel % (int32_t)nraw)
+			return fail(g, "node %d: layer norm backward's N is not in the trace",
+			            n->id);
+		*row_cols = (double)(int32_t)nraw;
+		*row_rows = (double)(g->numel / (int32_t)nraw);
+		add_op(g, "layer_norm_backward", a, na, res, rsz);
 		return 0;
 	}
 	if (lsb_kernel(n) && na == 2 && n->nreads == 2) {
@@ -728,8 +775,9 @@ int fusegroup_result(const struct model *m, int n)
  * statistics come from another kernel, so its "reduction-epilogue" group is a chain). */
 static int group_has_reduction(const struct gb *g)
 {
-	static const char *const red[] = {"layer_norm", "rms_norm", "softmax", "log_softmax",
-	                                  "log_softmax_backward"};
+	static const char *const red[] = {
+	    "layer_norm",           "rms_norm",           "softmax", "log_softmax",
+	    "log_softmax_backward", "layer_norm_backward"};
 	const cJSON *o;
 	cJSON_ArrayForEach(o, g->ops)
 	{
@@ -775,7 +823,8 @@ static int build(struct gb *g)
 		/* members no rule covers, named before any fault of their values */
 		const struct node *n = &m->nodes[c->nodes[i]];
 		if (n->sem.backward &&
-		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n))
+		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n) &&
+		    !lnb_kernel(n))
 			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
 			            n->id, n->sem.op);
 		if (n->sem.family == FAM_OTHER)
@@ -793,6 +842,12 @@ static int build(struct gb *g)
 		const struct node *n = &m->nodes[c->nodes[i]];
 		const char *a[8];
 		int na = 0;
+		uint64_t lnraw;
+		if (lnb_kernel(n) && n->nreads >= 4 && fusegroup_param(n, 6, 4, &lnraw) &&
+		    (int32_t)lnraw > 0 && g->numel % (int32_t)lnraw == 0)
+			for (int k = 2; k < 4; k++) /* mean and rstd: one float a row */
+				if (row_input(g, n->reads[k], g->numel / (int32_t)lnraw, n))
+					return -1;
 		for (int k = 0; k < n->nreads; k++) {
 			const char *s = arg_name(g, n->reads[k], n);
 			if (!s)
@@ -935,6 +990,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 					cols = (double)(int64_t)raw;
 				else if (lsb_kernel(n) && fusegroup_param(n, 3, 8, &raw))
 					cols = (double)(int64_t)raw;
+				else if (lnb_kernel(n) && fusegroup_param(n, 6, 4, &raw))
+					cols = (double)(int32_t)raw;
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
 			cJSON_AddNumberToObject(root, "cols", cols);

@@ -221,7 +221,7 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 		const struct fopnode *n = &g->ops[k];
 		if (!need[n->out])
 			continue;
-		int args[3];
+		int args[5];
 		for (int a = 0; a < n->nargs; a++)
 			args[a] = fv[n->arg[a]];
 		fv[n->out] = add_op(&x, n->op->name, n->nargs, args, n);

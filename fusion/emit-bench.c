@@ -149,6 +149,27 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	strbuf_adds(sb, ")\n{\n\t__shared__ float red[32];\n"
 	                "\tfor (long row = blockIdx.x; row < rows; row += gridDim.x) {\n"
 	                "\t\tconst long rb = row * COLS;\n");
+	if (!strcmp(rn, "layer_norm_backward")) {
+		/* a0 dy, a1 x per element, a2 mean and a3 rstd per row, a4 gamma per column */
+		const char *gm = n->nargs > 4 ? "aic_to_float(a4[c])" : "1.f";
+		strbuf_addf(
+		    sb,
+		    "\t\tfloat acc = 0.f, acc1 = 0.f;\n"
+		    "\t\tconst float mu = aic_to_float(a2[row]), rs = aic_to_float(a3[row]);\n"
+		    "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
+		    "\t\t\tconst float g_ = aic_to_float(a0[rb + c]) * %s;\n"
+		    "\t\t\tacc += g_;\n"
+		    "\t\t\tacc1 += g_ * (aic_to_float(a1[rb + c]) - mu) * rs;\n\t\t}\n"
+		    "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / (float)COLS;\n"
+		    "\t\tconst float s1 = aic_block_reduce<false>(acc1, red) / (float)COLS;\n"
+		    "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
+		    "\t\t\tconst float g_ = aic_to_float(a0[rb + c]) * %s;\n"
+		    "\t\t\tconst float xh = (aic_to_float(a1[rb + c]) - mu) * rs;\n"
+		    "\t\t\tout[rb + c] = aic_from_float<%s>(rs * (g_ - s0 - xh * s1));\n"
+		    "\t\t}\n\t\t__syncthreads();\n\t}\n}\n",
+		    gm, gm, fdtype_ctype(g->values[n->out].dtype));
+		return;
+	}
 	strbuf_addf(sb, "\t\tfloat acc = %s;\n", softmax ? "-INFINITY" : "0.f");
 	strbuf_addf(sb,
 	            "\t\tfor (long c = threadIdx.x; c < COLS; c += blockDim.x) {\n"
@@ -680,7 +701,10 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 	/* gather helper as a lambda */
 	strbuf_addf(sb, "\tauto gather = [&](long i, float *in, float *u) {\n");
 	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "\t\tin[%d] = in%d[i %% (long)in%d.size()];\n", i, i, i);
+		if (g->values[i].per_row)
+			strbuf_addf(sb, "\t\tin[%d] = in%d[i / COLS];\n", i, i);
+		else
+			strbuf_addf(sb, "\t\tin[%d] = in%d[i %% (long)in%d.size()];\n", i, i, i);
 	strbuf_addf(sb, "\t\tfor (int d = 0; d < %d; d++)\n\t\t\tu[d] = ud[d][i];\n\t};\n",
 	            g->ndrop ? g->ndrop : 1);
 	strbuf_addf(sb, "\t/* fused: the math of %s_math.h */\n", nm);
@@ -695,6 +719,21 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		const char *rn = rd->op->name;
 		int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
 		int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
+		int lnb = !strcmp(rn, "layer_norm_backward");
+		char upd[192], gm[32] = "1.f";
+		if (lnb) { /* both sums in one pass, as the kernel does */
+			if (rd->nargs > 4)
+				snprintf(gm, sizeof(gm), "in[%d]", rd->arg[4]);
+			snprintf(
+			    upd, sizeof(upd),
+			    "{ const float g_ = v * %s; acc += g_; acc2 += g_ * (in[%d] - in[%d]) "
+			    "* in[%d]; }",
+			    gm, rd->arg[1], rd->arg[2], rd->arg[3]);
+		} else {
+			snprintf(upd, sizeof(upd), "acc = %s",
+			         softmax ? "fmaxf(acc, v)"
+			                 : (ln || lsb ? "acc + v" : "acc + v * v"));
+		}
 		strbuf_addf(sb,
 		            "\tstd::vector<float> xs(COLS);\n"
 		            "\tfor (long row = 0; row < ROWS; row++) {\n"
@@ -706,11 +745,14 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\t\tgather(i, in, u);\n"
 		            "\t\t\tconst float v = %s_pro(in, u, row, c, o);\n"
 		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tf[k][i] = o[k];\n"
-		            "\t\t\txs[c] = v;\n\t\t\tacc = %s;\n\t\t}\n",
+		            "\t\t\txs[c] = v;\n\t\t\t%s;\n\t\t}\n",
 		            softmax ? "-INFINITY" : "0.f", g->ninputs, g->ndrop ? g->ndrop : 1,
-		            g->nwrites, g->nwrites, nm, g->nwrites,
-		            softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"));
-		if (softmax)
+		            g->nwrites, g->nwrites, nm, g->nwrites, upd);
+		if (lnb)
+			strbuf_adds(
+			    sb,
+			    "\t\tconst float s0 = acc / (float)COLS, s1 = acc2 / (float)COLS;\n");
+		else if (softmax)
 			strbuf_adds(sb, "\t\tconst float s0 = acc;\n\t\tfor (long c = 0; c < COLS; "
 			                "c++)\n\t\t\tacc2 += expf(xs[c] - s0);\n");
 		else if (lsb)
@@ -727,6 +769,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
 		else if (lsb)
 			strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
+		else if (lnb)
+			;
 		else {
 			strbuf_adds(sb, "\t\tconst float s1 = 1.f / sqrtf(acc2 / (float)COLS + ");
 			emit_lit(sb, rd->num);
@@ -747,11 +791,13 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 	/* op by op, double */
 	strbuf_adds(sb, "\t/* op by op, double */\n");
 	strbuf_addf(sb, "\tstd::vector<double> r[%d];\n", g->nvalues);
-	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb,
-		            "\tr[%d].resize(N);\n\tfor (long i = 0; i < N; i++)\n"
-		            "\t\tr[%d][i] = in%d[i %% (long)in%d.size()];\n",
-		            i, i, i, i);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_addf(sb, "\tr[%d].resize(N);\n\tfor (long i = 0; i < N; i++)\n", i);
+		if (g->values[i].per_row) /* one value a row */
+			strbuf_addf(sb, "\t\tr[%d][i] = in%d[i / COLS];\n", i, i);
+		else
+			strbuf_addf(sb, "\t\tr[%d][i] = in%d[i %% (long)in%d.size()];\n", i, i, i);
+	}
 	for (int k = 0; k < g->nops; k++) {
 		const struct fopnode *op = &g->ops[k];
 		strbuf_addf(sb, "\tr[%d].resize(N); /* %s = %s */\n", op->out,
@@ -787,7 +833,30 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\t\tm = x[c] > m ? x[c] : m;\n\t\t\ts += x[c];\n\t\t\ts2 += x[c] * "
 		            "x[c];\n\t\t}\n",
 		            x, op->out);
-		if (!strcmp(rn, "log_softmax_backward")) {
+		if (!strcmp(rn, "layer_norm_backward")) {
+			/* rstd * (g - mean(g) - xh * mean(g * xh)), g = dy * gamma, xh = (x - mean)
+			 * * rstd; mean and rstd the inputs (per row), not recomputed */
+			char gmr[48] = "1.0";
+			if (op->nargs > 4)
+				snprintf(gmr, sizeof(gmr), "r[%d][row * COLS + c]", op->arg[4]);
+			strbuf_addf(
+			    sb,
+			    "\t\t(void)m; (void)s; (void)s2;\n"
+			    "\t\tdouble sg = 0, sgx = 0;\n"
+			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
+			    "\t\t\tconst double g_ = x[c] * %s;\n"
+			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
+			    "c]) * r[%d][row * COLS + c];\n"
+			    "\t\t\tsg += g_;\n\t\t\tsgx += g_ * xh;\n\t\t}\n"
+			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
+			    "\t\t\tconst double g_ = x[c] * %s;\n"
+			    "\t\t\tconst double rs = r[%d][row * COLS + c];\n"
+			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
+			    "c]) * rs;\n"
+			    "\t\t\ty[c] = rs * (g_ - sg / COLS - xh * sgx / COLS);\n\t\t}\n",
+			    gmr, op->arg[1], op->arg[2], op->arg[3], gmr, op->arg[3], op->arg[1],
+			    op->arg[2]);
+		} else if (!strcmp(rn, "log_softmax_backward")) {
 			/* dx = dy - exp(y) * sum(dy), y the forward's log-probabilities */
 			strbuf_addf(sb,
 			            "\t\t(void)m; (void)s2;\n\t\tfor (long c = 0; c < COLS; c++)\n"

@@ -184,7 +184,15 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt)
 		strbuf_addf(sb, "(%s - s0 - s1)", x);
 	else if (!strcmp(op, "log_softmax_backward"))
 		strbuf_addf(sb, "(%s - expf(%s) * s0)", x, w);
-	else if (!strcmp(op, "layer_norm"))
+	else if (!strcmp(op, "layer_norm_backward")) {
+		/* s0, s1: the row's means of g and of g * xh */
+		char m[32], r[32], gm[32] = "1.f";
+		snprintf(m, sizeof(m), argfmt, n->arg[2]);
+		snprintf(r, sizeof(r), argfmt, n->arg[3]);
+		if (n->nargs > 4)
+			snprintf(gm, sizeof(gm), argfmt, n->arg[4]);
+		strbuf_addf(sb, "(%s * (%s * %s - s0 - (%s - %s) * %s * s1))", r, x, gm, w, m, r);
+	} else if (!strcmp(op, "layer_norm"))
 		strbuf_addf(sb, "((%s - s0) * s1%s%s%s%s)", x, *w ? " * " : "", w, *b ? " + " : "",
 		            b);
 	else
@@ -401,6 +409,12 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 	for (int i = 0; i < g->ninputs; i++) {
 		if (!use[i])
 			continue;
+		if (g->values[i].per_row) { /* one value a row, the same for the V elements */
+			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\t", ind, ind);
+			strbuf_addf(sb, xfmt, i);
+			strbuf_addf(sb, "[j] = aic_to_float(a.in_%s[row]);\n", g->values[i].name);
+			continue;
+		}
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
 		if (g->kind == FG_ROW && g->values[i].numel == g->cols && g->rows > 1)
 			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
@@ -542,10 +556,13 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	const char *rn = red_name(g);
 	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
 	int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
+	int lnb = !strcmp(rn, "layer_norm_backward");
 	int pro[64], epi[64];
 	inputs_used(g, 0, g->red, pro);
 	if (r->arg[0] < g->ninputs)
 		pro[r->arg[0]] = 1;
+	for (int k = 1; lnb && k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
+		pro[r->arg[k]] = 1;
 	inputs_used(g, g->red, g->nops, epi);
 	if (r->arg[0] < g->ninputs)
 		epi[r->arg[0]] = 0;
@@ -560,7 +577,7 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	    "\tconst long cols = a.cols;\n"
 	    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
 	    "\t\tconst long rb = row * cols;\n"
-	    "\t\tfloat acc = %s;\n"
+	    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
 	    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) {\n"
 	    "\t\t\tconst long i = rb + c;\n"
 	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
@@ -572,16 +589,27 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
 	            g->nwrites);
 	emit_gather(sb, g, pro, 0, g->red, "\t\t\t\t", "x[%d]");
+	char upd[192], gm[32] = "1.f";
+	if (lnb) { /* both sums in one pass: g = dy * gamma, and g * xh */
+		if (r->nargs > 4)
+			snprintf(gm, sizeof(gm), "in[%d]", r->arg[4]);
+		snprintf(upd, sizeof(upd),
+		         "{ const float g_ = v * %s; acc += g_; acc1 += g_ * (in[%d] - in[%d]) * "
+		         "in[%d]; }",
+		         gm, r->arg[1], r->arg[2], r->arg[3]);
+	} else {
+		snprintf(upd, sizeof(upd), "acc = %s",
+		         softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"));
+	}
 	strbuf_addf(
 	    sb,
 	    "\t\t\t\tfloat o[%d] = {};\n"
 	    "\t\t\t\tconst float v = %s_pro(in, uu, row, c + j, o);\n"
 	    "\t\t\t\taic_xs[c + j] = v;\n"
-	    "\t\t\t\tacc = %s;\n"
+	    "\t\t\t\t%s;\n"
 	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
 	    "\t\t\t}\n",
-	    g->nwrites, nm, softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"),
-	    g->nwrites);
+	    g->nwrites, nm, upd, g->nwrites);
 	emit_stores(sb, g, 1, "\t\t\t");
 	strbuf_adds(sb, "\t\t}\n");
 	if (softmax)
@@ -601,6 +629,11 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 		        "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
 	else if (lsb) /* the row's sum of dy */
 		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red);\n");
+	else if (lnb) /* the row's means of g and g * xh */
+		strbuf_adds(
+		    sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / (float)cols;\n"
+		        "\t\tconst float s1 = aic_block_reduce<false>(acc1, red) / "
+		        "(float)cols;\n");
 	else
 		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
 		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
@@ -610,6 +643,8 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
 	else if (lsb)
 		strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
+	else if (lnb)
+		;
 	else {
 		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)cols + ");
 		emit_lit(sb, r->num);

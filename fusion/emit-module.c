@@ -182,7 +182,7 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 	for (int k = 0; k < g->nops; k++) {
 		const struct fopnode *n = &g->ops[k];
 		const char *o = n->op->name;
-		char a[3][32];
+		char a[5][32];
 		for (int j = 0; j < n->nargs; j++)
 			snprintf(a[j], sizeof(a[j]), "_x(v%d, N)", n->arg[j]);
 		strbuf_addf(sb, "    v%d = ", n->out);
@@ -233,6 +233,17 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 		} else if (!strcmp(o, "softmax") || !strcmp(o, "log_softmax")) {
 			strbuf_addf(sb, "torch.%s(%s.view(-1, %ld), -1).reshape(-1)", o, a[0],
 			            g->cols);
+		} else if (!strcmp(o, "layer_norm_backward")) {
+			/* mean and rstd one a row, gamma one a column */
+			strbuf_addf(sb,
+			            "_lnb(%s.view(-1, %ld), v%d.view(-1, %ld), v%d.view(-1, 1), "
+			            "v%d.view(-1, "
+			            "1), ",
+			            a[0], g->cols, n->arg[1], g->cols, n->arg[2], n->arg[3]);
+			if (n->nargs > 4)
+				strbuf_addf(sb, "v%d.view(1, -1))", n->arg[4]);
+			else
+				strbuf_adds(sb, "None)");
 		} else if (!strcmp(o, "log_softmax_backward")) {
 			strbuf_addf(sb,
 			            "(%s.view(-1, %ld) - torch.exp(%s.view(-1, %ld)) * %s.view(-1, "
@@ -438,10 +449,16 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	}
 	strbuf_adds(sb, module_common);
 	if (has_ref) {
-		strbuf_adds(sb,
-		            "def _x(v, n):\n    \"\"\"A broadcast input repeated to n "
-		            "elements.\"\"\"\n"
-		            "    return v if v.numel() == n else v.repeat(n // v.numel())\n\n\n");
+		strbuf_adds(
+		    sb, "def _x(v, n):\n    \"\"\"A broadcast input repeated to n "
+		        "elements.\"\"\"\n"
+		        "    return v if v.numel() == n else v.repeat(n // v.numel())\n\n\n"
+		        "def _lnb(dy, x, mean, rstd, gamma):\n"
+		        "    \"\"\"layer_norm's input gradient, mean and rstd one a row.\"\"\"\n"
+		        "    g = dy if gamma is None else dy * gamma\n"
+		        "    xh = (x - mean) * rstd\n"
+		        "    return (rstd * (g - g.mean(-1, keepdim=True) - xh * (g * "
+		        "xh).mean(-1, keepdim=True))).reshape(-1)\n\n\n");
 		strbuf_add(sb, ref.buf, ref.len);
 	}
 	/* the custom op */

@@ -8,8 +8,10 @@
  * program is acyclic by construction, and the emitters walk it once. Two shapes are supported:
  * an elementwise chain over numel elements, and a row group (kind "reduction-epilogue") of
  * rows x cols elements with exactly one reduction op (softmax, log_softmax, layer_norm,
- * rms_norm) that splits it into a prologue (before) and an epilogue (after). Inputs may be
- * broadcast over leading dimensions: an input of m elements is read at index i % m.
+ * rms_norm, log_softmax_backward, layer_norm_backward) that splits it into a prologue (before)
+ * and an epilogue (after). Inputs may be broadcast over leading dimensions: an input of m
+ * elements is read at index i % m; in a row group an input marked per_row holds one element a
+ * row, read at i / cols.
  */
 #ifndef AICPROF_FUSION_H
 #define AICPROF_FUSION_H
@@ -67,12 +69,14 @@ struct fvalue {
 	enum fdtype dtype; /* storage type */
 	long numel;        /* elements; < group total only for broadcast inputs */
 	int op;            /* defining op index, -1 for an input */
+	int per_row;       /* an input of one element per row of a row group ("per_row": a
+	                    * layer norm's mean and rstd), read at i / cols, not i % numel */
 };
 
 struct fopnode {
 	const struct fop *op;
 	int nargs;
-	int arg[3]; /* value indices */
+	int arg[5]; /* value indices (layer_norm_backward takes five) */
 	int out;    /* value index */
 	double num; /* scalar, value or eps */
 	double p;   /* dropout probability */

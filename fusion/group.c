@@ -205,8 +205,17 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 		if (!name || get_dtype(c, in, path, "dtype", g->dtype, &t) ||
 		    get_long(c, in, path, "numel", 0, &numel))
 			return -1;
+		const cJSON *pr = json_get(in, "per_row");
+		int per_row = cJSON_IsTrue(pr);
+		if (per_row && g->kind != FG_ROW)
+			return perr(
+			    c, "%s'%s': per_row needs a row group (kind \"reduction-epilogue\")",
+			    path, name);
 		if (numel == -2)
-			numel = g->numel;
+			numel = per_row ? g->rows : g->numel;
+		if (per_row && numel != g->rows)
+			return perr(c, "%s'%s' is per_row: %ld elements, not the group's %ld rows",
+			            path, name, numel, g->rows);
 		if (numel > g->numel || g->numel % numel)
 			return perr(
 			    c,
@@ -217,6 +226,7 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			return perr(c, "more than 64 inputs");
 		if (add_value(c, g, path, name, get_id(in), t, numel, -1))
 			return -1;
+		g->values[g->nvalues - 1].per_row = per_row;
 		i++;
 	}
 	if (!i)
@@ -353,9 +363,27 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 			            "broadcast %ld",
 			            path, opname, g->numel, g->values[n->arg[0]].numel);
 		/* log_softmax_backward reads its forward's result per element; the norms' weight
-		 * and bias are per column */
+		 * and bias are per column; layer_norm_backward reads x per element, mean and rstd
+		 * per row, gamma per column */
 		int whole = !strcmp(opname, "log_softmax_backward");
-		for (int k = 1; k < nargs; k++)
+		int lnb = !strcmp(opname, "layer_norm_backward");
+		if (lnb) {
+			for (int k = 1; k < nargs; k++) {
+				const struct fvalue *a = &g->values[n->arg[k]];
+				int ok =
+				    a->op < 0 && (k == 1   ? a->numel == g->numel && !a->per_row
+				                  : k <= 3 ? a->per_row
+				                           : a->numel == g->cols && !a->per_row);
+				if (!ok)
+					return perr(
+					    c,
+					    "%sargs[%d] of layer_norm_backward must be an input: "
+					    "x of all %ld elements, mean and rstd per_row, gamma "
+					    "of %ld (cols)",
+					    path, k, g->numel, g->cols);
+			}
+		}
+		for (int k = 1; k < nargs && !lnb; k++)
 			if (g->values[n->arg[k]].op >= 0 ||
 			    g->values[n->arg[k]].numel != (whole ? g->numel : g->cols))
 				return perr(c,
@@ -418,7 +446,7 @@ static int check_row(struct pctx *c, struct fgroup *g)
 {
 	if (g->red < 0)
 		return perr(c, "a \"reduction-epilogue\" group needs one of softmax, log_softmax, "
-		               "log_softmax_backward, layer_norm, rms_norm");
+		               "log_softmax_backward, layer_norm, layer_norm_backward, rms_norm");
 	int x = g->ops[g->red].arg[0];
 	for (int i = g->red + 1; i < g->nops; i++)
 		for (int k = 0; k < g->ops[i].nargs; k++) {

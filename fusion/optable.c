@@ -85,6 +85,9 @@ const struct fop fop_table[] = {
     /* log_softmax's backward (dy, y): dy - exp(y) * sum(dy) over the row, y the forward's
      * result, an input of all the group's elements */
     {"log_softmax_backward", 2, 2, RED, 0, NULL, NULL},
+    /* layer_norm's input gradient (dy, x, mean, rstd[, gamma]), mean and rstd per row:
+     * rstd * (g - mean_row(g) - xh * mean_row(g * xh)), g = dy * gamma, xh = (x - mean) * rstd */
+    {"layer_norm_backward", 4, 5, RED, 0, NULL, NULL},
 };
 const size_t fop_count = ARRAY_SIZE(fop_table);
 

@@ -86,6 +86,7 @@ static void test_optable(void **state)
 	                              "softmax",
 	                              "log_softmax",
 	                              "log_softmax_backward",
+	                              "layer_norm_backward",
 	                              "gelu_backward",
 	                              "relu_backward",
 	                              "silu_backward",
@@ -119,6 +120,7 @@ static void test_optable(void **state)
 	assert_int_equal(fop_lookup("layer_norm")->max_args, 3);
 	assert_int_equal(fop_lookup("log_softmax_backward")->kind, FOP_REDUCE);
 	assert_int_equal(fop_lookup("log_softmax_backward")->min_args, 2);
+	assert_int_equal(fop_lookup("layer_norm_backward")->max_args, 5);
 	assert_int_equal(fop_lookup("gelu_backward")->min_args, 2);
 	assert_non_null(strstr(fop_lookup("gelu_backward")->expr, "erff($1"));
 	enum fdtype t;
@@ -269,6 +271,24 @@ static void test_parse_rules(void **state)
 	                       "[\"dy\", \"y\"], \"out\": \"g\"}], \"outputs\": [{\"name\": "
 	                       "\"g\"}]}",
 	               "the forward's result) must be an input of all 64 elements");
+	/* layer_norm_backward: mean and rstd one a row (per_row), only in a row group */
+	parse_text_bad(
+	    ROWHEAD "\"inputs\": [{\"name\": \"dy\"}, {\"name\": \"x\"}, {\"name\": "
+	            "\"m\", \"numel\": 4}, {\"name\": \"r\", \"numel\": 4, \"per_row\": "
+	            "true}], \"ops\": [{\"op\": \"layer_norm_backward\", \"args\": "
+	            "[\"dy\", \"x\", \"m\", \"r\"], \"out\": \"g\"}], \"outputs\": "
+	            "[{\"name\": \"g\"}]}",
+	    "args[2] of layer_norm_backward must be an input: x of all 64 elements, mean "
+	    "and rstd per_row");
+	parse_text_bad(ROWHEAD "\"inputs\": [{\"name\": \"x\"}, {\"name\": \"m\", \"numel\": 8, "
+	                       "\"per_row\": true}], \"ops\": [{\"op\": \"softmax\", \"args\": "
+	                       "[\"x\"], \"out\": \"g\"}], \"outputs\": [{\"name\": \"g\"}]}",
+	               "'m' is per_row: 8 elements, not the group's 4 rows");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\"}, {\"name\": \"m\", \"per_row\": true}], "
+	               "\"ops\": [{\"op\": \"relu\", \"args\": [\"x\"], \"out\": \"g\"}], "
+	               "\"outputs\": [{\"name\": \"g\"}]}",
+	               "per_row needs a row group");
 	parse_text_bad("{\"kind\": \"gemm-epilogue\", \"dtype\": \"f32\"}", "unsupported kind");
 }
 
