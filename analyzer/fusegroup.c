@@ -204,6 +204,25 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 	return DT_UNKNOWN;
 }
 
+/* Names value vi the group's next input, of dtype t, numel elements (0: all of the group's),
+ * one a row when per_row; returns its name. */
+static const char *new_input(struct gb *g, int vi, const char *t, long numel, int per_row)
+{
+	char nm[32];
+	snprintf(nm, sizeof(nm), "in%d", g->nin++);
+	g->vname[vi] = xstrdup(nm);
+	cJSON *in = cJSON_CreateObject();
+	cJSON_AddStringToObject(in, "name", nm);
+	cJSON_AddNumberToObject(in, "value", vi);
+	cJSON_AddStringToObject(in, "dtype", t);
+	if (numel)
+		cJSON_AddNumberToObject(in, "numel", (double)numel);
+	if (per_row)
+		cJSON_AddBoolToObject(in, "per_row", 1);
+	cJSON_AddItemToArray(g->ins, in);
+	return g->vname[vi];
+}
+
 /* The name of value vi read by node rd: a member's result, or a new input. NULL on a fault. */
 static const char *arg_name(struct gb *g, int vi, const struct node *rd)
 {
@@ -219,17 +238,7 @@ static const char *arg_name(struct gb *g, int vi, const struct node *rd)
 	enum dtype t = value_dtype(g, v, rd, &vn);
 	if (t == DT_UNKNOWN)
 		return NULL;
-	char nm[32];
-	snprintf(nm, sizeof(nm), "in%d", g->nin++);
-	g->vname[vi] = xstrdup(nm);
-	cJSON *in = cJSON_CreateObject();
-	cJSON_AddStringToObject(in, "name", nm);
-	cJSON_AddNumberToObject(in, "value", vi);
-	cJSON_AddStringToObject(in, "dtype", dtype_name(t));
-	if (vn != g->numel)
-		cJSON_AddNumberToObject(in, "numel", (double)vn);
-	cJSON_AddItemToArray(g->ins, in);
-	return g->vname[vi];
+	return new_input(g, vi, dtype_name(t), vn != g->numel ? vn : 0, 0);
 }
 
 /*
@@ -439,16 +448,7 @@ static int row_input(struct gb *g, int vi, long rows, const struct node *n)
 	if (!fusegroup_block_holds(v->size, 4 * (uint64_t)rows))
 		return fail(g, "node %d: value %d (%llu bytes) is not one float a row (%ld rows)",
 		            n->id, vi, (unsigned long long)v->size, rows);
-	char nm[32];
-	snprintf(nm, sizeof(nm), "in%d", g->nin++);
-	g->vname[vi] = xstrdup(nm);
-	cJSON *in = cJSON_CreateObject();
-	cJSON_AddStringToObject(in, "name", nm);
-	cJSON_AddNumberToObject(in, "value", vi);
-	cJSON_AddStringToObject(in, "dtype", "f32");
-	cJSON_AddNumberToObject(in, "numel", (double)rows);
-	cJSON_AddBoolToObject(in, "per_row", 1);
-	cJSON_AddItemToArray(g->ins, in);
+	new_input(g, vi, "f32", rows, 1);
 	return 0;
 }
 
