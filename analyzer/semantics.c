@@ -1065,6 +1065,14 @@ int elementwise_ntensors(const char *name, int array)
 		}
 		return k;
 	}
+	/* the legacy loop over a functor object, whose lambda is (int): BinaryFunctor<a, b, out,
+	 * op> reads two tensors and writes one; the A/BUnaryFunctor (one operand a scalar) one
+	 * and one. Without k two runs of pointer-like words (stale bytes before the data array)
+	 * would leave the roles unknown. */
+	if (strstr(name, "AUnaryFunctor<") || strstr(name, "BUnaryFunctor<"))
+		return 2;
+	if (strstr(name, "BinaryFunctor<"))
+		return 3;
 	return 0;
 }
 

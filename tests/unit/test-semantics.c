@@ -688,6 +688,16 @@ static void test_roles_at(void **state)
 	                              {1, 712, 760}, {1, 720, 760}, {1, 728, 760}};
 	assert_int_equal(roles_at(legacy_mse, mse, 6, r), 1);
 	expect_roles(r, "??WRRR");
+	/* Llama's rotary q * cos on the legacy loop over a BinaryFunctor (lambda(int)): stale
+	 * words at 80 and 88 that point into live blocks, then the data array at 608 */
+	const char *bin_mul =
+	    "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_15gpu_kernel_implINS0_13BinaryFunctor"
+	    "IfffNS0_15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_"
+	    "EEviT1_";
+	const struct sem_ptr bm[] = {
+	    {1, 80, 648}, {1, 88, 648}, {1, 608, 648}, {1, 616, 648}, {1, 624, 648}};
+	assert_int_equal(roles_at(bin_mul, bm, 5, r), 1);
+	expect_roles(r, "??WRR");
 	/* no run of K consecutive words: not known */
 	const struct sem_ptr gap[] = {{1, 608, 656}, {1, 624, 656}, {1, 640, 656}};
 	assert_int_equal(roles_at(legacy_mfill, gap, 3, r), 0);
