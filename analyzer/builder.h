@@ -202,6 +202,7 @@ struct builder {
 	struct device_info *dev;
 	long line;
 	int have_header;
+	long allocs_block, allocs_async, allocs_plain; /* alloc records by api (finish.c) */
 	long unknown_refs,
 	    unknown_line; /* references to undefined str/site ids, the first's line */
 	const char *raw;  /* the current line's text */

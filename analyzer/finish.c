@@ -84,6 +84,27 @@ int builder_finish(struct builder *b, struct model *m)
 		    xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
 		b->ti->warnings[b->ti->nwarnings++] = sb.buf;
 	}
+	/* a PyTorch program (ATen kernels) whose tensors the trace does not show one by one: its
+	 * caching allocator's segments, no blocks (a trace from before the shim recorded them, or
+	 * a PyTorch whose libc10_cuda.so does not report them) and no cudaMallocAsync */
+	int aten = 0;
+	for (int i = 0; i < b->nfns && !aten; i++)
+		aten = b->fns[i].name && (!strncmp(b->fns[i].name, "_ZN2at6native", 13) ||
+		                          strstr(b->fns[i].name, "at::native::"));
+	if (aten && b->allocs_plain && !b->allocs_block && !b->allocs_async) {
+		struct strbuf sb = STRBUF_INIT;
+		strbuf_adds(
+		    &sb,
+		    "PyTorch's caching allocator's blocks are not in the trace (only its "
+		    "cudaMalloc segments): tensors that share a segment are told apart by byte "
+		    "ranges only, and extents a kernel's parameters do not give are bounded by "
+		    "the segment (docs/accuracy.md section 4); record with "
+		    "AICPROF_ALLOC_BACKEND=1 for one allocation per tensor");
+		warning("'%s': %s", b->file, sb.buf);
+		b->ti->warnings =
+		    xrealloc(b->ti->warnings, sizeof(char *) * (b->ti->nwarnings + 1));
+		b->ti->warnings[b->ti->nwarnings++] = sb.buf;
+	}
 	if (orphans) {
 		struct strbuf sb = STRBUF_INIT;
 		strbuf_addf(&sb, "%ld activity records have no API record", orphans);

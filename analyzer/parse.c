@@ -759,6 +759,16 @@ static int parse_misc(struct builder *b, const cJSON *rec, int type, const char 
 			rec_free(b, r);
 			return bad(b, what, "size");
 		}
+		{
+			const char *api = get_str(rec, "api");
+			if (api && !strcmp(api, "c10::CachingAllocator"))
+				b->allocs_block++;
+			else if (api && (!strncmp(api, "cuMemAllocAsync", 15) ||
+			                 !strncmp(api, "cuMemAllocFromPool", 18)))
+				b->allocs_async++;
+			else if (api && !strcmp(api, "cuMemAlloc_v2"))
+				b->allocs_plain++;
+		}
 		r->size = (uint64_t)v;
 		/* fall through */
 	case R_FREE:

@@ -45,3 +45,11 @@ check "gpt2_train: blocks recorded, and 90% of the elementwise bytes get a group
 	sh -c "grep -q c10::CachingAllocator '$S/gpt2_train.aicp.jsonl' && python3 -c \"import json,sys; s=json.load(open(sys.argv[1])); C=s['candidates']; sys.exit(0 if $G >= 0.9 * $T else 1)\" '$tmp/gpt2_train/summary.json'"
 check "llama_train: 80% of the elementwise bytes get a group" \
 	q "$tmp/llama_train/summary.json" "$G >= 0.8 * $T"
+# a PyTorch trace without the caching allocator's blocks (the hook did not arm) says so
+grep -v '"api":"c10::CachingAllocator"' "$S/mlp_train.aicp.jsonl" >"$tmp/noblocks.aicp.jsonl"
+"$A" analyze -q --no-report "$tmp/noblocks.aicp.jsonl" -o "$tmp/noblocks" >/dev/null 2>&1
+check "mlp_train without its blocks: a warning says tensors are told apart by byte ranges only" \
+	q "$tmp/noblocks/summary.json" "any('caching allocator' in w and 'AICPROF_ALLOC_BACKEND=1' in w for t in s['traces'] for w in t.get('warnings', []))"
+"$A" analyze -q --no-report "$S/mlp_train.aicp.jsonl" -o "$tmp/mlp" >/dev/null 2>&1
+check "mlp_train with its blocks: no such warning" \
+	q "$tmp/mlp/summary.json" "not any('caching allocator' in w for t in s['traces'] for w in t.get('warnings', []))"
