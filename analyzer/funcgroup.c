@@ -163,11 +163,7 @@ static const char *storage(uint64_t bytes, uint64_t elems, const struct node *n)
 {
 	if (!elems)
 		return NULL;
-	/* the one element size whose tensor the value's block holds */
-	uint64_t es = 0;
-	for (uint64_t k = 1; k <= 4; k *= 2)
-		if (fusegroup_block_holds(bytes, k * elems))
-			es = es ? 3 : k;
+	int es = fusegroup_elem_size(bytes, elems);
 	const char *fn = n->full_name ? n->full_name : "";
 	if (es == 4)
 		return "f32";

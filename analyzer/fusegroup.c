@@ -137,6 +137,18 @@ int fusegroup_block_holds(uint64_t size, uint64_t bytes)
 	return size > bytes && size <= (r > (1u << 20) ? r + (1u << 20) : r);
 }
 
+int fusegroup_elem_size(uint64_t size, uint64_t n)
+{
+	uint64_t pick = 0;
+	for (uint64_t k = 1; k <= 4 && n; k *= 2) {
+		if (size == k * n)
+			return (int)k;
+		if (fusegroup_block_holds(size, k * n))
+			pick = pick ? 3 : k;
+	}
+	return pick == 3 ? 0 : (int)pick;
+}
+
 /*
  * Storage type of value v in the group: by its size against the group's elements, then as a
  * broadcast input of the reading node's type. Sets *vnumel (elements). DT_UNKNOWN on a fault.
@@ -152,33 +164,12 @@ static enum dtype value_dtype(struct gb *g, const struct value *v, const struct 
 	if (size == N && rd && (rd->sem.dtype == DT_BF16 || rd->sem.dtype == DT_F16) &&
 	    v->nreaders && v->bytes_read / (uint64_t)v->nreaders == 2 * N)
 		size = 2 * N;
-	/* a value larger than any tensor of N elements, whose extent its allocation bounded (an
-	 * opaque writer such as a GEMM, into a pool's block that is up to 1 MiB larger than the
-	 * tensor): the group's reader, whose N is exact, read what the tensor holds */
-	if (size != N && size != 2 * N && size != 4 * N && size > N && rd) {
-		int rid = (int)(rd - g->m->nodes);
-		for (int i = 0; i < g->m->nedges; i++) {
-			const struct edge *e = &g->m->edges[i];
-			if (e->value == v->id && e->to == rid && e->bytes < size &&
-			    (e->bytes == N || e->bytes == 2 * N || e->bytes == 4 * N)) {
-				size = e->bytes;
-				break;
-			}
-		}
-	}
-	/* no exact reader either (a cast, whose input's element size its name does not give):
-	 * a pool's block is the tensor rounded up, by less than 512 bytes in blocks of up to 1 MiB
-	 * and by at most 1 MiB past that (PyTorch's caching allocator does not split off a rest of
-	 * 1 MiB or less); one element size alone fits that */
-	if (size != N && size != 2 * N && size != 4 * N) {
-		uint64_t pick = 0;
-		int hits = 0;
-		for (uint64_t k = 1; k <= 4; k *= 2)
-			if (fusegroup_block_holds(size, k * N))
-				pick = k * N, hits++;
-		if (hits == 1)
-			size = pick;
-	}
+	/* a value whose extent its allocation bounded (an opaque writer such as a GEMM, a cast
+	 * whose input's element size its name does not give) in a pool's block, larger than the
+	 * tensor: the one element size whose tensor the block holds */
+	int held = fusegroup_elem_size(size, N);
+	if (held)
+		size = (uint64_t)held * N;
 	if (size == N * 4)
 		return DT_F32;
 	if (size == N) /* one byte an element: a mask */

@@ -256,6 +256,9 @@ int fusegroup_result(const struct model *m, int n);
  * bytes bytes: the same size, or a block of PyTorch's caching allocator rounded up from it (to
  * 512 bytes; above 1 MiB by up to 1 MiB more, a rest the allocator does not split off). */
 int fusegroup_block_holds(uint64_t size, uint64_t bytes);
+/* The element size (1, 2 or 4) of a tensor of n elements that a value of size bytes holds,
+ * exactly or as such a block; 0 when none or two fit. */
+int fusegroup_elem_size(uint64_t size, uint64_t n);
 
 /* Writes the model as JSON (summary.json) to path, whole or not at all. Returns 0 or -1. */
 int summary_write(const struct model *m, const char *path);

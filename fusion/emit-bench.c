@@ -720,20 +720,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
 		int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
 		int lnb = !strcmp(rn, "layer_norm_backward");
-		char upd[192], gm[32] = "1.f";
-		if (lnb) { /* both sums in one pass, as the kernel does */
-			if (rd->nargs > 4)
-				snprintf(gm, sizeof(gm), "in[%d]", rd->arg[4]);
-			snprintf(
-			    upd, sizeof(upd),
-			    "{ const float g_ = v * %s; acc += g_; acc2 += g_ * (in[%d] - in[%d]) "
-			    "* in[%d]; }",
-			    gm, rd->arg[1], rd->arg[2], rd->arg[3]);
-		} else {
-			snprintf(upd, sizeof(upd), "acc = %s",
-			         softmax ? "fmaxf(acc, v)"
-			                 : (ln || lsb ? "acc + v" : "acc + v * v"));
-		}
+		char upd[192];
+		emit_red_update(upd, sizeof(upd), g, "acc2");
 		strbuf_addf(sb,
 		            "\tstd::vector<float> xs(COLS);\n"
 		            "\tfor (long row = 0; row < ROWS; row++) {\n"

@@ -549,6 +549,28 @@ static const char *red_name(const struct fgroup *g)
 	return g->ops[g->red].op->name;
 }
 
+/* See fusion.h. */
+void emit_red_update(char *buf, size_t n, const struct fgroup *g, const char *acc2)
+{
+	const struct fopnode *r = &g->ops[g->red];
+	const char *rn = r->op->name;
+	if (!strcmp(rn, "layer_norm_backward")) { /* g = dy * gamma, and g * xh, in one pass */
+		char gm[32] = "1.f";
+		if (r->nargs > 4)
+			snprintf(gm, sizeof(gm), "in[%d]", r->arg[4]);
+		snprintf(buf, n,
+		         "{ const float g_ = v * %s; acc += g_; %s += g_ * (in[%d] - in[%d]) * "
+		         "in[%d]; }",
+		         gm, acc2, r->arg[1], r->arg[2], r->arg[3]);
+	} else if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
+		snprintf(buf, n, "acc = fmaxf(acc, v)");
+	} else if (!strcmp(rn, "rms_norm")) {
+		snprintf(buf, n, "acc = acc + v * v");
+	} else { /* layer_norm, log_softmax_backward: the sum */
+		snprintf(buf, n, "acc = acc + v");
+	}
+}
+
 static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 {
 	const char *nm = g->name;
@@ -589,18 +611,8 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
 	            g->nwrites);
 	emit_gather(sb, g, pro, 0, g->red, "\t\t\t\t", "x[%d]");
-	char upd[192], gm[32] = "1.f";
-	if (lnb) { /* both sums in one pass: g = dy * gamma, and g * xh */
-		if (r->nargs > 4)
-			snprintf(gm, sizeof(gm), "in[%d]", r->arg[4]);
-		snprintf(upd, sizeof(upd),
-		         "{ const float g_ = v * %s; acc += g_; acc1 += g_ * (in[%d] - in[%d]) * "
-		         "in[%d]; }",
-		         gm, r->arg[1], r->arg[2], r->arg[3]);
-	} else {
-		snprintf(upd, sizeof(upd), "acc = %s",
-		         softmax ? "fmaxf(acc, v)" : (ln || lsb ? "acc + v" : "acc + v * v"));
-	}
+	char upd[192];
+	emit_red_update(upd, sizeof(upd), g, "acc1");
 	strbuf_addf(
 	    sb,
 	    "\t\t\t\tfloat o[%d] = {};\n"

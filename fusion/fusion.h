@@ -168,6 +168,10 @@ void emit_lit(struct strbuf *sb, double x);
 /* A chain's per-element function <name>_elem(in, u, o) (AIC_HD, fp32), as in its math header;
  * g->ninputs <= 64. */
 void emit_chain_elem(struct strbuf *sb, const struct fgroup *g);
+/* The statement that adds one prologue value v (and the inputs in[]) to a row group's running
+ * statistics acc and, for layer_norm_backward, acc2 (the named variable): the kernel and the
+ * CPU check accumulate alike. */
+void emit_red_update(char *buf, size_t n, const struct fgroup *g, const char *acc2);
 /*
  * The group's CuPy form (fusion/emit-cupy.c): a Python module <name>_cupy.py with one
  * cupy.ElementwiseKernel computing <name>_elem, the function <name>(inputs...) a CuPy program
