@@ -97,8 +97,22 @@ uint64_t shim_seq(void)
 	return atomic_fetch_add_explicit(&seq, 1, memory_order_relaxed);
 }
 
+static _Atomic int stopped;
+
+void shim_stop(void)
+{
+	atomic_store(&stopped, 1);
+}
+
+int shim_stopped(void)
+{
+	return atomic_load_explicit(&stopped, memory_order_relaxed);
+}
+
 int shim_recording(void)
 {
+	if (atomic_load_explicit(&stopped, memory_order_relaxed))
+		return 0;
 	if (rec_from && shim_now_ns() < rec_from)
 		return 0;
 	if (shim_cfg.range[0] && atomic_load(&range_depth) <= 0)

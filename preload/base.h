@@ -36,6 +36,10 @@ uint64_t shim_seq(void);    /* next value of the process-wide record counter */
 int shim_recording(void);
 /* Recording starts at ns (CLOCK_REALTIME; 0: at once). Set by the constructor. */
 void shim_record_from(uint64_t ns);
+/* Ends recording for good (the trace's window closed: its size cap or AICPROF_DURATION):
+ * shim_recording() is 0 from then on and shim_stopped() 1. Safe from any thread. */
+void shim_stop(void);
+int shim_stopped(void);
 
 /*
  * The real definition of a function the shim interposes (NCCL's, cudaFreeAsync): RTLD_NEXT,

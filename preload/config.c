@@ -113,6 +113,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->max_mb = l;
 	if ((v = lookup("AICPROF_DELAY")))
 		parse_double("AICPROF_DELAY", v, 0, 1e7, &c->delay_s, m);
+	if ((v = lookup("AICPROF_DURATION")))
+		parse_double("AICPROF_DURATION", v, 0, 1e7, &c->duration_s, m);
 	if ((v = lookup("AICPROF_RANGE")))
 		parse_str("AICPROF_RANGE", v, c->range, sizeof(c->range), m);
 	if ((v = lookup("AICPROF_QUIET")) && !parse_bool("AICPROF_QUIET", v, &b, m))

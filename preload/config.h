@@ -22,6 +22,8 @@ struct config {
 	                    * leaves both allocators as they are (each only if the user set none) */
 	long max_mb;       /* AICPROF_MAX_MB: trace size cap in MiB, 0 = none */
 	double delay_s;    /* AICPROF_DELAY: seconds after start before recording */
+	double duration_s; /* AICPROF_DURATION: seconds of recording, then the shim stops (0: to
+	                    * the end, or the size cap) */
 	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
 	int quiet;         /* AICPROF_QUIET: no "aicprof:" lines at all */
 	int debug;         /* AICPROF_DEBUG: extra diagnostics on stderr */

@@ -1436,6 +1436,35 @@ void cupti_header_fields(struct jbuf *b)
 /* ---- another CUPTI user ------------------------------------------------------------------ */
 
 static int yielded;
+static _Atomic int detached;
+
+/*
+ * The recording window closed (writer thread): every callback aicprof enabled is turned off,
+ * so CUPTI stops calling into the shim on the program's threads, the activity records still
+ * buffered are flushed (into the trace that is about to close), and the activity kinds are
+ * disabled, so kernels run without CUPTI's timing. Through the multiplexer (cuptimux.c) this
+ * changes only aicprof's side: another tool's callbacks and kinds stay as it set them. The
+ * subscription itself stays, so a later profiler session is still shared as before.
+ */
+void cupti_detach(void)
+{
+	if (!started || yielded || atomic_exchange(&detached, 1))
+		return;
+	for (int i = 0; i < A__COUNT; i++)
+		p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
+	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
+		p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
+	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	if (!ctx_dead)
+		p_cuptiActivityFlushAll(1);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+}
 
 /*
  * The fallback when CUPTI cannot be shared (cuptimux.c): another tool subscribes, and aicprof

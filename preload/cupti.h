@@ -19,6 +19,11 @@ int cupti_start(void);
 
 /* Flushes CUPTI's activity buffers into the rings (at exit, before the final write). */
 void cupti_flush(void);
+/* The recording window closed: turns off every callback and activity kind aicprof enabled,
+ * after flushing the activity records into the rings (writer thread; once; the multiplexer's
+ * other side keeps its own). The program's CUDA calls then cost what they cost without
+ * aicprof, less a subscription with nothing enabled. */
+void cupti_detach(void);
 /* Whether a CUDA call returned an error that kills the context (then CUPTI is not called). */
 int cupti_context_dead(void);
 /* Forgets every cached function layout (a module was unloaded: its handles may be reused). */

@@ -26,6 +26,8 @@
  * Nothing of the program changes: the allocator, its pools, its timing of reuse and its
  * errors are its own; the wrapper only reads its arguments. Frees reported while recording is
  * paused still leave the map (it must stay true); records are written only while recording.
+ * Once the recording window has closed (shim_stopped()), the wrapper only calls the real
+ * function.
  */
 #include "preload/poolhook.h"
 #include "preload/base.h"
@@ -64,7 +66,7 @@ int poolhook_armed(void)
 static void w_report(void *ptr, int64_t size, size_t allocated, size_t reserved,
                      struct c10_device dev)
 {
-	if (dev.type == 1 && ptr && size && shim_enter()) {
+	if (dev.type == 1 && ptr && size && !shim_stopped() && shim_enter()) {
 		uint64_t t0 = selftime_start();
 		uint64_t p = (uint64_t)(uintptr_t)ptr;
 		if (size > 0) {

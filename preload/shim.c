@@ -13,6 +13,8 @@
  * loads CUPTI and writes nothing. Where another tool already injects (Nsight Systems sets
  * CUDA_INJECTION64_PATH), aicprof steps aside with one line. AICPROF_EAGER=1 subscribes from the
  * constructor instead (for programs that bypass cuInit's injection).
+ * Window: recording stops for good, mid-run, at AICPROF_DURATION or near the size cap
+ * (window_stop below), and the program runs on at its own speed.
  * Finish: at exit (atexit, registered at start, so it runs before CUDA's own teardown),
  * on SIGTERM/SIGINT when the program left them at their defaults (flush, then the default
  * action), the activity buffers are flushed, the rings drained, and the end line written.
@@ -125,6 +127,8 @@ static void header(struct jbuf *b)
 	char d[32];
 	snprintf(d, sizeof(d), "%g", c->delay_s);
 	jb_key(b, "delay_s"), jb_s(b, d);
+	snprintf(d, sizeof(d), "%g", c->duration_s);
+	jb_key(b, "duration_s"), jb_s(b, d);
 	jb_key(b, "range"), jb_str(b, c->range);
 	jb_key(b, "writes"), jb_str(b, c->writes == WRITES_PROBE ? "probe" : "infer");
 	jb_key(b, "probe_count"), jb_i64(b, c->probe_count);
@@ -218,6 +222,42 @@ static void after_fork_child(void)
 	}
 }
 
+/*
+ * The recording window. A trace that has what the analysis needs (a few dozen steps) gains
+ * nothing from more, while the program keeps paying for every launch recorded, so recording
+ * stops for good when the window closes: AICPROF_DURATION seconds after recording began (at
+ * CUDA's initialisation, or AICPROF_DELAY after the program's start, whichever is later), or
+ * when the trace is within a margin of its size cap (an eighth of the cap, at most 64 MiB:
+ * room for what is in flight, so that the trace ends whole and nothing is dropped). The writer
+ * thread then stops the sources (window_stop: the allocator hook, CUPTI's callbacks and
+ * activity) and closes the trace; the program runs on without the shim's costs.
+ */
+static uint64_t window_soft_cap(void)
+{
+	uint64_t cap = (uint64_t)shim_cfg.max_mb << 20, margin = cap / 8;
+	if (margin > (64u << 20))
+		margin = 64u << 20;
+	return cap ? cap - margin : 0;
+}
+
+static uint64_t window_end_ns(void)
+{
+	if (shim_cfg.duration_s <= 0)
+		return 0;
+	/* recording begins at start() (CUDA's initialisation) or AICPROF_DELAY, the later */
+	uint64_t from = shim_now_ns(), delayed = t_start + (uint64_t)(shim_cfg.delay_s * 1e9);
+	return (delayed > from ? delayed : from) + (uint64_t)(shim_cfg.duration_s * 1e9);
+}
+
+static void window_stop(const char *why)
+{
+	shim_stop();
+	cupti_detach();
+	shim_say("the recording window closed (%s): the trace ends here and the program runs on "
+	         "unrecorded",
+	         strcmp(why, "cap") ? "AICPROF_DURATION" : "the trace is near AICPROF_MAX_MB");
+}
+
 /* Starts recording: CUPTI, the writer, exit hooks. Idempotent; returns 0 when recording. */
 static int start(void)
 {
@@ -244,6 +284,7 @@ static int start(void)
 	}
 	atexit(at_exit);
 	writer_set_before_final(cupti_flush);
+	writer_set_window(window_soft_cap(), window_end_ns(), window_stop);
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	allocguard_start();

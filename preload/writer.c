@@ -4,11 +4,13 @@
  * Ordering: before draining, the writer notes each ring's head; it then writes the queued
  * meta lines, then each ring up to the noted head. A string or site is queued before any
  * record that names it is published, so it is always written first.
- * Output goes through a 1 MiB buffer and write(2) of whole lines. At the cap, records are
- * counted and dropped, and the end line says so. A failed write (disk full, file size limit)
- * cuts the file back to its last whole line, prints one line and turns the writer into a
- * counter; an output file that was removed while the program ran (its link count is 0 at a
- * drain) is the same failure, said once. The program is never affected.
+ * Output goes through a 1 MiB buffer and write(2) of whole lines. The recording window
+ * (writer_set_window) closes a little before the size cap, or after AICPROF_DURATION: the
+ * writer thread stops every source of records and closes the trace. Records past the cap
+ * itself (what was in flight) are counted and dropped, and the end line says so. A failed write
+ * (disk full, file size limit) cuts the file back to its last whole line, prints one line and turns
+ * the writer into a counter; an output file that was removed while the program ran (its link count
+ * is 0 at a drain) is the same failure, said once. The program is never affected.
  */
 #include "preload/writer.h"
 #include "preload/base.h"
@@ -53,6 +55,8 @@ static volatile sig_atomic_t final_req;
 static const char *volatile final_reason;
 static sem_t final_done;
 static void (*before_final)(void);
+static uint64_t win_soft_cap, win_end_ns;
+static void (*win_stop)(const char *);
 
 #define OUTBUF (1u << 20)
 static char outbuf[OUTBUF];
@@ -580,6 +584,21 @@ long writer_drain(void)
 	return (long)(st.lines - before);
 }
 
+/* Whether the recording window has closed: "cap", "duration" or NULL. */
+static const char *window_closed(void)
+{
+	pthread_mutex_lock(&write_lock);
+	const char *why = NULL;
+	if (closed)
+		why = NULL;
+	else if (st.capped || (win_soft_cap && st.bytes + outlen >= win_soft_cap))
+		why = "cap";
+	else if (win_end_ns && shim_now_ns() >= win_end_ns)
+		why = "duration";
+	pthread_mutex_unlock(&write_lock);
+	return why;
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
@@ -606,6 +625,14 @@ static void *writer_main(void *arg)
 			break;
 		}
 		writer_drain();
+		const char *why = window_closed();
+		if (why) {
+			if (win_stop)
+				win_stop(why);
+			writer_flush(1, why);
+			pthread_mutex_lock(&wake_lock);
+			break;
+		}
 		pthread_mutex_lock(&wake_lock);
 	}
 	pthread_mutex_unlock(&wake_lock);
@@ -623,6 +650,13 @@ static void wake(void)
 void writer_set_before_final(void (*fn)(void))
 {
 	before_final = fn;
+}
+
+void writer_set_window(uint64_t soft_cap, uint64_t end_ns, void (*stop)(const char *why))
+{
+	win_soft_cap = soft_cap;
+	win_end_ns = end_ns;
+	win_stop = stop;
 }
 
 int writer_request_final(const char *reason, int timeout_ms)

@@ -43,6 +43,16 @@ void writer_flush(int final, const char *reason);
 int writer_request_final(const char *reason, int timeout_ms);
 void writer_set_before_final(void (*fn)(void));
 
+/*
+ * The recording window: once the trace holds soft_cap bytes (0: no such limit) or the clock
+ * (shim_now_ns) passes end_ns (0: never), the writer thread calls stop(why) (which ends every
+ * source of records: CUPTI's callbacks and activity, the allocator's hook) and then closes the
+ * trace with reason "cap" or "duration", so that the program runs on without the shim's
+ * costs. Checked after every drain of the writer thread (at least every 50 ms). Set before
+ * writer_start().
+ */
+void writer_set_window(uint64_t soft_cap, uint64_t end_ns, void (*stop)(const char *why));
+
 /* Drains without the thread (used by tests). Returns the number of lines written. */
 long writer_drain(void);
 

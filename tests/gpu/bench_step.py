@@ -4,7 +4,7 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
   MODE: bare | shim | profiler (the caller sets LD_PRELOAD and AICPROF_* for the shim modes;
         profiler wraps the run in torch.profiler with CPU and CUDA activities)
   WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
-        200 rounds), oopdeep (the same loop called 40 Python frames deep, as a model's
+        200 rounds; BENCH_SETTLE_S=S: after S seconds of warm-up), oopdeep (the same loop called 40 Python frames deep, as a model's
         modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
         "step_ms X" (median step after warm-up).
 Prints one JSON line: {"mode":..,"what":..,"us_per_launch" or "step_ms":..}.
@@ -12,6 +12,7 @@ Prints one JSON line: {"mode":..,"what":..,"us_per_launch" or "step_ms":..}.
 import contextlib
 import io
 import json
+import os
 import runpy
 import statistics
 import sys
@@ -43,8 +44,12 @@ if what in ("oop", "oopdeep"):
     def deep(k):
         return deep(k - 1) if k else statistics.median(rnd() for _ in range(200))
 
+    settle = float(os.environ.get("BENCH_SETTLE_S", "0"))
+    t0 = time.perf_counter()
     with ctx:
         for _ in range(20):
+            rnd()
+        while time.perf_counter() - t0 < settle:  # past a recording window (AICPROF_DURATION)
             rnd()
         us = deep(40) if what == "oopdeep" else statistics.median(rnd() for _ in range(200))
     print(json.dumps({"mode": mode, "what": what, "us_per_launch": round(us, 3)}))

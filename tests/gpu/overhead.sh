@@ -12,6 +12,8 @@
 #   attrib0    AICPROF_ATTRIB=0 (no source lines)
 #   min        all three off: CUPTI's callbacks and activity records only
 #   cbonly     min and AICPROF_ACTIVITY=0: CUPTI's callbacks only
+#   win        defaults with AICPROF_DURATION=OVH_WIN (default 1) seconds: measured after the
+#              window closed (the loops settle OVH_WIN+2 s first; GPT-2's steps come later)
 #   profiler   torch.profiler with CPU and CUDA activities
 # Then one run of each workload under the shim with AICPROF_SELFTIME=1 (the shim's own parts,
 # per call), whose "self time" lines go to the log.
@@ -50,6 +52,7 @@ run() { # mode workload...
 		min) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
 		cbonly) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0 AICPROF_ACTIVITY=0" ;;
 		st) e=AICPROF_SELFTIME=1 ;;
+		win) e="AICPROF_DURATION=${OVH_WIN:-1} BENCH_SETTLE_S=$((${OVH_WIN:-1} + 2))" ;;
 		esac
 		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
 	esac

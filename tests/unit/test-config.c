@@ -75,6 +75,7 @@ static void test_every_variable(void **state)
 	set("AICPROF_ALLOC_BACKEND", "0");
 	set("AICPROF_MAX_MB", "10");
 	set("AICPROF_DELAY", "2.5");
+	set("AICPROF_DURATION", "90");
 	set("AICPROF_RANGE", "train");
 	set("AICPROF_QUIET", "yes");
 	set("AICPROF_WRITES", "probe");
@@ -91,6 +92,7 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.alloc_backend, 0);
 	assert_int_equal(c.max_mb, 10);
 	assert_true(c.delay_s > 2.49 && c.delay_s < 2.51);
+	assert_true(c.duration_s > 89.9 && c.duration_s < 90.1);
 	assert_string_equal(c.range, "train");
 	assert_int_equal(c.quiet, 1);
 	assert_int_equal(c.writes, WRITES_PROBE);
@@ -106,16 +108,18 @@ static void test_bad_values_keep_defaults(void **state)
 	set("AICPROF_ATTRIB", "maybe");
 	set("AICPROF_MAX_MB", "12abc");
 	set("AICPROF_DELAY", "-1");
+	set("AICPROF_DURATION", "soon");
 	set("AICPROF_WRITES", "always");
 	set("AICPROF_OUTPUT", "");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
-	assert_int_equal(m.n, 6);
+	assert_int_equal(m.n, 7);
 	assert_int_equal(c.depth, 4);
 	assert_int_equal(c.attrib, 1);
 	assert_int_equal(c.max_mb, 2048);
 	assert_true(c.delay_s == 0);
+	assert_true(c.duration_s == 0);
 	assert_int_equal(c.writes, WRITES_INFER);
 	assert_string_equal(c.output, "aicprof.%p.aicp.jsonl");
 	int found = 0;

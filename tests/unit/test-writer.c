@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/base.h"
@@ -54,6 +56,7 @@ static int setup(void **state)
 	snprintf(path, sizeof(path), "/tmp/aicprof-test-%d.jsonl", (int)getpid());
 	unlink(path);
 	writer_init(path, 0, header, api_name);
+	writer_set_window(0, 0, NULL);
 	return 0;
 }
 
@@ -282,6 +285,96 @@ static void test_final_from_signal_path(void **state)
 	free_lines(v, n);
 }
 
+static _Atomic int stops;
+static const char *stop_why;
+static void window_stop(const char *why)
+{
+	stop_why = why;
+	stops++;
+}
+
+/* Waits at most 5 s for the trace's end line; returns 1 when it is there. */
+static int wait_end(void)
+{
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		if (f) {
+			char line[4096], last[4096] = "";
+			while (fgets(line, sizeof(line), f))
+				snprintf(last, sizeof(last), "%s", line);
+			fclose(f);
+			if (strstr(last, "\"t\":\"end\""))
+				return 1;
+		}
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* The window closes near the cap: the writer thread stops the sources once, and the trace
+ * ends whole under the cap with nothing dropped, although the producer ran past it. */
+static void test_window_closes_before_the_cap(void **state)
+{
+	(void)state;
+	stops = 0;
+	writer_init(path, 256 << 10, header, api_name);
+	writer_set_window(64 << 10, 0, window_stop);
+	assert_int_equal(writer_start(), 0);
+	int made = 0;
+	for (int i = 0; i < 100000 && !stops; i++, made++) {
+		put(i, 0x2000);
+		if (i % 8 == 7)
+			usleep(
+			    1000); /* ~8 records a ms: the margin holds 50 ms of them many times */
+	}
+	assert_true(wait_end());
+	assert_int_equal(stops, 1);
+	assert_string_equal(stop_why, "cap");
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	cJSON *end = v[n - 1];
+	assert_string_equal(cJSON_GetObjectItem(end, "reason")->valuestring, "cap");
+	cJSON *dropped = cJSON_GetObjectItem(cJSON_GetObjectItem(end, "dropped"), "records");
+	assert_int_equal(dropped->valueint, 0);
+	assert_int_equal(n - 2, made); /* every record made before the stop is in the trace */
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_true(sb.st_size >= (64 << 10) && sb.st_size < (256 << 10));
+	free_lines(v, n);
+}
+
+/* AICPROF_DURATION: the window closes on the clock, with reason "duration". */
+static void test_window_closes_on_the_clock(void **state)
+{
+	(void)state;
+	stops = 0;
+	writer_set_window(0, shim_now_ns() + 100 * 1000000ull, window_stop);
+	assert_int_equal(writer_start(), 0);
+	for (int i = 0; i < 10; i++)
+		put(i, 0x2000);
+	assert_true(wait_end());
+	assert_int_equal(stops, 1);
+	assert_string_equal(stop_why, "duration");
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, 12);
+	assert_string_equal(cJSON_GetObjectItem(v[n - 1], "reason")->valuestring, "duration");
+	free_lines(v, n);
+}
+
+/* shim_stop() ends recording for good. */
+static void test_stop(void **state)
+{
+	(void)state;
+	assert_int_equal(shim_stopped(), 0);
+	assert_int_equal(shim_recording(), 1);
+	shim_stop();
+	assert_int_equal(shim_stopped(), 1);
+	assert_int_equal(shim_recording(), 0);
+}
+
 static void test_ptrmap(void **state)
 {
 	(void)state;
@@ -336,6 +429,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_disk_full, setup, teardown),
 	    cmocka_unit_test(test_ptrmap),
 	    cmocka_unit_test_setup_teardown(test_final_from_signal_path, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_window_closes_before_the_cap, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_window_closes_on_the_clock, setup, teardown),
+	    cmocka_unit_test(test_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
