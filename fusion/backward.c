@@ -160,6 +160,8 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 {
 	memset(b, 0, sizeof(*b));
 	b->red = -1;
+	if (g->kind == FG_COL)
+		return why(err, "a column group has no fused backward (its writes are gradients)");
 	if (g->kind != FG_CHAIN)
 		return why(err, "a row group has no fused backward");
 	if (g->ninputs + g->nwrites > 64)

@@ -95,7 +95,15 @@ static void emit_ref_ew(struct strbuf *sb, const struct fgroup *g, int k)
 	strbuf_adds(sb, ", unsigned long long seed, unsigned long long offset)\n{\n");
 	strbuf_adds(sb, "\t(void)seed; (void)offset;\n");
 	for (int a = 0; a < n->nargs; a++)
-		strbuf_addf(sb, "\tfloat x%d[V];\n\taic_ld<V>(a%d + i %% m%d, x%d);\n", a, a, a, a);
+		if (g->values[n->arg[a]].per_row) /* one value a row: element-wise loads */
+			strbuf_addf(sb,
+			            "\tfloat x%d[V];\n\t(void)m%d;\n#pragma unroll\n"
+			            "\tfor (int j = 0; j < V; j++)\n"
+			            "\t\tx%d[j] = aic_to_float(a%d[(i + j) / COLS]);\n",
+			            a, a, a, a);
+		else
+			strbuf_addf(sb, "\tfloat x%d[V];\n\taic_ld<V>(a%d + i %% m%d, x%d);\n", a,
+			            a, a, a);
 	strbuf_adds(sb, "\tfloat y[V];\n");
 	if (n->drop >= 0)
 		strbuf_addf(sb, "\tfloat ud[V];\n\taic_uniforms<V>(seed, offset + %dull, i, ud);\n",
@@ -218,6 +226,31 @@ static void emit_ref_red(struct strbuf *sb, const struct fgroup *g, int k)
 	            fdtype_ctype(g->values[n->out].dtype));
 	emit_apply(sb, g, "v%d");
 	strbuf_adds(sb, ");\n\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+}
+
+/* The reference kernel of col_sum k, as ATen's GammaBetaBackward sums: 32 columns a block,
+ * its 32 rows of threads take every 32nd row, their partials added in shared memory. */
+static void emit_ref_colsum(struct strbuf *sb, const struct fgroup *g, int k)
+{
+	const struct fopnode *n = &g->ops[k];
+	strbuf_addf(sb,
+	            "\n/* ops[%d]: %s = col_sum(%s), 32 columns a block */\n"
+	            "__global__ void ref%d(long rows, %s *out, const %s *a0)\n{\n"
+	            "\t__shared__ float part[32][33];\n"
+	            "\tconst long c = (long)blockIdx.x * 32 + threadIdx.x;\n"
+	            "\tfloat acc = 0.f;\n"
+	            "\tif (c < COLS)\n"
+	            "\t\tfor (long r = threadIdx.y; r < rows; r += 32)\n"
+	            "\t\t\tacc += aic_to_float(a0[r * COLS + c]);\n"
+	            "\tpart[threadIdx.y][threadIdx.x] = acc;\n"
+	            "\t__syncthreads();\n"
+	            "\tif (threadIdx.y == 0 && c < COLS) {\n"
+	            "\t\tfloat t = 0.f;\n"
+	            "\t\tfor (int y = 0; y < 32; y++)\n\t\t\tt += part[y][threadIdx.x];\n"
+	            "\t\tout[c] = aic_from_float<%s>(t);\n\t}\n}\n",
+	            k, g->values[n->out].name, g->values[n->arg[0]].name, k,
+	            fdtype_ctype(g->values[n->out].dtype), fdtype_ctype(g->values[n->arg[0]].dtype),
+	            fdtype_ctype(g->values[n->out].dtype));
 }
 
 static double tol_of(enum fdtype t)
@@ -354,6 +387,14 @@ static const char bench_support[] =
     "\treturn (unsigned)(g < 1 ? 1 : g > cap ? cap : g);\n"
     "}\n";
 
+/* The group's kind as the description spells it. */
+static const char *fgroup_kind_name(const struct fgroup *g)
+{
+	return g->kind == FG_CHAIN ? "elementwise-chain"
+	       : g->kind == FG_ROW ? "reduction-epilogue"
+	                           : "column-reduction";
+}
+
 void emit_bench(struct strbuf *sb, const struct fgroup *g)
 {
 	const char *nm = g->name;
@@ -377,6 +418,8 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 	for (int k = 0; k < g->nops; k++) {
 		if (g->ops[k].op->kind == FOP_REDUCE)
 			emit_ref_red(sb, g, k);
+		else if (g->ops[k].op->kind == FOP_COLSUM)
+			emit_ref_colsum(sb, g, k);
 		else
 			emit_ref_ew(sb, g, k);
 	}
@@ -400,14 +443,25 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(sb, ");\n");
 			continue;
 		}
-		strbuf_adds(sb, "\t{\n\t\tint v = 4;\n");
+		if (n->op->kind == FOP_COLSUM) {
+			strbuf_addf(
+			    sb,
+			    "\tref%d<<<(unsigned)((COLS + 31) / 32), dim3(32, 32)>>>(ROWS, (%s "
+			    "*)d[%d], (const %s *)d[%d]);\n",
+			    k, fdtype_ctype(out->dtype), n->out,
+			    fdtype_ctype(g->values[n->arg[0]].dtype), n->arg[0]);
+			continue;
+		}
+		/* an op on column sums runs over the cols of them */
+		strbuf_adds(sb, out->per_col ? "\t{\n\t\tconst long n = COLS;\n\t\tint v = 4;\n"
+		                             : "\t{\n\t\tint v = 4;\n");
 		strbuf_addf(sb, "\t\tv = std::min(v, ref_vec((%s *)d[%d] + off, %d, n));\n",
 		            fdtype_ctype(out->dtype), n->out, fdtype_size(out->dtype));
 		for (int a = 0; a < n->nargs; a++) {
 			const struct fvalue *av = &g->values[n->arg[a]];
 			strbuf_addf(sb, "\t\tconst %s *a%d = (const %s *)d[%d] + off;\n",
 			            fdtype_ctype(av->dtype), a, fdtype_ctype(av->dtype), n->arg[a]);
-			if (av->numel == g->numel)
+			if (av->numel == g->numel || av->per_col)
 				strbuf_addf(sb, "\t\tconst long m%d = n;\n", a);
 			else
 				strbuf_addf(sb, "\t\tconst long m%d = %ldL;\n", a, av->numel);
@@ -447,13 +501,13 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 	/* poison and check */
 	strbuf_adds(sb, "\nstatic void poison_writes(void)\n{\n");
 	for (int k = 0; k < g->nwrites; k++)
-		strbuf_addf(sb, "\tCK(cudaMemset(w[%d], 0xFF, N * %d));\n", k,
-		            fdtype_size(g->writes[k].dtype));
+		strbuf_addf(sb, "\tCK(cudaMemset(w[%d], 0xFF, %ldL * %d));\n", k,
+		            fgroup_write_numel(g, k), fdtype_size(g->writes[k].dtype));
 	strbuf_adds(sb, "}\nstatic void poison_refs(void)\n{\n");
 	for (int k = 0; k < g->nops; k++) {
 		int v = g->ops[k].out;
-		strbuf_addf(sb, "\tCK(cudaMemset(d[%d], 0xFF, N * %d));\n", v,
-		            fdtype_size(g->values[v].dtype));
+		strbuf_addf(sb, "\tCK(cudaMemset(d[%d], 0xFF, %ldL * %d));\n", v,
+		            g->values[v].numel, fdtype_size(g->values[v].dtype));
 	}
 	strbuf_adds(sb, "}\n");
 	strbuf_addf(sb, "static const char *WNAME[%d] = {", g->nwrites);
@@ -474,11 +528,12 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 		int v = g->writes[k].value;
 		strbuf_addf(
 		    sb,
-		    "\tr = compare<%s, %s>((%s *)w[%d] + off, (%s *)d[%d] + off, N - off);\n"
+		    "\tr = compare<%s, %s>((%s *)w[%d] + off, (%s *)d[%d] + off, %ldL - off);\n"
 		    "\terr[%d] = r.rel;\n\t*unwritten += r.unwritten;\n"
 		    "\tif (r.unwritten || r.bad || !(r.rel < TOL[%d]))\n\t\tok = 0;\n",
 		    fdtype_ctype(g->writes[k].dtype), fdtype_ctype(g->values[v].dtype),
-		    fdtype_ctype(g->writes[k].dtype), k, fdtype_ctype(g->values[v].dtype), v, k, k);
+		    fdtype_ctype(g->writes[k].dtype), k, fdtype_ctype(g->values[v].dtype), v,
+		    fgroup_write_numel(g, k), k, k);
 	}
 	strbuf_adds(sb, "\treturn ok;\n}\n");
 
@@ -529,8 +584,8 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 		}
 	}
 	for (int k = 0; k < g->nwrites; k++)
-		strbuf_addf(sb, "\tw[%d] = dalloc((size_t)N * %d);\n", k,
-		            fdtype_size(g->writes[k].dtype));
+		strbuf_addf(sb, "\tw[%d] = dalloc((size_t)%ldL * %d);\n", k,
+		            fgroup_write_numel(g, k), fdtype_size(g->writes[k].dtype));
 	strbuf_addf(sb, "\tdouble err[%d], best_err[%d];\n\tunsigned long long unwritten = 0;\n",
 	            g->nwrites, g->nwrites);
 	strbuf_addf(
@@ -606,7 +661,7 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 	    "\tprintf(\"{\\\"group\\\":\\\"%s\\\",\\\"kind\\\":\\\"%s\\\",\\\"dtype\\\":"
 	    "\\\"%s\\\",\\\"numel\\\":%%ld,\\\"rows\\\":%%ld,\\\"cols\\\":%%ld,\", N, ROWS, "
 	    "COLS);\n",
-	    nm, chain ? "elementwise-chain" : "reduction-epilogue", fdtype_name(g->dtype));
+	    nm, fgroup_kind_name(g), fdtype_name(g->dtype));
 	strbuf_adds(
 	    sb,
 	    "\tprintf(\"\\\"device\\\":\\\"%s\\\",\\\"cc\\\":\\\"%d.%d\\\",\\\"seed\\\":%llu,"
@@ -639,7 +694,9 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 /* Smallest size for the CPU check that keeps every broadcast input dividing it. */
 static long cpu_rows(const struct fgroup *g)
 {
-	long r0 = g->kind == FG_CHAIN ? 1 : (g->rows < 6 ? g->rows : 6);
+	/* a column group sums 64 rows, a row group takes 6 */
+	long rmax = g->kind == FG_COL ? 64 : 6;
+	long r0 = g->kind == FG_CHAIN ? 1 : (g->rows < rmax ? g->rows : rmax);
 	long unit = g->kind == FG_CHAIN ? 1 : g->cols;
 	long target = g->kind == FG_CHAIN ? 4099 : r0;
 	if (g->kind == FG_CHAIN)
@@ -647,7 +704,8 @@ static long cpu_rows(const struct fgroup *g)
 	for (long r = r0; r <= g->numel / unit; r++) {
 		int ok = 1;
 		for (int i = 0; i < g->ninputs; i++)
-			if (g->values[i].numel != g->numel && (r * unit) % g->values[i].numel)
+			if (g->values[i].numel != g->numel && !g->values[i].per_row &&
+			    (r * unit) % g->values[i].numel)
 				ok = 0;
 		if (ok)
 			return r;
@@ -714,6 +772,32 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\tgather(i, in, u);\n\t\t%s_elem(in, u, o);\n"
 		            "\t\tfor (int k = 0; k < %d; k++)\n\t\t\tf[k][i] = o[k];\n\t}\n",
 		            g->ninputs, g->ndrop ? g->ndrop : 1, g->nwrites, nm, g->nwrites);
+	} else if (g->kind == FG_COL) {
+		/* the column sums in float, row after row; then the per-column math */
+		int ns = g->ncolsum, nd = g->ndrop ? g->ndrop : 1;
+		strbuf_addf(sb,
+		            "\tstd::vector<float> cs[%d];\n\tfor (auto &x : cs)\n"
+		            "\t\tx.assign(COLS, 0.f);\n"
+		            "\tfor (long row = 0; row < ROWS; row++)\n"
+		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\t\tconst long i = row * COLS + c;\n"
+		            "\t\t\tfloat in[%d], u[%d], s[%d], o[%d] = {};\n"
+		            "\t\t\tgather(i, in, u);\n"
+		            "\t\t\t%s_col(in, u, row, c, s, o);\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tcs[k][c] += s[k];\n"
+		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tf[k][i] = o[k];\n"
+		            "\t\t}\n"
+		            "\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\tfloat in[%d], u[%d], s[%d], o[%d] = {};\n"
+		            "\t\tfor (int k = 0; k < %d; k++)\n\t\t\ts[k] = cs[k][c];\n"
+		            "\t\tgather(c, in, u); /* the inputs of cols elements at column c */\n"
+		            "\t\t%s_fin(s, in, o);\n",
+		            ns, g->ninputs, nd, ns, g->nwrites, nm, ns, g->nwrites, g->ninputs, nd,
+		            ns, g->nwrites, ns, nm);
+		for (int w = 0; w < g->nwrites; w++)
+			if (g->values[g->writes[w].value].per_col)
+				strbuf_addf(sb, "\t\tf[%d][c] = o[%d];\n", w, w);
+		strbuf_adds(sb, "\t}\n");
 	} else {
 		const struct fopnode *rd = &g->ops[g->red];
 		const char *rn = rd->op->name;
@@ -790,9 +874,20 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		const struct fopnode *op = &g->ops[k];
 		strbuf_addf(sb, "\tr[%d].resize(N); /* %s = %s */\n", op->out,
 		            g->values[op->out].name, op->op->name);
+		if (op->op->kind == FOP_COLSUM) {
+			/* the sum over the rows of each column, in double */
+			strbuf_addf(sb,
+			            "\tfor (long c = 0; c < COLS; c++) {\n\t\tdouble t = 0;\n"
+			            "\t\tfor (long row = 0; row < ROWS; row++)\n"
+			            "\t\t\tt += r[%d][row * COLS + c];\n\t\tr[%d][c] = t;\n\t}\n",
+			            op->arg[0], op->out);
+			continue;
+		}
 		if (op->op->kind == FOP_EW) {
-			strbuf_adds(sb, "\tfor (long i = 0; i < N; i++) {\n"
-			                "\t\tconst long row = i / COLS, col = i % COLS;\n"
+			/* an op on column sums: over the cols of them */
+			strbuf_addf(sb, "\tfor (long i = 0; i < %s; i++) {\n",
+			            g->values[op->out].per_col ? "COLS" : "N");
+			strbuf_adds(sb, "\t\tconst long row = i / COLS, col = i % COLS;\n"
 			                "\t\t(void)row; (void)col;\n");
 			for (int a = 0; a < op->nargs; a++) {
 				int seen = 0; /* mul(x, x): one declaration */
@@ -896,7 +991,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(
 		    sb,
 		    "\t{\n\t\tdouble d2 = 0, r2 = 0;\n\t\tlong bad = 0;\n"
-		    "\t\tfor (long i = 0; i < N; i++) {\n"
+		    "\t\tconst long NW = %s;\n"
+		    "\t\tfor (long i = 0; i < NW; i++) {\n"
 		    "\t\t\tconst double a = f[%d][i], b = r[%d][i];\n"
 		    "\t\t\tif (!isfinite(a) || !isfinite(b)) {\n"
 		    "\t\t\t\tbad += !(a == b || (isnan(a) && isnan(b)));\n"
@@ -906,8 +1002,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		    "\t\tconst int ok = !bad && rel < %s;\n\t\tfails += !ok;\n"
 		    "\t\tprintf(\"%%s - %s: %s fused math vs op-by-op double: rel_l2 %%.3g, "
 		    "%%ld non-finite mismatches, %%ld elements\\n\",\n"
-		    "\t\t       ok ? \"ok\" : \"not ok\", rel, bad, N);\n\t}\n",
-		    k, v, tol, nm, g->values[v].name);
+		    "\t\t       ok ? \"ok\" : \"not ok\", rel, bad, NW);\n\t}\n",
+		    g->values[v].per_col ? "COLS" : "N", k, v, tol, nm, g->values[v].name);
 	}
 	strbuf_adds(sb, "\treturn fails ? 1 : 0;\n}\n");
 }
@@ -920,8 +1016,7 @@ void emit_meta(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb,
 	            ", \"kind\": \"%s\", \"dtype\": \"%s\", \"numel\": %ld, \"rows\": %ld, "
 	            "\"cols\": %ld, ",
-	            g->kind == FG_CHAIN ? "elementwise-chain" : "reduction-epilogue",
-	            fdtype_name(g->dtype), g->numel, g->rows, g->cols);
+	            fgroup_kind_name(g), fdtype_name(g->dtype), g->numel, g->rows, g->cols);
 	strbuf_adds(sb, "\"key\": ");
 	strbuf_add_json(sb, key);
 	strbuf_addf(sb, ", \"ops\": [");

@@ -16,10 +16,16 @@
  * one block per row (grid-stride over rows): the prologue's results are staged in shared memory
  * as fp32 while the first statistic (max, sum or sum of squares) is reduced, a second pass over
  * shared memory gives the other (sum of exp, or the centred sum of squares), and the epilogue
- * writes. The launcher checks every pointer's alignment (and broadcast sizes) at run time and
- * halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform for element
- * i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 * d) for the
- * d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
+ * writes. A column group is two kernels: the first tiles the columns (32 threads of V columns
+ * each, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the summands of every
+ * col_sum over its rows of the chunk, the block adds its threads' partials in shared memory in
+ * a fixed order and writes one partial a chunk and column to a workspace (cudaMallocAsync on
+ * the launch's stream); the second adds a column's chunk partials in chunk order and runs the
+ * ops on the sums. No atomics: for a given device and launch configuration the result is the
+ * same bits on every run. The launcher checks every pointer's alignment (and broadcast sizes) at
+ * run time and halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform
+ * for element i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 *
+ * d) for the d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
  * unfused reference reproduces exactly.
  */
 #include "fusion/fusion.h"
@@ -214,6 +220,80 @@ void emit_chain_elem(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "}\n");
 }
 
+/* Is op k of column group g per column (a col_sum, or after one)? */
+static int col_op(const struct fgroup *g, int k)
+{
+	return g->values[g->ops[k].out].per_col;
+}
+
+/* Emits "const float vN = expr;" for the ops of column group g that are per column (pc) or per
+ * element (!pc), col_sums left out. */
+static void emit_col_ops(struct strbuf *sb, const struct fgroup *g, int pc)
+{
+	for (int i = 0; i < g->nops; i++) {
+		const struct fopnode *n = &g->ops[i];
+		if (col_op(g, i) != pc || n->op->kind == FOP_COLSUM)
+			continue;
+		strbuf_addf(sb, "\tconst float v%d = ", n->out);
+		emit_expr(sb, g, n, 0, "v%d", "u[%d]");
+		strbuf_addf(sb, "; /* %s = %s */\n", g->values[n->out].name, n->op->name);
+	}
+}
+
+/* Which inputs the per-element (pc 0) or per-column (pc 1) ops of column group g read. */
+static void col_inputs_used(const struct fgroup *g, int pc, int *use)
+{
+	memset(use, 0, sizeof(int) * g->ninputs);
+	for (int i = 0; i < g->nops; i++)
+		if (col_op(g, i) == pc || (!pc && g->ops[i].op->kind == FOP_COLSUM))
+			for (int k = 0; k < g->ops[i].nargs; k++)
+				if (g->ops[i].arg[k] < g->ninputs)
+					use[g->ops[i].arg[k]] = 1;
+}
+
+/* A column group's math: <name>_col per element (the col_sums' summands into s[], the
+ * full-size writes into o[]) and <name>_fin per column (the sums and the inputs of cols
+ * elements to the per-column writes). */
+static void emit_col_math(struct strbuf *sb, const struct fgroup *g)
+{
+	int use[64], k = 0;
+	strbuf_addf(
+	    sb,
+	    "\n/* per element: s[] the summands of the col_sums, o[] the full-size writes */\n"
+	    "AIC_HD void %s_col(const float *in, const float *u, long row, long col, "
+	    "float *s, float *o)\n{\n\t(void)u; (void)row; (void)col; (void)o;\n",
+	    g->name);
+	col_inputs_used(g, 0, use);
+	emit_inputs_decl(sb, g, use);
+	emit_col_ops(sb, g, 0);
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].op->kind == FOP_COLSUM)
+			strbuf_addf(sb, "\ts[%d] = v%d; /* col_sum -> %s */\n", k++,
+			            g->ops[i].arg[0], g->values[g->ops[i].out].name);
+	for (int w = 0; w < g->nwrites; w++)
+		if (!g->values[g->writes[w].value].per_col)
+			strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+	strbuf_adds(sb, "}\n");
+	strbuf_addf(sb,
+	            "\n/* per column: s[] the column sums, in[] the inputs of cols elements at the "
+	            "column;\n * o[] the per-column writes */\n"
+	            "AIC_HD void %s_fin(const float *s, const float *in, float *o)\n{\n"
+	            "\t(void)in;\n",
+	            g->name);
+	k = 0;
+	for (int i = 0; i < g->nops; i++)
+		if (g->ops[i].op->kind == FOP_COLSUM)
+			strbuf_addf(sb, "\tconst float v%d = s[%d]; /* %s */\n", g->ops[i].out, k++,
+			            g->values[g->ops[i].out].name);
+	col_inputs_used(g, 1, use);
+	emit_inputs_decl(sb, g, use);
+	emit_col_ops(sb, g, 1);
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->values[g->writes[w].value].per_col)
+			strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+	strbuf_adds(sb, "}\n");
+}
+
 void emit_math(struct strbuf *sb, const struct fgroup *g)
 {
 	char up[128];
@@ -223,7 +303,10 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 	            "group '%s'\n * (%s, %s), as __host__ __device__ functions shared by the "
 	            "kernel and the CPU check.\n * Compute is fp32; inputs arrive converted to "
 	            "float, writes leave as float.\n",
-	            g->name, g->name, g->kind == FG_CHAIN ? "elementwise chain" : "row group",
+	            g->name, g->name,
+	            g->kind == FG_CHAIN ? "elementwise chain"
+	            : g->kind == FG_ROW ? "row group"
+	                                : "column group",
 	            fdtype_name(g->dtype));
 	strbuf_adds(sb, " *\n * in[]:");
 	for (int i = 0; i < g->ninputs; i++)
@@ -240,6 +323,8 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb, "#define %s_HAS_DROPOUT %d\n", up, g->ndrop > 0);
 	if (g->kind == FG_CHAIN) {
 		emit_chain_elem(sb, g);
+	} else if (g->kind == FG_COL) {
+		emit_col_math(sb, g);
 	} else {
 		const struct fopnode *r = &g->ops[g->red];
 		int x = r->arg[0];
@@ -416,7 +501,7 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 			continue;
 		}
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
-		if (g->kind == FG_ROW && g->values[i].numel == g->cols && g->rows > 1)
+		if (g->kind != FG_CHAIN && g->values[i].numel == g->cols && g->rows > 1)
 			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
 		else if (emit_bcast(g, i))
 			strbuf_addf(sb, "i %% a.m_%s", g->values[i].name);
@@ -686,6 +771,153 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
 }
 
+/* The two kernels of a column group (see the file's header). */
+static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
+{
+	const char *nm = g->name;
+	int use[64], fin[64];
+	col_inputs_used(g, 0, use);
+	col_inputs_used(g, 1, fin);
+	int ns = g->ncolsum;
+	strbuf_addf(
+	    sb,
+	    "\n/* column tiles of 32 * V columns (blockIdx.x) by chunks of rows (blockIdx.y):\n"
+	    " * thread (x, y) adds the summands of its V columns over rows y, y + blockDim.y, ...\n"
+	    " * of the chunk; the block adds the partials of its rows of threads in order in\n"
+	    " * shared memory (%d * blockDim.y * 32 * V floats, dynamic) and writes\n"
+	    " * ws[(k * gridDim.y + chunk) * cols + col] for col_sum k */\n"
+	    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const %s_args "
+	    "a, float *ws, long chunk)\n{\n"
+	    "\textern __shared__ float aic_cs[];\n"
+	    "\tconst long cols = a.cols;\n"
+	    "\tconst long c = ((long)blockIdx.x * 32 + threadIdx.x) * V;\n"
+	    "\tconst long r0 = (long)blockIdx.y * chunk;\n"
+	    "\tconst long r1 = r0 + chunk < a.rows ? r0 + chunk : a.rows;\n"
+	    "\tfloat acc[%d][V];\n"
+	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+	    "\t\tfor (int j = 0; j < V; j++)\n\t\t\tacc[k][j] = 0.f;\n"
+	    "\tif (c < cols)\n"
+	    "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
+	    "\t\t\tconst long i = row * cols + c;\n"
+	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+	    ns, nm, nm, ns, ns, g->ninputs);
+	emit_loads(sb, g, use, "\t\t\t", "x[%d]");
+	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
+	emit_uniforms(sb, g, 0, g->nops, "\t\t\t");
+	strbuf_addf(sb,
+	            "\t\t\tfloat y[%d][V];\n\t\t\t(void)y;\n#pragma unroll\n"
+	            "\t\t\tfor (int j = 0; j < V; j++) {\n",
+	            g->nwrites);
+	emit_gather(sb, g, use, 0, g->nops, "\t\t\t\t", "x[%d]");
+	strbuf_addf(sb,
+	            "\t\t\t\tfloat s[%d], o[%d] = {};\n"
+	            "\t\t\t\t%s_col(in, uu, row, c + j, s, o);\n"
+	            "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n"
+	            "\t\t\t\t\tacc[k][j] += s[k];\n"
+	            "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n"
+	            "\t\t\t\t\ty[k][j] = o[k];\n\t\t\t}\n",
+	            ns, g->nwrites, nm, ns, g->nwrites);
+	for (int w = 0; w < g->nwrites; w++)
+		if (!g->values[g->writes[w].value].per_col)
+			strbuf_addf(sb, "\t\t\taic_st<V>(a.w_%s + i, y[%d]);\n",
+			            g->values[g->writes[w].value].name, w);
+	strbuf_addf(
+	    sb,
+	    "\t\t}\n"
+	    "\t/* [k][y][j][x]: the 32 threads of a row of threads hit 32 banks */\n"
+	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+	    "\t\tfor (int j = 0; j < V; j++)\n"
+	    "\t\t\taic_cs[(((long)k * blockDim.y + threadIdx.y) * V + j) * 32 + threadIdx.x] = "
+	    "acc[k][j];\n"
+	    "\t__syncthreads();\n"
+	    "\tif (threadIdx.y == 0 && c < cols)\n"
+	    "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+	    "\t\t\tfor (int j = 0; j < V; j++) {\n"
+	    "\t\t\t\tfloat t = 0.f;\n"
+	    "\t\t\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
+	    "\t\t\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * 32 + threadIdx.x];\n"
+	    "\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
+	    "\t\t\t}\n}\n",
+	    ns, ns);
+	strbuf_addf(sb,
+	            "\n/* the column sums (the chunks' partials added in chunk order), then the "
+	            "per-column\n * ops and writes */\n"
+	            "__global__ void __launch_bounds__(256) %s_finish(const %s_args a, const float "
+	            "*ws, long nchunk)\n{\n"
+	            "\tfor (long c = (long)blockIdx.x * blockDim.x + threadIdx.x; c < a.cols;\n"
+	            "\t     c += (long)gridDim.x * blockDim.x) {\n"
+	            "\t\tfloat s[%d];\n"
+	            "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++) {\n"
+	            "\t\t\tfloat t = 0.f;\n"
+	            "\t\t\tfor (long q = 0; q < nchunk; q++)\n"
+	            "\t\t\t\tt += ws[((long)k * nchunk + q) * a.cols + c];\n"
+	            "\t\t\ts[k] = t;\n\t\t}\n"
+	            "\t\tfloat in[%d] = {",
+	            nm, nm, ns, ns, g->ninputs);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_adds(sb, i ? ", " : "");
+		if (fin[i])
+			strbuf_addf(sb, "aic_to_float(a.in_%s[c])", g->values[i].name);
+		else
+			strbuf_adds(sb, "0.f");
+	}
+	strbuf_addf(sb, "};\n\t\t(void)in;\n\t\tfloat o[%d] = {};\n\t\t%s_fin(s, in, o);\n",
+	            g->nwrites, nm);
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->values[g->writes[w].value].per_col)
+			strbuf_addf(sb, "\t\ta.w_%s[c] = aic_from_float<%s>(o[%d]);\n",
+			            g->values[g->writes[w].value].name,
+			            fdtype_ctype(g->writes[w].dtype), w);
+	strbuf_adds(sb, "\t}\n}\n");
+}
+
+/* A column group's launch: the workspace, the two kernels, the workspace freed. */
+static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
+{
+	const char *nm = g->name;
+	strbuf_addf(
+	    sb,
+	    "\t(void)ept;\n"
+	    "\tif (a.rows < 0 || a.cols <= 0)\n\t\treturn cudaErrorInvalidValue;\n"
+	    "\tconst int by = block / 32;\n"
+	    "\tconst long tiles = (a.cols / vec + 31) / 32;\n"
+	    "\t/* about one wave of blocks, at least one row a row of threads */\n"
+	    "\tlong chunks = ((long)aic_sm_count() * (2048 / block) + tiles - 1) / tiles;\n"
+	    "\tconst long most = (a.rows + by - 1) / by;\n"
+	    "\tif (chunks > most)\n\t\tchunks = most;\n"
+	    "\tif (chunks > 65535)\n\t\tchunks = 65535;\n"
+	    "\tif (chunks < 1)\n\t\tchunks = 1;\n"
+	    "\tlong chunk = (a.rows + chunks - 1) / chunks;\n"
+	    "\tif (chunk < 1)\n\t\tchunk = 1;\n"
+	    "\tchunks = (a.rows + chunk - 1) / chunk;\n"
+	    "\tif (chunks < 1)\n\t\tchunks = 1;\n"
+	    "\tfloat *ws = NULL;\n"
+	    "\tcudaError_t e = cudaMallocAsync((void **)&ws, (size_t)%d * chunks * a.cols * "
+	    "sizeof(float), s);\n"
+	    "\tif (e != cudaSuccess)\n\t\treturn e;\n"
+	    "\tconst size_t smem = (size_t)%d * by * 32 * vec * sizeof(float);\n"
+	    "\tconst dim3 grid((unsigned)tiles, (unsigned)chunks), threads(32, by);\n"
+	    "\tswitch (vec) {\n",
+	    g->ncolsum, g->ncolsum);
+	for (int v = 1; v <= maxv; v *= 2)
+		strbuf_addf(sb,
+		            "\tcase %d:\n\t\t%s_kernel<%d><<<grid, threads, smem, s>>>(a, ws, "
+		            "chunk);\n\t\tbreak;\n",
+		            v, nm, v);
+	strbuf_addf(sb,
+	            "\tdefault:\n\t\tcudaFreeAsync(ws, s);\n\t\treturn cudaErrorInvalidValue;\n"
+	            "\t}\n"
+	            "\te = cudaGetLastError();\n"
+	            "\tif (e == cudaSuccess) {\n"
+	            "\t\tlong fg = (a.cols + 255) / 256;\n"
+	            "\t\tif (fg > 4096)\n\t\t\tfg = 4096;\n"
+	            "\t\t%s_finish<<<(unsigned)fg, 256, 0, s>>>(a, ws, chunks);\n"
+	            "\t\te = cudaGetLastError();\n\t}\n"
+	            "\tconst cudaError_t f = cudaFreeAsync(ws, s);\n"
+	            "\treturn e != cudaSuccess ? e : f;\n}\n",
+	            nm);
+}
+
 static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 {
 	const char *nm = g->name;
@@ -696,6 +928,8 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	            "inline bool %s_can_vec(const %s_args &a, int v)\n{\n",
 	            nm, nm);
 	for (int i = 0; i < g->ninputs; i++) {
+		if (g->kind == FG_COL && g->values[i].per_row)
+			continue; /* read one value a row */
 		strbuf_addf(sb, "\tif (!aic_aligned(a.in_%s, (size_t)v * %d))\n\t\treturn false;\n",
 		            g->values[i].name, fdtype_size(g->values[i].dtype));
 		if (emit_bcast(g, i))
@@ -703,9 +937,11 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 			            g->values[i].name);
 	}
 	for (int w = 0; w < g->nwrites; w++)
-		strbuf_addf(sb, "\tif (!aic_aligned(a.w_%s, (size_t)v * %d))\n\t\treturn false;\n",
-		            g->values[g->writes[w].value].name, fdtype_size(g->writes[w].dtype));
-	if (g->kind == FG_ROW)
+		if (!g->values[g->writes[w].value].per_col) /* those are written one at a time */
+			strbuf_addf(
+			    sb, "\tif (!aic_aligned(a.w_%s, (size_t)v * %d))\n\t\treturn false;\n",
+			    g->values[g->writes[w].value].name, fdtype_size(g->writes[w].dtype));
+	if (g->kind != FG_CHAIN)
 		strbuf_adds(sb, "\tif (a.cols % v)\n\t\treturn false;\n");
 	strbuf_adds(sb, "\treturn true;\n}\n");
 	strbuf_addf(
@@ -737,6 +973,9 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 				    "0, s>>>(a);\n\t\tbreak;\n",
 				    v * 10 + e, nm, v, e);
 		strbuf_adds(sb, "\tdefault:\n\t\treturn cudaErrorInvalidValue;\n\t}\n");
+	} else if (g->kind == FG_COL) {
+		emit_col_launch(sb, g, maxv);
+		return;
 	} else {
 		strbuf_adds(sb, "\t(void)ept;\n"
 		                "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
@@ -766,6 +1005,8 @@ static void emit_kernel_body(struct strbuf *sb, const struct fgroup *g)
 	emit_args_struct(sb, g);
 	if (g->kind == FG_CHAIN)
 		emit_chain_kernel(sb, g);
+	else if (g->kind == FG_COL)
+		emit_col_kernel(sb, g);
 	else
 		emit_row_kernel(sb, g);
 	emit_launcher(sb, g);
@@ -781,11 +1022,14 @@ void emit_kernel(struct strbuf *sb, const struct fgroup *g)
 	    "'%s' and its launcher\n * %s_launch(args, block, vec, ept, stream). %s\n"
 	    " * Dropout: see aic_uniform4 (Philox, curand_init(seed, i / 4, offset)).\n */\n",
 	    g->name, g->name, g->name,
-	    g->kind == FG_CHAIN
-	        ? "Grid-stride loop, vectorised loads and stores (alignment checked at "
-	          "run time),\n * scalar tail."
-	        : "One block per row, the row staged in shared memory; two passes for "
-	          "the\n * statistics, then the epilogue.");
+	    g->kind == FG_CHAIN ? "Grid-stride loop, vectorised loads and stores (alignment "
+	                          "checked at run time),\n * scalar tail."
+	    : g->kind == FG_ROW
+	        ? "One block per row, the row staged in shared memory; two passes for "
+	          "the\n * statistics, then the epilogue."
+	        : "Column sums: column tiles by row chunks, partials in a workspace "
+	          "(cudaMallocAsync),\n * added in a fixed order by a second kernel: no "
+	          "atomics, the same bits on every run.");
 	strbuf_addf(sb, "#ifndef %s_KERNEL_CU\n#define %s_KERNEL_CU\n", up, up);
 	strbuf_addf(sb, "#include \"%s_math.h\"\n", g->name);
 	emit_kernel_body(sb, g);
@@ -867,7 +1111,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 			            "elements as the others\");\n",
 			            in, nm, in);
 	}
-	if (g->kind == FG_ROW)
+	if (g->kind != FG_CHAIN)
 		strbuf_addf(
 		    sb,
 		    "\tTORCH_CHECK(n %% %ldL == 0, \"%s: the element count must be a multiple "
@@ -889,13 +1133,16 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\tstd::vector<torch::Tensor> outs;\n");
 	for (int w = 0; w < g->nwrites; w++) {
 		const char *on = g->values[g->writes[w].value].name;
+		char shp[48] = "shape"; /* a per-column write: one element a column */
+		if (g->values[g->writes[w].value].per_col)
+			snprintf(shp, sizeof(shp), "std::vector<int64_t>{%ldL}", g->cols);
 		strbuf_addf(sb,
-		            "\tauto t_%s = torch::empty(shape, %s.options().dtype(%s));\n"
+		            "\tauto t_%s = torch::empty(%s, %s.options().dtype(%s));\n"
 		            "\ta.w_%s = (%s *)t_%s.data_ptr();\n\touts.push_back(t_%s);\n",
-		            on, g->values[0].name, emit_torch_type(g->writes[w].dtype), on,
+		            on, shp, g->values[0].name, emit_torch_type(g->writes[w].dtype), on,
 		            fdtype_ctype(g->writes[w].dtype), on, on);
 	}
-	if (g->kind == FG_ROW)
+	if (g->kind != FG_CHAIN)
 		strbuf_addf(sb, "\ta.n = n;\n\ta.cols = %ldL;\n\ta.rows = n / a.cols;\n", g->cols);
 	else
 		strbuf_adds(sb, "\ta.n = n;\n\ta.rows = 1;\n\ta.cols = n;\n");

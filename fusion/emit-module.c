@@ -54,7 +54,9 @@ void emit_capi_h(struct strbuf *sb, const struct fgroup *g)
 	            ".\n * Device pointers, contiguous; in_numel[] the inputs' element counts; n "
 	            "the group's\n * (%s). stream is a cudaStream_t. Returns 0, a CUDA error code, "
 	            "or -1 when a size\n * does not fit.",
-	            g->kind == FG_ROW ? "a multiple of the row length" : "any");
+	            g->kind == FG_ROW   ? "a multiple of the row length"
+	            : g->kind == FG_COL ? "rows x cols; a per-column output holds cols elements"
+	                                : "any");
 	if (has_bwd) {
 		strbuf_adds(sb, " The backward takes in[]:");
 		for (int i = 0; i < b.ninputs; i++)
@@ -88,7 +90,12 @@ static void capi_body(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb, "\t%s_args a{};\n\tif (n < 0)\n\t\treturn -1;\n", nm);
 	for (int i = 0; i < g->ninputs; i++) {
 		const char *in = g->values[i].name;
-		if (emit_bcast(g, i))
+		if (g->kind == FG_COL && g->values[i].per_row) /* one element a row */
+			strbuf_addf(sb,
+			            "\tif (in_numel[%d] * %ldLL != n)\n\t\treturn -1;\n"
+			            "\ta.m_%s = (long)in_numel[%d];\n",
+			            i, g->cols, in, i);
+		else if (emit_bcast(g, i))
 			strbuf_addf(
 			    sb,
 			    "\tif (in_numel[%d] <= 0 || n %% in_numel[%d])\n\t\treturn -1;\n"
@@ -102,7 +109,7 @@ static void capi_body(struct strbuf *sb, const struct fgroup *g)
 	for (int w = 0; w < g->nwrites; w++)
 		strbuf_addf(sb, "\ta.w_%s = (%s *)out[%d];\n", g->values[g->writes[w].value].name,
 		            fdtype_ctype(g->writes[w].dtype), w);
-	if (g->kind == FG_ROW)
+	if (g->kind != FG_CHAIN)
 		strbuf_addf(sb,
 		            "\tif (n %% %ldL)\n\t\treturn -1;\n\ta.n = (long)n;\n\ta.cols = %ldL;\n"
 		            "\ta.rows = a.n / a.cols;\n",
@@ -389,7 +396,8 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	struct strbuf err = STRBUF_INIT, ref = STRBUF_INIT;
 	int grad_of[64];
 	int fused_bwd = g->ninputs <= 64 && !fgroup_backward(g, &b, grad_of, &err);
-	int has_ref = !g->ndrop && !emit_ref(&ref, g);
+	/* a column group's writes are gradients (dgamma, dbeta): no backward of its own */
+	int has_ref = !g->ndrop && g->kind != FG_COL && !emit_ref(&ref, g);
 	int shape_from = 0;
 	for (int i = 0; i < g->ninputs; i++)
 		if (!emit_bcast(g, i)) {
@@ -417,6 +425,8 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		            nm);
 	else if (has_ref)
 		strbuf_addf(sb, "recomputed through PyTorch's\nown ops (%s).\n", err.buf);
+	else if (g->kind == FG_COL)
+		strbuf_addf(sb, "none (%s): HAS_BACKWARD is False.\n", err.buf);
 	else
 		strbuf_addf(sb,
 		            "none (%s; the group has dropout, whose\nmask PyTorch's ops cannot "
@@ -447,7 +457,18 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		strbuf_adds(sb, "]\n");
 		py_list_dtypes(sb, "_BWD_DTYPES", &b, 1);
 	}
+	if (g->kind == FG_COL) { /* a per-column write has cols elements */
+		strbuf_addf(sb, "_COLS = %ld\n_PER_COL = [", g->cols);
+		for (int w = 0; w < g->nwrites; w++)
+			strbuf_addf(sb, "%s%s", w ? ", " : "",
+			            g->values[g->writes[w].value].per_col ? "True" : "False");
+		strbuf_adds(sb, "]\n");
+	}
 	strbuf_adds(sb, module_common);
+	if (g->kind == FG_COL)
+		strbuf_adds(sb, "def _oshape(x, k):\n    \"\"\"The shape of write k: (cols,) per "
+		                "column, else x's.\"\"\"\n"
+		                "    return (_COLS,) if _PER_COL[k] else x.shape\n\n\n");
 	if (has_ref) {
 		strbuf_adds(
 		    sb, "def _x(v, n):\n    \"\"\"A broadcast input repeated to n "
@@ -478,9 +499,14 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(sb, "    ins = [");
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
+	if (g->kind == FG_COL)
+		strbuf_adds(sb, "]\n    outs = [torch.empty(_oshape(ins[_SHAPE], k), dtype=d, "
+		                "device=ins[0].device)\n            for k, d in "
+		                "enumerate(_OUT_DTYPES)]\n");
+	else
+		strbuf_adds(sb, "]\n    outs = [torch.empty(ins[_SHAPE].shape, dtype=d, "
+		                "device=ins[0].device) for d in _OUT_DTYPES]\n");
 	strbuf_addf(sb,
-	            "]\n    outs = [torch.empty(ins[_SHAPE].shape, dtype=d, "
-	            "device=ins[0].device) for d in _OUT_DTYPES]\n"
 	            "    _run(_load().%s_run, ins, outs, seed, offset)\n"
 	            "    return %s\n\n\n",
 	            nm, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");
@@ -488,8 +514,11 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s, ", g->values[i].name);
 	strbuf_addf(sb,
-	            "seed, offset):\n    x = %s\n    outs = [x.new_empty(x.shape, dtype=d) for d "
-	            "in _OUT_DTYPES]\n    return %s\n\n\n",
+	            g->kind == FG_COL
+	                ? "seed, offset):\n    x = %s\n    outs = [x.new_empty(_oshape(x, k), "
+	                  "dtype=d) for k, d in enumerate(_OUT_DTYPES)]\n    return %s\n\n\n"
+	                : "seed, offset):\n    x = %s\n    outs = [x.new_empty(x.shape, dtype=d) "
+	                  "for d in _OUT_DTYPES]\n    return %s\n\n\n",
 	            g->values[shape_from].name, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");
 	strbuf_release(&rt);
 	if (fused_bwd || has_ref) {

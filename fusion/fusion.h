@@ -11,7 +11,11 @@
  * rms_norm, log_softmax_backward, layer_norm_backward) that splits it into a prologue (before)
  * and an epilogue (after). Inputs may be broadcast over leading dimensions: an input of m
  * elements is read at index i % m; in a row group an input marked per_row holds one element a
- * row, read at i / cols.
+ * row, read at i / cols. A third shape, the column group (kind "column-reduction"), is rows x
+ * cols elements whose col_sum ops sum a full-size value over the rows for each column (a layer
+ * norm's dgamma and dbeta, a channels-last batch norm's per-channel sums): the ops before a
+ * col_sum run per element, those after it per column on the sums (and inputs of cols
+ * elements); its writes are per-column values (cols elements) or kept full-size values.
  */
 #ifndef AICPROF_FUSION_H
 #define AICPROF_FUSION_H
@@ -21,8 +25,9 @@
 /* Storage type of a tensor. FD_BOOL is one byte (a mask); compute is always fp32. */
 enum fdtype { FD_F32 = 0, FD_F16, FD_BF16, FD_BOOL };
 
-/* Kinds of op: elementwise, or the one row reduction of a row group. */
-enum fop_kind { FOP_EW, FOP_REDUCE };
+/* Kinds of op: elementwise, the one row reduction of a row group, or a column group's sum
+ * over the rows (col_sum). */
+enum fop_kind { FOP_EW, FOP_REDUCE, FOP_COLSUM };
 
 /* Fields an op requires besides "op", "args" and "out". */
 enum {
@@ -67,10 +72,13 @@ struct fvalue {
 	char *name;
 	long id;           /* the analyzer's value id ("value"), -1 when absent */
 	enum fdtype dtype; /* storage type */
-	long numel;        /* elements; < group total only for broadcast inputs */
+	long numel;        /* elements; < group total only for broadcast inputs and, in a
+	                    * column group, per-column values (cols) */
 	int op;            /* defining op index, -1 for an input */
-	int per_row;       /* an input of one element per row of a row group ("per_row": a
-	                    * layer norm's mean and rstd), read at i / cols, not i % numel */
+	int per_row;       /* an input of one element per row of a row or column group
+	                    * ("per_row": a layer norm's mean and rstd), read at i / cols, not
+	                    * i % numel */
+	int per_col;       /* a column group's value after a col_sum: one element a column */
 };
 
 struct fopnode {
@@ -92,7 +100,7 @@ struct fwrite {
 	int kept;
 };
 
-enum fgroup_kind { FG_CHAIN, FG_ROW };
+enum fgroup_kind { FG_CHAIN, FG_ROW, FG_COL };
 
 struct fgroup {
 	char *name; /* file-name-safe: [A-Za-z0-9_] */
@@ -109,8 +117,15 @@ struct fgroup {
 	int nwrites;
 	int ndrop;                 /* dropout ops */
 	int red;                   /* index of the reduction op in a row group, -1 in a chain */
+	int ncolsum;               /* col_sum ops of a column group (1..FGROUP_MAX_COLSUM) */
 	double recorded_before_us; /* candidate's time_before_us where known, else 0 */
 };
+
+/* A column group holds at most this many col_sum ops (its partial sums sit in shared memory). */
+#define FGROUP_MAX_COLSUM 4
+
+/* The elements write w of g has: cols for a column group's per-column value, else numel. */
+long fgroup_write_numel(const struct fgroup *g, int w);
 
 struct cJSON;
 

@@ -9,7 +9,10 @@
  * out-of-order use, a name defined nowhere as undefined), names are defined once, outputs and
  * kept values name op results. A row group has exactly one reduction, and its epilogue may use
  * only inputs, the reduction's input and result, and epilogue values (the kernel keeps nothing
- * else of the prologue per element). Every message names the file and the JSON path.
+ * else of the prologue per element). A column group has one to FGROUP_MAX_COLSUM col_sum ops
+ * over full-size values; an op reading a col_sum's result (or a value computed from one) is
+ * per column, and may read only such values and inputs of cols elements; it writes at least
+ * one per-column value. Every message names the file and the JSON path.
  */
 #include "fusion/fusion.h"
 #include "lib/json.h"
@@ -207,10 +210,11 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			return -1;
 		const cJSON *pr = json_get(in, "per_row");
 		int per_row = cJSON_IsTrue(pr);
-		if (per_row && g->kind != FG_ROW)
-			return perr(
-			    c, "%s'%s': per_row needs a row group (kind \"reduction-epilogue\")",
-			    path, name);
+		if (per_row && g->kind == FG_CHAIN)
+			return perr(c,
+			            "%s'%s': per_row needs a row group or a column group (kind "
+			            "\"reduction-epilogue\" or \"column-reduction\")",
+			            path, name);
 		if (numel == -2)
 			numel = per_row ? g->rows : g->numel;
 		if (per_row && numel != g->rows)
@@ -262,6 +266,45 @@ static int resolve_arg(struct pctx *c, const struct fgroup *g, const cJSON *ops,
 	}
 	perr(c, "%sundefined name '%s' (not an input nor an earlier op's result)", path, name);
 	return -1;
+}
+
+/*
+ * In a column group: whether op n's result is per column (a col_sum, or an op reading a
+ * per-column value), 0 when it is per element, -1 after perr() when the op mixes the two or
+ * breaks a rule of col_sum.
+ */
+static int col_phase(struct pctx *c, struct fgroup *g, const struct fopnode *n, const char *path)
+{
+	if (n->op->kind == FOP_COLSUM) {
+		const struct fvalue *x = &g->values[n->arg[0]];
+		if (x->per_col || x->per_row || x->numel != g->numel)
+			return perr(
+			    c,
+			    "%sthe input of col_sum must have all %ld elements (rows x cols), "
+			    "not %ld",
+			    path, g->numel, x->numel);
+		if (++g->ncolsum > FGROUP_MAX_COLSUM)
+			return perr(c, "%smore than %d col_sum ops in one group", path,
+			            FGROUP_MAX_COLSUM);
+		return 1;
+	}
+	int pc = 0;
+	for (int k = 0; k < n->nargs; k++)
+		pc |= g->values[n->arg[k]].per_col;
+	if (!pc)
+		return 0;
+	for (int k = 0; k < n->nargs; k++) {
+		const struct fvalue *a = &g->values[n->arg[k]];
+		if (!(a->per_col || (a->op < 0 && !a->per_row && a->numel == g->cols)))
+			return perr(
+			    c,
+			    "%sargs[%d] '%s': after a col_sum an op may read only per-column "
+			    "values and inputs of %ld elements (cols)",
+			    path, k, a->name, g->cols);
+	}
+	if (n->drop >= 0)
+		return perr(c, "%sdropout on per-column values is not supported", path);
+	return 1;
 }
 
 static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, struct fgroup *g)
@@ -346,6 +389,11 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 			            path, to);
 		t = n->to;
 	}
+	if (n->op->kind == FOP_COLSUM && g->kind != FG_COL)
+		return perr(c,
+		            "%s'%s' sums over the rows; the group's kind must be "
+		            "\"column-reduction\"",
+		            path, opname);
 	if (n->op->kind == FOP_REDUCE) {
 		if (g->kind != FG_ROW)
 			return perr(c,
@@ -396,8 +444,12 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 	}
 	if (n->causal && g->kind != FG_ROW)
 		return perr(c, "%s'causal' needs a row group (kind \"reduction-epilogue\")", path);
-	if (add_value(c, g, path, out, get_id(o), t, g->numel, i))
+	int per_col = g->kind == FG_COL && col_phase(c, g, n, path);
+	if (per_col < 0)
 		return -1;
+	if (add_value(c, g, path, out, get_id(o), t, per_col ? g->cols : g->numel, i))
+		return -1;
+	g->values[g->nvalues - 1].per_col = per_col;
 	n->out = g->nvalues - 1;
 	return 0;
 }
@@ -467,6 +519,18 @@ static int check_row(struct pctx *c, struct fgroup *g)
 	return 0;
 }
 
+/* Column groups: a col_sum, and a per-column value written. */
+static int check_col(struct pctx *c, struct fgroup *g)
+{
+	if (!g->ncolsum)
+		return perr(c, "a \"column-reduction\" group needs a col_sum op");
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->values[g->writes[w].value].per_col)
+			return 0;
+	return perr(c, "a \"column-reduction\" group writes at least one per-column value (a "
+	               "col_sum's result, or an op on it)");
+}
+
 int fgroup_parse(const struct cJSON *j, const char *where, const char *name, struct fgroup *g,
                  struct strbuf *err)
 {
@@ -485,10 +549,12 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 		g->kind = FG_CHAIN;
 	else if (!strcmp(kind, "reduction-epilogue"))
 		g->kind = FG_ROW;
+	else if (!strcmp(kind, "column-reduction"))
+		g->kind = FG_COL;
 	else {
 		perr(&c,
-		     "unsupported kind '%s' (expected \"elementwise-chain\" or "
-		     "\"reduction-epilogue\")",
+		     "unsupported kind '%s' (expected \"elementwise-chain\", "
+		     "\"reduction-epilogue\" or \"column-reduction\")",
 		     kind);
 		goto fail;
 	}
@@ -549,6 +615,8 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 	if (parse_writes(&c, j, "outputs", 0, g) || parse_writes(&c, j, "kept", 1, g))
 		goto fail;
 	if (g->kind == FG_ROW && check_row(&c, g))
+		goto fail;
+	if (g->kind == FG_COL && check_col(&c, g))
 		goto fail;
 	const cJSON *tb = json_get(j, "time_before_us");
 	if (cJSON_IsNumber(tb))
@@ -629,8 +697,13 @@ double fgroup_bytes_fused(const struct fgroup *g)
 		if (value_used(g, i))
 			b += (double)g->values[i].numel * fdtype_size(g->values[i].dtype);
 	for (int i = 0; i < g->nwrites; i++)
-		b += (double)g->numel * fdtype_size(g->writes[i].dtype);
+		b += (double)fgroup_write_numel(g, i) * fdtype_size(g->writes[i].dtype);
 	return b;
+}
+
+long fgroup_write_numel(const struct fgroup *g, int w)
+{
+	return g->values[g->writes[w].value].per_col ? g->cols : g->numel;
 }
 
 double fgroup_bytes_unfused(const struct fgroup *g)
@@ -641,7 +714,7 @@ double fgroup_bytes_unfused(const struct fgroup *g)
 		for (int k = 0; k < n->nargs; k++)
 			b += (double)g->values[n->arg[k]].numel *
 			     fdtype_size(g->values[n->arg[k]].dtype);
-		b += (double)g->numel * fdtype_size(g->values[n->out].dtype);
+		b += (double)g->values[n->out].numel * fdtype_size(g->values[n->out].dtype);
 	}
 	return b;
 }
@@ -649,7 +722,10 @@ double fgroup_bytes_unfused(const struct fgroup *g)
 char *fgroup_key(const struct fgroup *g)
 {
 	struct strbuf sb = STRBUF_INIT;
-	strbuf_addf(&sb, "%s:%s:%ldx%ld:", g->kind == FG_CHAIN ? "ew" : "row",
+	strbuf_addf(&sb, "%s:%s:%ldx%ld:",
+	            g->kind == FG_CHAIN ? "ew"
+	            : g->kind == FG_ROW ? "row"
+	                                : "col",
 	            fdtype_name(g->dtype), g->rows, g->cols);
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(&sb, "%s%s/%ld", i ? "," : "", fdtype_name(g->values[i].dtype),

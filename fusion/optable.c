@@ -8,7 +8,8 @@
  * emitters substitute the placeholders ($0 $1 $2 arguments, $s number, $k keep probability,
  * $i its inverse, $u uniform random, $t the cast target, $m the mask condition); see fusion.h.
  * Reductions (softmax, log_softmax, its backward, layer_norm, rms_norm) carry no expression: their
- * two-pass row statistics are written by the emitters.
+ * two-pass row statistics are written by the emitters; so does col_sum, a column group's sum
+ * over the rows.
  */
 #include "fusion/fusion.h"
 
@@ -88,6 +89,9 @@ const struct fop fop_table[] = {
     /* layer_norm's input gradient (dy, x, mean, rstd[, gamma]), mean and rstd per row:
      * rstd * (g - mean_row(g) - xh * mean_row(g * xh)), g = dy * gamma, xh = (x - mean) * rstd */
     {"layer_norm_backward", 4, 5, RED, 0, NULL, NULL},
+    /* a column group's sum over the rows, one result a column: sum_row x[row * cols + col]
+     * (layer norm's dgamma and dbeta, a channels-last batch norm's per-channel sums) */
+    {"col_sum", 1, 1, FOP_COLSUM, 0, NULL, NULL},
 };
 const size_t fop_count = ARRAY_SIZE(fop_table);
 

@@ -87,6 +87,7 @@ static void test_optable(void **state)
 	                              "log_softmax",
 	                              "log_softmax_backward",
 	                              "layer_norm_backward",
+	                              "col_sum",
 	                              "gelu_backward",
 	                              "relu_backward",
 	                              "silu_backward",
@@ -121,6 +122,8 @@ static void test_optable(void **state)
 	assert_int_equal(fop_lookup("log_softmax_backward")->kind, FOP_REDUCE);
 	assert_int_equal(fop_lookup("log_softmax_backward")->min_args, 2);
 	assert_int_equal(fop_lookup("layer_norm_backward")->max_args, 5);
+	assert_int_equal(fop_lookup("col_sum")->kind, FOP_COLSUM);
+	assert_int_equal(fop_lookup("col_sum")->max_args, 1);
 	assert_int_equal(fop_lookup("gelu_backward")->min_args, 2);
 	assert_non_null(strstr(fop_lookup("gelu_backward")->expr, "erff($1"));
 	enum fdtype t;
@@ -193,6 +196,40 @@ static void test_parse_rows(void **state)
 	fgroup_release(&g);
 }
 
+/* A column group: layer norm's dgamma and dbeta after the cast of dy (tests/fusion/gbb.json). */
+static void test_parse_cols(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("gbb.json", &g);
+	assert_int_equal(g.kind, FG_COL);
+	assert_int_equal(g.rows, 4096);
+	assert_int_equal(g.cols, 1024);
+	assert_int_equal(g.numel, 4096L * 1024);
+	assert_int_equal(g.ncolsum, 2);
+	assert_int_equal(g.red, -1);
+	assert_true(g.values[1].per_row && g.values[2].per_row);
+	assert_int_equal(g.values[1].numel, 4096);
+	/* the col_sums' results are per column, the per-element values are not */
+	assert_false(g.values[g.ops[3].out].per_col);
+	assert_true(g.values[g.ops[4].out].per_col);
+	assert_int_equal(g.values[g.ops[4].out].numel, 1024);
+	assert_int_equal(g.nwrites, 2);
+	assert_int_equal(fgroup_write_numel(&g, 0), 1024);
+	/* fused: dy16 (bf16), x (f32), mean and rstd read once, dgamma and dbeta written once */
+	assert_true(fgroup_bytes_fused(&g) == 4194304.0 * 6 + 4096 * 8 + 1024 * 8);
+	/* unfused: the cast, sub, two muls over all elements, then the two column sums */
+	double full = 4194304.0;
+	double unf = (full * 2 + full * 4) + (full * 4 + 4096 * 4 + full * 4) +
+	             (full * 4 + 4096 * 4 + full * 4) + (full * 8 + full * 4) +
+	             (full * 4 + 1024 * 4) + (full * 4 + 1024 * 4);
+	assert_true(fgroup_bytes_unfused(&g) == unf);
+	char *key = fgroup_key(&g);
+	assert_non_null(strstr(key, "col:f32:4096x1024:"));
+	free(key);
+	fgroup_release(&g);
+}
+
 static void test_parse_bad(void **state)
 {
 	(void)state;
@@ -220,7 +257,8 @@ static void parse_text_bad(const char *text, const char *needle)
 	cJSON_Delete(j);
 }
 
-#define HEAD "{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 64, "
+#define HEAD    "{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 64, "
+#define COLHEAD "{\"kind\": \"column-reduction\", \"dtype\": \"f32\", \"rows\": 4, \"cols\": 16, "
 #define ROWHEAD                                                                                    \
 	"{\"kind\": \"reduction-epilogue\", \"dtype\": \"bf16\", \"rows\": 4, \"cols\": 16, "
 
@@ -289,6 +327,48 @@ static void test_parse_rules(void **state)
 	               "\"ops\": [{\"op\": \"relu\", \"args\": [\"x\"], \"out\": \"g\"}], "
 	               "\"outputs\": [{\"name\": \"g\"}]}",
 	               "per_row needs a row group");
+	/* column groups: col_sum only there, over full-size values; after it per-column values */
+	parse_text_bad(
+	    HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
+	         "\"args\": [\"x\"], \"out\": \"s\"}], \"outputs\": [{\"name\": \"s\"}]}",
+	    "'col_sum' sums over the rows; the group's kind must be \"column-reduction\"");
+	parse_text_bad(COLHEAD "\"inputs\": [{\"name\": \"m\", \"per_row\": true}], \"ops\": "
+	                       "[{\"op\": \"col_sum\", \"args\": [\"m\"], \"out\": \"s\"}], "
+	                       "\"outputs\": [{\"name\": \"s\"}]}",
+	               "the input of col_sum must have all 64 elements (rows x cols), not 4");
+	parse_text_bad(COLHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"relu\", "
+	                       "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": "
+	                       "\"y\"}]}",
+	               "a \"column-reduction\" group needs a col_sum op");
+	parse_text_bad(COLHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"relu\", "
+	                       "\"args\": [\"x\"], \"out\": \"y\"}, {\"op\": \"col_sum\", "
+	                       "\"args\": [\"y\"], \"out\": \"s\"}], \"outputs\": [{\"name\": "
+	                       "\"y\"}]}",
+	               "writes at least one per-column value");
+	/* an op on a column sum and a full-size value */
+	parse_text_bad(COLHEAD
+	               "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
+	               "\"args\": [\"x\"], \"out\": \"s\"}, {\"op\": \"mul\", \"args\": "
+	               "[\"s\", \"x\"], \"out\": \"t\"}], \"outputs\": [{\"name\": \"t\"}]}",
+	               "args[1] 'x': after a col_sum an op may read only per-column values and "
+	               "inputs of 16 elements (cols)");
+	parse_text_bad(COLHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s\"}, {\"op\": \"dropout\", \"p\": "
+	                       "0.1, \"args\": [\"s\"], \"out\": \"t\"}], \"outputs\": [{\"name\": "
+	                       "\"t\"}]}",
+	               "dropout on per-column values is not supported");
+	parse_text_bad(COLHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s1\"}, {\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s2\"}, {\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s3\"}, {\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s4\"}, {\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s5\"}], \"outputs\": [{\"name\": "
+	                       "\"s1\"}]}",
+	               "more than 4 col_sum ops in one group");
+	parse_text_bad(ROWHEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
+	                       "\"args\": [\"x\"], \"out\": \"s\"}], \"outputs\": [{\"name\": "
+	                       "\"s\"}]}",
+	               "the group's kind must be \"column-reduction\"");
 	parse_text_bad("{\"kind\": \"gemm-epilogue\", \"dtype\": \"f32\"}", "unsupported kind");
 }
 
@@ -409,6 +489,55 @@ static void test_emit_rows(void **state)
 	assert_non_null(strstr(k, "aic_rsqrt(acc2 / (float)cols + 9.99999975e-06f)"));
 	free(m);
 	free(k);
+	fgroup_release(&g);
+}
+
+/* A column group's code: the summands in <name>_col, the two kernels without atomics, the
+ * per-column writes of cols elements in the harness and the CPU check, no fused backward. */
+static void test_emit_cols(void **state)
+{
+	(void)state;
+	struct fgroup g;
+	parse_ok("gbb.json", &g);
+	char *m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "cast_gamma_beta_col(const float *in, const float *u, long row"));
+	assert_non_null(strstr(m, "s[0] = v7; /* col_sum -> dgamma */"));
+	assert_non_null(strstr(m, "s[1] = v4; /* col_sum -> dbeta */"));
+	assert_non_null(strstr(m, "cast_gamma_beta_fin(const float *s"));
+	char *k = emit(emit_kernel, &g);
+	/* mean and rstd one a row; partials in a workspace added in order; no atomics */
+	assert_non_null(strstr(k, "x[1][j] = aic_to_float(a.in_mean[row]);"));
+	assert_non_null(strstr(k, "cudaMallocAsync((void **)&ws, (size_t)2 * chunks * a.cols"));
+	assert_non_null(strstr(k, "cast_gamma_beta_finish<<<"));
+	assert_non_null(strstr(k, "cudaFreeAsync(ws, s)"));
+	assert_non_null(strstr(k, "a.w_dgamma[c] = aic_from_float<float>(o[0]);"));
+	assert_null(strstr(k, "atomicAdd"));
+	assert_null(strstr(k, "aic_aligned(a.in_mean")); /* read one a row: no vector access */
+	char *b = emit(emit_bench, &g);
+	assert_non_null(strstr(b, "CK(cudaMemset(w[0], 0xFF, 1024L * 4));"));
+	assert_non_null(strstr(b, "x1[j] = aic_to_float(a1[(i + j) / COLS]);"));
+	assert_non_null(strstr(b, "\"kind\\\":\\\"column-reduction\\\""));
+	char *c = emit(emit_cpucheck, &g);
+	assert_non_null(strstr(c, "ROWS = 64L, COLS = 1024L"));
+	assert_non_null(strstr(c, "t += r[7][row * COLS + c];"));
+	assert_non_null(strstr(c, "const long NW = COLS;"));
+	char *py = emit(emit_module, &g);
+	assert_non_null(strstr(py, "HAS_BACKWARD = False"));
+	assert_non_null(strstr(py, "_PER_COL = [True, True]"));
+	char *capi = emit(emit_capi, &g);
+	assert_non_null(strstr(capi, "if (in_numel[1] * 1024LL != n)"));
+	free(m);
+	free(k);
+	free(b);
+	free(c);
+	free(py);
+	free(capi);
+	struct fgroup bw;
+	struct strbuf err = STRBUF_INIT;
+	int grad_of[64];
+	assert_int_equal(fgroup_backward(&g, &bw, grad_of, &err), -1);
+	assert_non_null(strstr(err.buf, "a column group has no fused backward"));
+	strbuf_release(&err);
 	fgroup_release(&g);
 }
 
@@ -568,6 +697,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_emit_chain),
 	    cmocka_unit_test(test_emit_rows),   cmocka_unit_test(test_write_group),
 	    cmocka_unit_test(test_backward),    cmocka_unit_test(test_model_ops),
+	    cmocka_unit_test(test_parse_cols),  cmocka_unit_test(test_emit_cols),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
