@@ -15,6 +15,11 @@
  * mean and rstd) that something reads is listed in "unwritten": the generated kernel does not
  * write it, so the fused form cannot replace the members where that reader runs (autograd).
  *
+ * Layer norm's dgamma and dbeta (ATen's GammaBetaBackward kernels) are column sums: the group
+ * is then a "column-reduction" of M rows x N columns (the kernel's two long parameters) whose
+ * last member gives xh = (X - mean) * rstd (mean and rstd one float a row), dgamma =
+ * col_sum(dY * xh) and dbeta = col_sum(dY), its two writes in parameter order.
+ *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
  * the reason is one sentence that `aicprof fuse` reports as advice.
@@ -34,8 +39,9 @@ struct gb {
 	cJSON *ins, *ops, *outs, *kept, *unwritten;
 	char **vname; /* per value id: its name in the group, or NULL */
 	int nin, nt, nout, nx;
-	long numel;      /* elements per full tensor */
-	enum dtype half; /* the 16-bit type a member names, DT_UNKNOWN when none */
+	long numel;              /* elements per full tensor */
+	enum dtype half;         /* the 16-bit type a member names, DT_UNKNOWN when none */
+	long col_rows, col_cols; /* a column group's shape (its last member's), 0 when none */
 	struct strbuf why;
 };
 
@@ -443,6 +449,100 @@ static int row_input(struct gb *g, int vi, long rows, const struct node *n)
 	return 0;
 }
 
+/* ATen's layer norm dgamma and dbeta: GammaBetaBackward{SimpleCUDAKernel,CUDAKernel,
+ * CUDAKernel_32x32,CUDAKernelTemplate}<T, float, ...>(long M, long N, dY, X, mean, rstd, dg, db)
+ * with T float, BFloat16 or Half; the template's last flag (partial_reduction) false, else its
+ * dg and db are partial sums that another kernel adds. */
+static int gbb_kernel(const struct node *n)
+{
+	const char *full = n->full_name ? n->full_name : "";
+	if (!n->sem.backward || !n->sem.op || strcmp(n->sem.op, "layer_norm_backward") ||
+	    !strstr(full, "GammaBetaBackward"))
+		return 0;
+	if (!strstr(full, "<float, float") && !strstr(full, "<c10::BFloat16, float") &&
+	    !strstr(full, "<c10::Half, float"))
+		return 0;
+	if (strstr(full, "GammaBetaBackwardCUDAKernelTemplate<"))
+		return strstr(full, ", false>(") != NULL;
+	return 1;
+}
+
+/*
+ * The ops of a GammaBetaBackward member n, the group's last: xh = (X - mean) * rstd, dgamma =
+ * col_sum(dY * xh), dbeta = col_sum(dY), and both as the group's outputs. Its two writes are
+ * dgamma and dbeta in that order: flow.c enters a kernel's writes in parameter order and values
+ * are numbered as they are entered. Returns 0, or -1 after fail().
+ */
+static int gbb_member(struct gb *g, const struct node *n, int last)
+{
+	if (!last)
+		return fail(
+		    g, "node %d: layer norm's dgamma and dbeta (column sums) must end the group",
+		    n->id);
+	if (n->nreads != 4)
+		return fail(g,
+		            "node %d: GammaBetaBackward reads %d tensors, not dY, X, mean and rstd",
+		            n->id, n->nreads);
+	uint64_t mraw, nraw;
+	if (!fusegroup_param(n, 0, 8, &mraw) || !fusegroup_param(n, 1, 8, &nraw) ||
+	    (int64_t)mraw <= 0 || (int64_t)nraw <= 0 || (int64_t)mraw > g->numel / (int64_t)nraw ||
+	    (int64_t)mraw * (int64_t)nraw != g->numel)
+		return fail(
+		    g,
+		    "node %d: GammaBetaBackward's M and N are not in the trace, or M x N is "
+		    "not the group's %ld elements",
+		    n->id, g->numel);
+	long rows = (long)mraw, cols = (long)nraw;
+	const struct model *m = g->m;
+	int w[2], nw = 0;
+	for (int k = 0; k < m->nvalues; k++)
+		if (m->values[k].writer == n->id && nw++ < 2)
+			w[nw - 1] = k;
+	if (nw != 2)
+		return fail(
+		    g,
+		    "node %d: GammaBetaBackward writes %d values; only dgamma and dbeta both "
+		    "are generated",
+		    n->id, nw);
+	if (row_input(g, n->reads[2], rows, n) || row_input(g, n->reads[3], rows, n))
+		return -1;
+	const char *dy = arg_name(g, n->reads[0], n), *x = arg_name(g, n->reads[1], n);
+	if (!dy || !x)
+		return -1;
+	long vn;
+	enum dtype t = value_dtype(g, &m->values[n->reads[1]], n, &vn); /* T, X's type */
+	if (t == DT_UNKNOWN)
+		return -1;
+	if (vn != g->numel)
+		return fail(g, "node %d: X is not a whole tensor of the group", n->id);
+	for (int k = 0; k < 2; k++)
+		if (!fusegroup_block_holds(m->values[w[k]].size, dtype_size(t) * (uint64_t)cols))
+			return fail(g, "node %d: value %d (%llu bytes) is not %ld %s, one a column",
+			            n->id, w[k], (unsigned long long)m->values[w[k]].size, cols,
+			            dtype_name(t));
+	char xc[16], xh[16], p[16], out[2][16];
+	const char *a1[2] = {x, g->vname[n->reads[2]]};
+	add_op(g, "sub", a1, 2, xc, sizeof(xc));
+	const char *a2[2] = {xc, g->vname[n->reads[3]]};
+	add_op(g, "mul", a2, 2, xh, sizeof(xh));
+	const char *a3[2] = {dy, xh};
+	add_op(g, "mul", a3, 2, p, sizeof(p));
+	const char *a4[1] = {p}, *a5[1] = {dy};
+	add_op(g, "col_sum", a4, 1, out[0], sizeof(out[0]));
+	add_op(g, "col_sum", a5, 1, out[1], sizeof(out[1]));
+	for (int k = 0; k < 2; k++) {
+		g->vname[w[k]] = xstrdup(out[k]);
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "name", out[k]);
+		cJSON_AddNumberToObject(o, "value", w[k]);
+		cJSON_AddStringToObject(o, "dtype", dtype_name(t));
+		cJSON_AddItemToArray(g->outs, o);
+	}
+	g->col_rows = rows;
+	g->col_cols = cols;
+	return 0;
+}
+
 static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
                       size_t rsz, double *row_cols, double *row_rows)
 {
@@ -815,7 +915,7 @@ static int build(struct gb *g)
 		const struct node *n = &m->nodes[c->nodes[i]];
 		if (n->sem.backward &&
 		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n) &&
-		    !lnb_kernel(n))
+		    !lnb_kernel(n) && !gbb_kernel(n))
 			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
 			            n->id, n->sem.op);
 		if (n->sem.family == FAM_OTHER)
@@ -833,6 +933,11 @@ static int build(struct gb *g)
 		const struct node *n = &m->nodes[c->nodes[i]];
 		const char *a[8];
 		int na = 0;
+		if (gbb_kernel(n)) {
+			if (gbb_member(g, n, i == c->nnodes - 1))
+				return -1;
+			continue;
+		}
 		uint64_t lnraw;
 		if (lnb_kernel(n) && n->nreads >= 4 && fusegroup_param(n, 6, 4, &lnraw) &&
 		    (int32_t)lnraw > 0 && g->numel % (int32_t)lnraw == 0)
@@ -963,10 +1068,15 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 		if (cJSON_IsString(dt))
 			cJSON_AddStringToObject(root, "dtype", dt->valuestring);
 		int row = !strcmp(c->kind, "reduction-epilogue") && group_has_reduction(&g);
-		if (!row)
+		if (g.col_cols > 0) {
+			cJSON_ReplaceItemInObjectCaseSensitive(
+			    root, "kind", cJSON_CreateString("column-reduction"));
+			cJSON_AddNumberToObject(root, "rows", (double)g.col_rows);
+			cJSON_AddNumberToObject(root, "cols", (double)g.col_cols);
+		} else if (!row)
 			cJSON_ReplaceItemInObjectCaseSensitive(
 			    root, "kind", cJSON_CreateString("elementwise-chain"));
-		if (row) {
+		if (row && g.col_cols <= 0) {
 			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
 				const struct node *n = &m->nodes[c->nodes[i]];
 				uint64_t raw;
@@ -986,7 +1096,7 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
 			cJSON_AddNumberToObject(root, "cols", cols);
-		} else {
+		} else if (g.col_cols <= 0) {
 			cJSON_AddNumberToObject(root, "numel", (double)g.numel);
 		}
 	}

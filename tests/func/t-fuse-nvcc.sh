@@ -7,8 +7,9 @@
 # nvcc every line is a skip. One line per sample; a failing file is named with nvcc's first
 # error as TAP diagnostics. Then the CPU checks of the fixtures of the ops real models need
 # (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json, lsb.json and lnb.json: the
-# backward of log_softmax and layer_norm's input gradient; gbb.json: layer norm's dgamma and
-# dbeta, a column group) are built and run.
+# backward of log_softmax and layer_norm's input gradient; gbb.json and bnb.json: column groups,
+# layer norm's dgamma and dbeta, and a channels-last batch norm backward's per-channel sums after
+# relu's backward, which it keeps) are built and run.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
@@ -57,7 +58,7 @@ for s in $SAMPLES; do
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
-for f in gelu_tanh_chain ops_chain ops_nobwd lsb lnb gbb; do
+for f in gelu_tanh_chain ops_chain ops_nobwd lsb lnb gbb bnb; do
 	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
 	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
 	g=$(basename "$gd")

@@ -228,6 +228,19 @@ static void test_parse_cols(void **state)
 	assert_non_null(strstr(key, "col:f32:4096x1024:"));
 	free(key);
 	fgroup_release(&g);
+
+	/* batch norm's per-channel sums: a kept full-size write, an op on a sum and a
+	 * per-channel input (tests/fusion/bnb.json) */
+	parse_ok("bnb.json", &g);
+	assert_int_equal(g.kind, FG_COL);
+	assert_int_equal(g.ncolsum, 2);
+	assert_int_equal(g.nwrites, 4);
+	assert_true(g.writes[3].kept);
+	assert_int_equal(g.writes[3].dtype, FD_BF16);
+	assert_int_equal(fgroup_write_numel(&g, 3), 8192L * 256);
+	assert_int_equal(fgroup_write_numel(&g, 2), 256);
+	assert_true(g.values[g.ops[6].out].per_col);
+	fgroup_release(&g);
 }
 
 static void test_parse_bad(void **state)
@@ -538,6 +551,20 @@ static void test_emit_cols(void **state)
 	assert_int_equal(fgroup_backward(&g, &bw, grad_of, &err), -1);
 	assert_non_null(strstr(err.buf, "a column group has no fused backward"));
 	strbuf_release(&err);
+	fgroup_release(&g);
+
+	/* the kept value is stored by the first kernel, the per-channel input read at the column
+	 * by the second */
+	parse_ok("bnb.json", &g);
+	k = emit(emit_kernel, &g);
+	assert_non_null(strstr(k, "aic_st<V>(a.w_g + i, y[3]);"));
+	assert_non_null(strstr(k, "aic_to_float(a.in_invstd[c])"));
+	assert_non_null(strstr(k, "if (!aic_aligned(a.w_g, (size_t)v * 2))"));
+	assert_null(strstr(k, "aic_aligned(a.w_sum_dy"));
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "const float v11 = (v10 * v4); /* grad_weight = mul */"));
+	free(k);
+	free(m);
 	fgroup_release(&g);
 }
 
