@@ -29,8 +29,8 @@ grp() { echo "[c['group'] for c in s['candidates'] if c.get('group') and c['grou
 
 fuse mlp_train
 check "mlp_train: fuse exits 0" test $? = 0
-check "mlp_train: generates gelu->dropout, dropout->add->mse, the dropout/gelu backward, layer norm->cast, mse backward->cast->dropout backward" \
-	test "$(gen mlp_train)" = "dropout_add_mse_loss dropout_backward_gelu_backward gelu_dropout layer_norm_cast mse_loss_backward_cast_dropout_backward "
+check "mlp_train: generates gelu->dropout, dropout->add->mse, the dropout/gelu backward, layer norm->cast, mse backward->cast->dropout backward, cast->layer norm's dgamma and dbeta" \
+	test "$(gen mlp_train)" = "cast_layer_norm_backward dropout_add_mse_loss dropout_backward_gelu_backward gelu_dropout layer_norm_cast mse_loss_backward_cast_dropout_backward "
 check "mlp_train: each generated cN_ops is finding #N's group" numbered mlp_train
 check "mlp_train: dropout's p read from the kernel's keep probability (0.9f)" python3 -c "
 import json,sys; s=json.load(open(sys.argv[1]))
@@ -48,7 +48,16 @@ check "mlp_train: mse_loss backward's scale is 2/N, read after the legacy loop's
 import json,sys; s=json.load(open(sys.argv[1]))
 g=$(grp mse_loss_backward_cast_dropout_backward); op=[o for o in g['ops'] if o['op']=='scale'][0]
 sys.exit(0 if abs(op['scalar'] - 2.0 / g['numel']) < 1e-15 else 1)" "$tmp/mlp_train.a/summary.json"
-check "mlp_train: layer norm backward is advice" grep -q "finding #$(num mlp_train "'no backward of a row' in (c.get('group_why') or '')"): .*no backward of a row reduction" "$tmp/mlp_train.out"
+check "mlp_train: layer norm's dgamma and dbeta are a column group: M x N from GammaBetaBackward, mean and rstd per row, both sums written in parameter order" python3 -c "
+import json,sys; s=json.load(open(sys.argv[1]))
+g=$(grp cast_layer_norm_backward)
+ops=[o['op'] for o in g['ops']]
+pr=[i for i in g['inputs'] if i.get('per_row')]
+node={n['id']: n for n in s['nodes']}
+gbb=[v['id'] for v in s['ledger']['values'] if 'GammaBeta' in (node.get(v['writer'], {}).get('name') or '')]
+ok=(g['kind'], g['rows'], g['cols']) == ('column-reduction', 4096, 1024) and ops == ['cast', 'sub', 'mul', 'mul', 'col_sum', 'col_sum']
+ok=ok and len(pr) == 2 and all(i['numel'] == 4096 for i in pr) and [o['value'] for o in g['outputs']] == sorted(gbb)[:2]
+sys.exit(0 if ok else 1)" "$tmp/mlp_train.a/summary.json"
 check "mlp_train: optimizer is advice with the fused AdamW" grep -q "finding #$(num mlp_train "c['kind']=='optimizer-horizontal'"): .*AdamW(fused=True)" "$tmp/mlp_train.out"
 
 fuse attention_train
