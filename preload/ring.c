@@ -21,6 +21,13 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static __thread struct ring *my_ring;
 static __thread uint64_t my_pending; /* head after the reserved record */
 void (*ring_wake)(void);
+long (*ring_self_drain)(void);
+static __thread int is_reader;
+
+void ring_set_reader(void)
+{
+	is_reader = 1;
+}
 static _Atomic int closed;
 
 void ring_close(void)
@@ -91,6 +98,12 @@ void *ring_reserve(size_t len)
 		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		if (RING_SIZE - (head - tail) >= need)
 			break;
+		if (is_reader) { /* nobody else will drain this ring: do it now, or drop */
+			if (waited == 0 && ring_self_drain && ring_self_drain() >= 0)
+				continue;
+			atomic_fetch_add(&dropped, 1);
+			return NULL;
+		}
 		if (waited == 0 && ring_wake)
 			ring_wake();
 		if (waited >= RING_WAIT_MS * 10) {

@@ -49,6 +49,17 @@ uint64_t ring_dropped(void);
 
 /* Called by producers when a ring fills; set by the writer to its wake-up function. */
 extern void (*ring_wake)(void);
+/*
+ * The reader's own records: the writer thread also produces records (CUPTI's synchronous
+ * flush delivers the activity buffers on the thread that asks for it, at the window's close
+ * and at a signal's final flush: up to a buffer of 8 MiB at once). Waiting for a reader there
+ * would wait for itself, RING_WAIT_MS a record once its ring is full. The writer sets
+ * ring_self_drain to a drain it may call from inside ring_reserve (returns lines written, or
+ * -1 when it cannot drain now) and marks its thread with ring_set_reader(): a full ring on
+ * that thread is drained on the spot, and a record is dropped at once when that frees nothing.
+ */
+extern long (*ring_self_drain)(void);
+void ring_set_reader(void);
 
 /* The trace is closed and the writer gone (a final flush: the tool yielded, the context died,
  * the process exits): from now on ring_reserve drops at once instead of waiting for a reader

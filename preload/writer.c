@@ -520,11 +520,15 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 
 static char linebuf[1u << 20];
 
+static __thread int in_drain; /* this thread holds write_lock in writer_drain */
+
 long writer_drain(void)
 {
 	uint64_t before = st.lines;
 	pthread_mutex_lock(&write_lock);
+	in_drain = 1;
 	if (closed) {
+		in_drain = 0;
 		pthread_mutex_unlock(&write_lock);
 		return 0;
 	}
@@ -580,6 +584,7 @@ long writer_drain(void)
 			atomic_store_explicit(&r->tail, heads[i], memory_order_release);
 	}
 	free(m);
+	in_drain = 0;
 	pthread_mutex_unlock(&write_lock);
 	return (long)(st.lines - before);
 }
@@ -599,10 +604,17 @@ static const char *window_closed(void)
 	return why;
 }
 
+/* ring_self_drain: the writer thread's own ring is full (ring.h) */
+static long self_drain(void)
+{
+	return in_drain ? -1 : writer_drain();
+}
+
 static void *writer_main(void *arg)
 {
 	(void)arg;
 	shim_enter_thread(); /* this thread never records */
+	ring_set_reader();
 	pthread_mutex_lock(&wake_lock);
 	while (!stop_flag) {
 		struct timespec ts;
@@ -685,6 +697,7 @@ int writer_start(void)
 		return 0;
 	sem_init(&final_done, 0, 0);
 	ring_wake = wake;
+	ring_self_drain = self_drain;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
