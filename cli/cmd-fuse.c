@@ -305,7 +305,9 @@ static void add_readme_group(struct strbuf *sb, const struct fuse_entry *e)
 	if (e->num >= 0)
 		strbuf_addf(sb, " (finding #%ld)", e->num);
 	strbuf_addf(sb, "\n\n- kind: %s, dtype %s, ",
-	            g->kind == FG_CHAIN ? "elementwise chain" : "reduction + epilogue",
+	            g->kind == FG_CHAIN ? "elementwise chain"
+	            : g->kind == FG_COL ? "column reduction (sums over the rows for each column)"
+	                                : "reduction + epilogue",
 	            fdtype_name(g->dtype));
 	if (g->kind == FG_CHAIN)
 		strbuf_addf(sb, "%ld elements\n", g->numel);
