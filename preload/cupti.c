@@ -1298,6 +1298,20 @@ static const char *cupti_err(CUptiResult r)
 	return s ? s : "unknown error";
 }
 
+/* Turns on (or off) every callback aicprof uses: the driver calls of its table, NVTX, and two
+ * resource events. */
+static void enable_callbacks(uint32_t on)
+{
+	for (int i = 0; i < A__COUNT; i++)
+		p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
+	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
+		p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
+	p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+	p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
+	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+}
+
 int cupti_start(void)
 {
 	if (started)
@@ -1347,14 +1361,7 @@ int cupti_start(void)
 		         cupti_err(r));
 		return -1;
 	}
-	for (int i = 0; i < A__COUNT; i++)
-		p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
-	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
-		p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
-	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-	p_cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	enable_callbacks(1);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
 	    (shim_cfg.activity &&
 	     (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)) {
@@ -1450,14 +1457,7 @@ void cupti_detach(void)
 {
 	if (!started || yielded || atomic_exchange(&detached, 1))
 		return;
-	for (int i = 0; i < A__COUNT; i++)
-		p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
-	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
-		p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
-	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-	p_cuptiEnableCallback(0, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
-	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+	enable_callbacks(0);
 	if (!ctx_dead)
 		p_cuptiActivityFlushAll(1);
 	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
