@@ -23,6 +23,15 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 {
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 	python3 -c 'import torch,sys; print("torch", torch.__version__, "python", sys.version.split()[0])'
+	# a warm device keeps build/ between calls, and the copied sources may carry older mtimes
+	# than its objects: make would call a stale build up to date. Rebuild when the sources'
+	# contents changed.
+	h=$(cat Makefile $(find aicprof.c aicprof.h lib cli analyzer report fusion preload \
+		-name '*.[ch]' | sort) | sha1sum | cut -c1-40)
+	if [ "$(cat build/.src-hash 2>/dev/null)" != "$h" ]; then
+		rm -rf build && mkdir -p build && echo "$h" >build/.src-hash
+		echo "sources changed: clean build"
+	fi
 	make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" build/libaicprof.so 2>&1 | tail -3
 	if [ -d "$D" ]; then
 		make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" \
