@@ -159,6 +159,8 @@ struct trace_info {
 	char *program;  /* argv joined by spaces; owned */
 	char *cwd;      /* the program's working directory (header "cwd"), or NULL; owned */
 	int truncated;
+	char end_reason[24]; /* the end line's reason ("cap", "duration", ...), "" without one */
+	long end_dropped;    /* the end line's dropped records, -1 when unknown */
 	long records, kernels;
 	char **warnings;
 	int nwarnings;

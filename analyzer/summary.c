@@ -557,6 +557,14 @@ static void summary_emit(struct jsink *s, const struct model *m)
 		else
 			cJSON_AddNullToObject(o, "cwd");
 		cJSON_AddBoolToObject(o, "truncated", t->truncated);
+		if (t->end_reason[0])
+			cJSON_AddStringToObject(o, "end", t->end_reason);
+		else
+			cJSON_AddNullToObject(o, "end");
+		if (t->end_reason[0] && t->end_dropped >= 0)
+			cJSON_AddNumberToObject(o, "dropped_records", (double)t->end_dropped);
+		else
+			cJSON_AddNullToObject(o, "dropped_records");
 		cJSON_AddNumberToObject(o, "records", (double)t->records);
 		cJSON_AddNumberToObject(o, "kernels", (double)t->kernels);
 		cJSON_AddNumberToObject(o, "steps", t->steps);
@@ -807,6 +815,8 @@ static int analyse_one(const char *path, struct trace_info *ti, struct model *m,
 	int r = trace_read(path, cons, 4, &st, 0);
 	ti->records += st.records;
 	ti->truncated |= st.truncated;
+	snprintf(ti->end_reason, sizeof(ti->end_reason), "%s", st.end_reason);
+	ti->end_dropped = st.end_reason[0] ? st.end_dropped : -1;
 	for (int i = 0; i < st.nwarnings; i++) {
 		ti->warnings = xrealloc(ti->warnings, sizeof(char *) * (ti->nwarnings + 1));
 		ti->warnings[ti->nwarnings++] = st.warnings[i];

@@ -558,6 +558,17 @@ int trace_read(const char *path, const struct trace_consumer *cons, int ncons,
 		                         .rawlen = n,
 		                         .line = line};
 		r.type = trace_type_of(r.t);
+		if (st && r.type == TRACE_END) {
+			const cJSON *why = cJSON_GetObjectItemCaseSensitive(rec, "reason");
+			const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+			    cJSON_GetObjectItemCaseSensitive(rec, "dropped"), "records");
+			snprintf(st->end_reason, sizeof(st->end_reason), "%s",
+			         cJSON_IsString(why) ? why->valuestring : "?");
+			st->end_dropped =
+			    cJSON_IsNumber(d) && d->valuedouble >= 0 && d->valuedouble < 9e15
+			        ? (long)d->valuedouble
+			        : -1;
+		}
 		if (want & TRACE_BIT(r.type)) {
 			if (st)
 				st->records++;

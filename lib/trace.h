@@ -79,6 +79,11 @@ struct trace_consumer {
 struct trace_stats {
 	long records; /* records handed to a consumer */
 	int truncated;
+	/* the end line, when the read parsed one: its reason ("exit", "cap", "duration", ...; ""
+	 * when there was none) and its count of dropped records (dropped.records, -1 when absent)
+	 */
+	char end_reason[24];
+	long end_dropped;
 	char **warnings;
 	int nwarnings;
 };

@@ -482,6 +482,20 @@ static void section_overview(struct page *pg, struct strbuf *o)
 			strbuf_addf(o, ", %.0f records", d);
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "truncated")))
 			strbuf_adds(o, ", <strong>truncated</strong> (the process was cut short)");
+		const char *end = jstr(t, "end");
+		if (end && (!strcmp(end, "cap") || !strcmp(end, "duration")))
+			strbuf_addf(
+			    o,
+			    ", recording stopped at its window (%s) while the program ran on: "
+			    "the steps after it are not in this trace",
+			    !strcmp(end, "cap") ? "near AICPROF_MAX_MB" : "AICPROF_DURATION");
+		else if (end && !strcmp(end, "yielded"))
+			strbuf_adds(o, ", ended where another CUPTI tool took over");
+		else if (end && !strcmp(end, "cuda-error"))
+			strbuf_adds(o, ", ended after the program's CUDA context failed");
+		if (jnum(t, "dropped_records", &d) && d > 0)
+			strbuf_addf(
+			    o, ", <strong>%.0f records dropped</strong> (counted by the shim)", d);
 		const cJSON *w;
 		cJSON_ArrayForEach(w, jarr(t, "warnings"))
 		{

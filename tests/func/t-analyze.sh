@@ -83,3 +83,17 @@ head -c 3000 /dev/urandom >"$tmp/noise.aicp.jsonl"
 check "random bytes: an error, not a crash" sh -c "test $rc = 1"
 "$A" analyze 2>/dev/null; rc=$?
 check "no trace: usage, exit 129" test "$rc" = 129
+# the end line's reason and dropped records reach the summary and the report
+check "mlp: end exit, 0 dropped" q "$tmp/mlp/summary.json" "s['traces'][0]['end']=='exit' and s['traces'][0]['dropped_records']==0"
+sed 's/"reason":"exit","records":178,"dropped":{"records":0/"reason":"cap","records":178,"dropped":{"records":12/' \
+	"$T/mlp-nvtx.aicp.jsonl" >"$tmp/capped.aicp.jsonl"
+"$A" analyze -q "$tmp/capped.aicp.jsonl" -o "$tmp/capped"; rc=$?
+check "window closed at the cap: analyze exits 0" test "$rc" = 0
+check "window closed at the cap: end cap, 12 dropped" q "$tmp/capped/summary.json" \
+	"s['traces'][0]['end']=='cap' and s['traces'][0]['dropped_records']==12 and not s['traces'][0]['truncated']"
+check "window closed at the cap: the report says so" \
+	sh -c "grep -q 'recording stopped at its window (near AICPROF_MAX_MB)' '$tmp/capped/report.html' && grep -q '12 records dropped' '$tmp/capped/report.html'"
+head -n 178 "$T/mlp-nvtx.aicp.jsonl" >"$tmp/noend.aicp.jsonl"
+"$A" analyze -q --no-report "$tmp/noend.aicp.jsonl" -o "$tmp/noend"
+check "no end line: end and dropped_records null" q "$tmp/noend/summary.json" \
+	"s['traces'][0]['end'] is None and s['traces'][0]['dropped_records'] is None"
