@@ -190,7 +190,7 @@ static int run_child(char **argv)
 }
 
 static const char *const record_usage[] = {
-    "aicprof record [-o FILE] [--] PROGRAM [ARGS...]",
+    "aicprof record [-o FILE] [-d SECONDS] [--] PROGRAM [ARGS...]",
     "",
     "Other settings come from AICPROF_* variables (see the README).",
     NULL,
@@ -199,10 +199,14 @@ static const char *const record_usage[] = {
 int cmd_record(int argc, char **argv)
 {
 	const char *out = NULL;
+	int duration = 0;
 	const struct parseopt options[] = {
 	    OPT_PATH('o', "output", &out, "FILE",
 	             "write the trace to FILE (%p: pid, %r: rank; default\n"
 	             "aicprof.%p.aicp.jsonl in the working directory)"),
+	    OPT_INT('d', "duration", &duration, "SECONDS", 1, 10000000,
+	            "record this many seconds, then let the program run on\n"
+	            "unrecorded (AICPROF_DURATION)"),
 	    OPT_END(),
 	};
 	argc = parse_options(argc, argv, options, record_usage, PARSEOPT_STOP_AT_NON_OPTION);
@@ -223,6 +227,11 @@ int cmd_record(int argc, char **argv)
 	setenv("LD_PRELOAD", pre.buf, 1);
 	if (out)
 		setenv("AICPROF_OUTPUT", out, 1);
+	if (duration > 0) {
+		char d[24];
+		snprintf(d, sizeof(d), "%d", duration);
+		setenv("AICPROF_DURATION", d, 1);
+	}
 	strbuf_release(&pre);
 	free(shim);
 	return run_child(argv);

@@ -13,6 +13,10 @@ r=$(rc "$A" record -o "$tmp/x.aicp.jsonl" -- /bin/true 2>"$tmp/true.err")
 check "/bin/true: exit 0 ($r)" test "$r" = 0
 check "/bin/true: one line says no trace was written" test "$(cat "$tmp/true.err")" = "$msg"
 check "/bin/true: no trace file" test ! -e "$tmp/x.aicp.jsonl"
+out=$("$A" record -d 45 -- /bin/sh -c 'echo "$AICPROF_DURATION"' 2>/dev/null)
+check "--duration sets AICPROF_DURATION ($out)" test "$out" = 45
+"$A" record -d 0 -- /bin/true 2>"$tmp/d0.err"; r=$?
+check "--duration 0 is refused ($r)" sh -c "[ $r != 0 ] && grep -q duration '$tmp/d0.err'"
 r=$(rc "$A" record -- /bin/sh -c 'exit 3' 2>"$tmp/three.err")
 check "exit 3 is the command's ($r)" test "$r" = 3
 check "exit 3: the line says the exit code" grep -qF "aicprof: '/bin/sh' exited with 3 and wrote no trace" "$tmp/three.err"
