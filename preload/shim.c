@@ -278,13 +278,13 @@ static int start(void)
 	sites_init(shim_cfg.depth);
 	if (cupti_start())
 		goto out;
+	writer_set_window(window_soft_cap(), window_end_ns(), window_stop); /* before the thread */
 	if (writer_start()) {
 		shim_say("cannot start the writer thread: not recording");
 		goto out;
 	}
 	atexit(at_exit);
 	writer_set_before_final(cupti_flush);
-	writer_set_window(window_soft_cap(), window_end_ns(), window_stop);
 	install_signals();
 	pthread_atfork(NULL, NULL, after_fork_child);
 	allocguard_start();
