@@ -33,6 +33,22 @@ sys.exit(0 if len(json.load(open('$AICPROF_TUNE_CACHE'))['entries']) == 4 else 1
 check "a second bench reuses the cache and passes" sh -c \
 	"test $rc = 0 && test \$(grep -c '(cached)' '$tmp/table2') = 4"
 
+# the row and column groups of sessions 7 and 8 (layer norm's input gradient, log_softmax's
+# backward, layer norm's dgamma/dbeta, a batch-norm-style column group, and any later fixture of
+# those kinds in tests/fusion): built, checked against the unfused reference, tuned, timed
+newfx=
+for f in lnb lsb gbb bnb bnr; do [ -f "$fx/$f.json" ] && newfx="$newfx --group $fx/$f.json"; done
+check "fuse the row and column fixtures ($newfx)" "$B/aicprof" fuse $newfx -o "$tmp/rc"
+"$B/aicprof" bench "$tmp/rc" >"$tmp/rc-table" 2>"$tmp/rc-log"; rc=$?
+cat "$tmp/rc-table"
+grep -v '^aicprof: \(building\|running\)' "$tmp/rc-log" | sed 's/^/# /'
+check "row and column fixtures: bench exits 0" test "$rc" = 0
+check "row and column fixtures: every group's numerics pass" python3 -c "
+import json, sys
+r = json.load(open('$tmp/rc/bench.json'))
+print('#', [(x['group'], x['ok']) for x in r])
+sys.exit(0 if r and all(x['ok'] for x in r) else 1)"
+
 # the binding against PyTorch: p = 0 must match torch; p = 0.1 must be torch's math on the kept
 # elements, the residual on the dropped ones, about 10% dropped
 sed -e 's/"p": 0.1/"p": 0.0/' -e 's/mlp_gelu_dropout_add/mlp_p0/' "$fx/mlp.json" >"$tmp/mlp_p0.json"
