@@ -18,7 +18,11 @@
  * Layer norm's dgamma and dbeta (ATen's GammaBetaBackward kernels) are column sums: the group
  * is then a "column-reduction" of M rows x N columns (the kernel's two long parameters) whose
  * last member gives xh = (X - mean) * rstd (mean and rstd one float a row), dgamma =
- * col_sum(dY * xh) and dbeta = col_sum(dY), its two writes in parameter order.
+ * col_sum(dY * xh) and dbeta = col_sum(dY), its two writes in parameter order. Batch norm's
+ * channels-last backward reduce (batch_norm_backward_reduce_channels_last_kernel) is one too:
+ * rows N x H x W and cols C (its int parameters reduction_size and stride), mean and inv_std
+ * one float a channel, sum_dy = col_sum(dy), sum_dy_xmu = col_sum(dy * (x - mean)) and, with an
+ * affine weight, grad_weight = sum_dy_xmu * inv_std and grad_bias = sum_dy.
  *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
@@ -543,6 +547,181 @@ static int gbb_member(struct gb *g, const struct node *n, int last)
 	return 0;
 }
 
+/*
+ * ATen's batch norm backward reduce, channels last: batch_norm_backward_reduce_channels_last_
+ * kernel<PARALLEL_LOADS, T, float, L>(input, grad_output, mean, inv_std, sum_dy, sum_dy_xmu,
+ * grad_weight, grad_bias, staging, semaphores, int reduction_size, int stride) with T float,
+ * BFloat16 or Half and L (the weight's type) float or T. Returns L's dtype, DT_UNKNOWN when n
+ * is no such kernel.
+ */
+static enum dtype bnr_kernel(const struct node *n)
+{
+	static const char k[] = "batch_norm_backward_reduce_channels_last_kernel<";
+	const char *full = n->full_name ? n->full_name : "";
+	const char *s = strstr(full, k);
+	if (!n->sem.backward || !n->sem.op || strcmp(n->sem.op, "norm_backward") || !s)
+		return DT_UNKNOWN;
+	s = strchr(s + sizeof(k) - 1, ',');
+	if (!s)
+		return DT_UNKNOWN;
+	static const struct {
+		const char *args;
+		enum dtype layer;
+	} forms[] = {
+	    {", c10::BFloat16, float, float>(", DT_F32},
+	    {", c10::BFloat16, float, c10::BFloat16>(", DT_BF16},
+	    {", c10::Half, float, float>(", DT_F32},
+	    {", c10::Half, float, c10::Half>(", DT_F16},
+	    {", float, float, float>(", DT_F32},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(forms); i++)
+		if (!strncmp(s, forms[i].args, strlen(forms[i].args)))
+			return forms[i].layer;
+	return DT_UNKNOWN;
+}
+
+/* Names value vi a per-column input of cols floats (a batch norm's mean or inv_std), unless
+ * named already as one. Returns its name, or NULL after fail(). */
+static const char *col_input(struct gb *g, int vi, long cols, const struct node *n)
+{
+	const struct value *v = &g->m->values[vi];
+	if (v->writer >= 0 && in_group(g->c, v->writer)) {
+		fail(g, "node %d reads value %d, which a member writes besides its result", n->id,
+		     vi);
+		return NULL;
+	}
+	if (!fusegroup_block_holds(v->size, 4 * (uint64_t)cols)) {
+		fail(g, "node %d: value %d (%llu bytes) is not one float a channel (%ld channels)",
+		     n->id, vi, (unsigned long long)v->size, cols);
+		return NULL;
+	}
+	if (g->vname[vi]) {
+		const cJSON *in;
+		cJSON_ArrayForEach(in, g->ins)
+		{
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+			const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
+			const cJSON *dt = cJSON_GetObjectItemCaseSensitive(in, "dtype");
+			if (cJSON_IsString(nm) && !strcmp(nm->valuestring, g->vname[vi]) &&
+			    cJSON_IsNumber(ne) && (long)ne->valuedouble == cols &&
+			    cJSON_IsString(dt) && !strcmp(dt->valuestring, "f32"))
+				return g->vname[vi];
+		}
+		fail(g, "node %d: value %d is read per channel here and otherwise elsewhere", n->id,
+		     vi);
+		return NULL;
+	}
+	return new_input(g, vi, "f32", cols, 0);
+}
+
+/* Appends output `name` (value vi, of dtype t) to the group's writes. */
+static void add_output(struct gb *g, const char *name, int vi, enum dtype t)
+{
+	g->vname[vi] = xstrdup(name);
+	cJSON *o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddNumberToObject(o, "value", vi);
+	cJSON_AddStringToObject(o, "dtype", dtype_name(t));
+	cJSON_AddItemToArray(g->outs, o);
+}
+
+/*
+ * The ops of a batch_norm_backward_reduce_channels_last_kernel member n (layer type lt), the
+ * group's last: rows = reduction_size (N x H x W) and cols = stride (C), the channel innermost;
+ * xmu = x - mean, sum_dy = col_sum(dy), sum_dy_xmu = col_sum(dy * xmu) and, where the kernel
+ * had an affine weight's pointers, grad_weight = sum_dy_xmu * inv_std and grad_bias = sum_dy
+ * (each in lt). Its reads in parameter order: input, grad_output, mean, inv_std (then the
+ * semaphores, scratch). Its writes in parameter order (flow.c enters them so): sum_dy,
+ * sum_dy_xmu[, grad_weight, grad_bias], then, when grid.y > 1, staging and semaphores, the
+ * kernel's own scratch, which the fused kernel does not need. Returns 0, or -1 after fail().
+ */
+static int bnr_member(struct gb *g, const struct node *n, enum dtype lt, int last)
+{
+	if (!last)
+		return fail(
+		    g, "node %d: batch norm's per-channel sums (column sums) must end the group",
+		    n->id);
+	if (n->nreads != 4 && n->nreads != 5)
+		return fail(g,
+		            "node %d: batch norm backward reduce reads %d tensors, not input, "
+		            "grad_output, mean and inv_std (and the semaphores)",
+		            n->id, n->nreads);
+	uint64_t rraw, craw;
+	if (!fusegroup_param(n, 10, 4, &rraw) || !fusegroup_param(n, 11, 4, &craw) ||
+	    (int32_t)rraw <= 0 || (int32_t)craw <= 0 ||
+	    (long)(int32_t)rraw * (long)(int32_t)craw != g->numel)
+		return fail(g,
+		            "node %d: batch norm's reduction size and channel count are not in the "
+		            "trace, or their product is not the group's %ld elements",
+		            n->id, g->numel);
+	long rows = (int32_t)rraw, cols = (int32_t)craw;
+	const struct model *m = g->m;
+	int w[6], nw = 0;
+	for (int k = 0; k < m->nvalues; k++)
+		if (m->values[k].writer == n->id && nw++ < 6)
+			w[nw - 1] = k;
+	int scratch = n->grid[1] > 1 ? 2 : 0; /* staging and semaphores */
+	int nout = nw - scratch;
+	if (nw > 6 || (nout != 2 && nout != 4))
+		return fail(g,
+		            "node %d: batch norm backward reduce writes %d values, not sum_dy, "
+		            "sum_dy_xmu[, grad_weight, grad_bias]%s",
+		            n->id, nw, scratch ? " and its scratch" : "");
+	if (n->nreads == 5 && (!scratch || m->values[n->reads[4]].size >= 4 * (uint64_t)cols))
+		return fail(g, "node %d: a fifth read that is not the kernel's semaphores", n->id);
+	for (int k = 0; k < nout; k++) {
+		uint64_t es = k < 2 ? 4 : dtype_size(lt);
+		if (!fusegroup_block_holds(m->values[w[k]].size, es * (uint64_t)cols))
+			return fail(g,
+			            "node %d: value %d (%llu bytes) is not %ld %s, one a channel",
+			            n->id, w[k], (unsigned long long)m->values[w[k]].size, cols,
+			            k < 2 ? "f32" : dtype_name(lt));
+	}
+	const char *x = arg_name(g, n->reads[0], n), *dy = arg_name(g, n->reads[1], n);
+	if (!x || !dy)
+		return -1;
+	long vn;
+	if (value_dtype(g, &m->values[n->reads[0]], n, &vn) == DT_UNKNOWN)
+		return -1;
+	if (vn != g->numel)
+		return fail(g, "node %d: the input is not a whole tensor of the group", n->id);
+	const char *mean = col_input(g, n->reads[2], cols, n);
+	const char *invstd = mean ? col_input(g, n->reads[3], cols, n) : NULL;
+	if (!invstd)
+		return -1;
+	char xmu[16], p[16], sdy[16], sdx[16];
+	const char *a1[2] = {x, mean};
+	add_op(g, "sub", a1, 2, xmu, sizeof(xmu));
+	const char *a2[2] = {dy, xmu};
+	add_op(g, "mul", a2, 2, p, sizeof(p));
+	const char *a3[1] = {dy}, *a4[1] = {p};
+	add_op(g, "col_sum", a3, 1, sdy, sizeof(sdy));
+	add_op(g, "col_sum", a4, 1, sdx, sizeof(sdx));
+	add_output(g, sdy, w[0], DT_F32);
+	add_output(g, sdx, w[1], DT_F32);
+	if (nout == 4) {
+		char gw[16], gwc[16], gb[16];
+		const char *a5[2] = {sdx, invstd};
+		add_op(g, "mul", a5, 2, gw, sizeof(gw));
+		const char *a6[1] = {gw}, *a7[1] = {sdy};
+		const char *gwo = gw;
+		if (lt != DT_F32) {
+			cJSON *o = add_op(g, "cast", a6, 1, gwc, sizeof(gwc));
+			cJSON_AddStringToObject(o, "to", dtype_name(lt));
+			gwo = gwc;
+		}
+		/* grad_bias is sum_dy stored in the layer's type: a cast (a group writes each of
+		 * its values once) */
+		cJSON *o = add_op(g, "cast", a7, 1, gb, sizeof(gb));
+		cJSON_AddStringToObject(o, "to", dtype_name(lt));
+		add_output(g, gwo, w[2], lt);
+		add_output(g, gb, w[3], lt);
+	}
+	g->col_rows = rows;
+	g->col_cols = cols;
+	return 0;
+}
+
 static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
                       size_t rsz, double *row_cols, double *row_rows)
 {
@@ -915,7 +1094,7 @@ static int build(struct gb *g)
 		const struct node *n = &m->nodes[c->nodes[i]];
 		if (n->sem.backward &&
 		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n) &&
-		    !lnb_kernel(n) && !gbb_kernel(n))
+		    !lnb_kernel(n) && !gbb_kernel(n) && bnr_kernel(n) == DT_UNKNOWN)
 			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
 			            n->id, n->sem.op);
 		if (n->sem.family == FAM_OTHER)
@@ -935,6 +1114,12 @@ static int build(struct gb *g)
 		int na = 0;
 		if (gbb_kernel(n)) {
 			if (gbb_member(g, n, i == c->nnodes - 1))
+				return -1;
+			continue;
+		}
+		enum dtype bnl = bnr_kernel(n);
+		if (bnl != DT_UNKNOWN) {
+			if (bnr_member(g, n, bnl, i == c->nnodes - 1))
 				return -1;
 			continue;
 		}

@@ -57,6 +57,7 @@ enum role_layout {
 	RL_LN_MOMENTS,    /* (N, eps, X, mean, rstd) */
 	RL_LN_GAMMA_BETA, /* (M, N, dY, X, mean, rstd, dgamma, dbeta) */
 	RL_REDUCE,        /* reduce_kernel(ReduceOp{..., src, dst[2], acc_buf, semaphores}) */
+	RL_BN_BWD_REDUCE, /* (input, dy, mean, invstd, sum_dy, sum_dy_xmu, dw, db, staging, sem) */
 };
 
 struct sem_rule {
@@ -168,6 +169,15 @@ static const struct sem_rule rules[] = {
      * dgamma, dbeta) */
     {"torch-gamma-beta-backward", "GammaBetaBackward", FAM_NORM, "layer_norm_backward", R_BWD,
      RL_LN_GAMMA_BETA, NULL},
+    /* Normalization.cuh, channels last: batch_norm_backward_reduce_channels_last_kernel<
+     * PARALLEL_LOADS, T, T_ACC, T_LAYER>(input, grad_output, mean, inv_std, sum_dy,
+     * sum_dy_xmu, grad_weight, grad_bias, staging_data, semaphores, int reduction_size, int
+     * stride); batch_norm_backward_elemt_channels_last_kernel<...>(grad_output, input, mean,
+     * inv_std, weight, sum_dy, sum_dy_xmu[, numel], grad_input, ...): grad_input last */
+    {"torch-bn-backward-reduce-cl", "batch_norm_backward_reduce_channels_last_kernel", FAM_NORM,
+     "norm_backward", R_BWD, RL_BN_BWD_REDUCE, NULL},
+    {"torch-bn-backward-elemt-cl", "batch_norm_backward_elemt_channels_last_kernel", FAM_NORM,
+     "norm_backward", R_BWD, RL_LAST_W, NULL},
     /* the rest of layer/group/batch norm's kernels: roles not tabulated */
     {"torch-norm-backward",
      "LayerNormBackward|ComputeInternalGradients|ComputeGradientFusedParams|"
@@ -1172,6 +1182,27 @@ int sem_roles_named(const char *name, const struct op_sem *s, int nptrs, unsigne
 		if (nptrs == 5) {
 			fill(role, 0, 4, ROLE_READ);
 			role[4] = ROLE_WRITE;
+			return 1;
+		}
+		return 0;
+	case RL_BN_BWD_REDUCE:
+		/* (input, grad_output, mean, inv_std, sum_dy, sum_dy_xmu, grad_weight, grad_bias,
+		 * staging_data, semaphores): grad_weight and grad_bias null without an affine
+		 * weight, staging_data and semaphores null when grid.y is 1. Ten: all four outputs
+		 * and the scratch, whose staging the kernel writes before it reads it back (its
+		 * last block), while semaphores, zeroed by a fill, are counted up (read and
+		 * written). Six: no weight, one row of blocks. Eight is either the outputs of an
+		 * affine batch norm on one row of blocks or a plain one's two with the scratch:
+		 * unknown by count (the kernel's C signature decides) */
+		if (nptrs == 10) {
+			fill(role, 0, 4, ROLE_READ);
+			fill(role, 4, 9, ROLE_WRITE);
+			role[9] = ROLE_READWRITE;
+			return 1;
+		}
+		if (nptrs == 6) {
+			fill(role, 0, 4, ROLE_READ);
+			fill(role, 4, 6, ROLE_WRITE);
 			return 1;
 		}
 		return 0;

@@ -9,7 +9,9 @@
 # (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json, lsb.json and lnb.json: the
 # backward of log_softmax and layer_norm's input gradient; gbb.json and bnb.json: column groups,
 # layer norm's dgamma and dbeta, and a channels-last batch norm backward's per-channel sums after
-# relu's backward, which it keeps) are built and run.
+# relu's backward, which it keeps; bnr.json: ResNet's relu backward -> batch_norm_backward_reduce_
+# channels_last_kernel as the analyzer writes it, sum_dy, sum_dy_xmu, grad_weight and grad_bias)
+# are built and run.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
@@ -58,7 +60,7 @@ for s in $SAMPLES; do
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
-for f in gelu_tanh_chain ops_chain ops_nobwd lsb lnb gbb bnb; do
+for f in gelu_tanh_chain ops_chain ops_nobwd lsb lnb gbb bnb bnr; do
 	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
 	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
 	g=$(basename "$gd")

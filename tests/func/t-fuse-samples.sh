@@ -78,10 +78,43 @@ check "chain: nothing generated from user kernels" test "$(gen chain)" = ""
 check "chain: the advice says their semantics are unknown" \
 	grep -q "finding #$(num chain "c['kind']=='elementwise-chain'"): .*'scale') is a kernel of unknown semantics" "$tmp/chain.out"
 
+fuse resnet_train
+check "resnet_train: fuse exits 0" test $? = 0
+check "resnet_train: generates the batch norm transforms, the residual adds, relu's backward after them and relu backward -> batch norm backward reduce" \
+	test "$(gen resnet_train)" = "add_elementwise add_relu_backward batch_norm_elementwise batch_norm_elementwise mul_relu_backward relu_backward_norm_backward "
+check "resnet_train: each generated cN_ops is finding #N's group" numbered resnet_train
+# the batch norm backward's per-channel sums (channels last: a column group of N*H*W rows and
+# C columns): rows and cols from the kernel's reduction_size and stride, x (parameter 0, the
+# tensor the forward's statistics read) minus the per-channel mean, dy (parameter 1) relu's
+# backward, kept; sum_dy, sum_dy_xmu, grad_weight and grad_bias its first four writes
+check "resnet_train: relu backward -> batch_norm_backward_reduce_channels_last is a column group: x - mean, col_sum(dy), col_sum(dy * (x - mean)), grad_weight = sum_dy_xmu * invstd, grad_bias = sum_dy, its writes in parameter order" python3 -c "
+import json,sys; s=json.load(open(sys.argv[1]))
+g=$(grp relu_backward_norm_backward)
+c=[c for c in s['candidates'] if c.get('group') == g][0]
+node={n['id']: n for n in s['nodes']}
+V={v['id']: v for v in s['ledger']['values']}
+ins={i['name']: i for i in g['inputs']}
+O=[(o['op'], o['args'], o['out']) for o in g['ops']]
+ok=(g['kind'], g['rows'], g['cols']) == ('column-reduction', 131072, 64)
+ok=ok and [o[0] for o in O] == ['threshold_backward', 'cast', 'sub', 'mul', 'col_sum', 'col_sum', 'mul', 'cast']
+dy=O[1][2]; x, mean = O[2][1]; invstd = O[6][1][1]
+ok=ok and O[3][1] == [dy, O[2][2]] and O[4][1] == [dy] and O[5][1] == [O[3][2]]
+ok=ok and O[6][1][0] == O[5][2] and O[7][1] == [O[4][2]] and g['ops'][7]['to'] == 'f32'
+wn=lambda v: node.get(V[v]['writer'], {}).get('name') or ''
+ok=ok and any('collect_statistics' in node[r]['name'] for r in V[ins[x]['value']]['readers'])
+ok=ok and 'collect_statistics' in wn(ins[mean]['value']) and 'collect_statistics' in wn(ins[invstd]['value'])
+ok=ok and ins[mean]['numel'] == 64 and ins[invstd]['numel'] == 64 and ins[mean]['value'] < ins[invstd]['value']
+ok=ok and 'max_pool_backward' in wn(ins[O[0][1][1]]['value'])
+red=sorted(v for v in V if V[v]['writer'] == c['nodes'][-1])
+ok=ok and 'backward_reduce' in node[c['nodes'][-1]]['name'] and len(red) == 6
+ok=ok and [o['value'] for o in g['outputs']] == red[:4] and [o['name'] for o in g['outputs']] == [O[4][2], O[5][2], O[6][2], O[7][2]]
+ok=ok and [k['name'] for k in g['kept']] == [dy] and g['kept'][0]['dtype'] == 'bf16'
+sys.exit(0 if ok else 1)" "$tmp/resnet_train.a/summary.json"
+
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME): the generated kernels are not compiled"
 else
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c*; do
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward; do
 		g=$(basename "$gd")
 		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1; echo $? >c.rc
 		 "$NVCC" -O1 -arch=sm_90 -shared -Xcompiler -fPIC -o "lib$g.so" "${g}_capi.cu" >s.log 2>&1; echo $? >s.rc
@@ -90,7 +123,7 @@ else
 		 fi) &
 	done
 	wait
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c*; do
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward; do
 		g=$(basename "$gd")
 		check "$g: CPU check of the fused math passes" test "$(cat "$gd/c.rc")" = 0
 		check "$g: nvcc -arch=sm_90 builds the kernel, its backward and the C ABI into lib$g.so" \

@@ -241,6 +241,24 @@ static void test_parse_cols(void **state)
 	assert_int_equal(fgroup_write_numel(&g, 2), 256);
 	assert_true(g.values[g.ops[6].out].per_col);
 	fgroup_release(&g);
+
+	/* ResNet's batch norm backward reduce (tests/fusion/bnr.json, the analyzer's group for
+	 * batch_norm_backward_reduce_channels_last_kernel): four per-channel writes, grad_bias a
+	 * cast of sum_dy (one write a value), relu's backward kept */
+	parse_ok("bnr.json", &g);
+	assert_int_equal(g.kind, FG_COL);
+	assert_int_equal(g.ncolsum, 2);
+	assert_int_equal(g.nwrites, 5);
+	for (int w = 0; w < 4; w++) {
+		assert_false(g.writes[w].kept);
+		assert_int_equal(g.writes[w].dtype, FD_F32);
+		assert_int_equal(fgroup_write_numel(&g, w), 128);
+	}
+	assert_true(g.writes[4].kept);
+	assert_int_equal(fgroup_write_numel(&g, 4), 6272L * 128);
+	assert_true(g.values[g.ops[7].out].per_col); /* the cast of a sum */
+	assert_false(g.values[g.ops[2].out].per_col);
+	fgroup_release(&g);
 }
 
 static void test_parse_bad(void **state)
@@ -563,6 +581,28 @@ static void test_emit_cols(void **state)
 	assert_null(strstr(k, "aic_aligned(a.w_sum_dy"));
 	m = emit(emit_math, &g);
 	assert_non_null(strstr(m, "const float v11 = (v10 * v4); /* grad_weight = mul */"));
+	free(k);
+	free(m);
+	fgroup_release(&g);
+
+	/* bnr.json: the per-channel mean is read at the column in the first kernel (vector
+	 * loads), inv_std in the second; all four sums' writes by the second */
+	parse_ok("bnr.json", &g);
+	k = emit(emit_kernel, &g);
+	assert_non_null(strstr(k, "aic_ld<V>(a.in_mean + c, x[3]);"));
+	assert_non_null(strstr(k, "aic_to_float(a.in_invstd[c])"));
+	assert_non_null(strstr(k, "a.w_grad_weight[c] = aic_from_float<float>(o[2]);"));
+	assert_non_null(strstr(k, "a.w_grad_bias[c] = aic_from_float<float>(o[3]);"));
+	assert_non_null(strstr(k, "aic_st<V>(a.w_g + i, y[4]);"));
+	assert_null(strstr(k, "atomicAdd"));
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "const float v7 = (v2 - v3); /* xmu = sub */"));
+	assert_non_null(strstr(m, "s[0] = v6; /* col_sum -> sum_dy */"));
+	assert_non_null(strstr(m, "s[1] = v8; /* col_sum -> sum_dy_xmu */"));
+	assert_non_null(strstr(m, "const float v12 = aic_round_f32(v9); /* grad_bias = cast */"));
+	char *cc = emit(emit_cpucheck, &g);
+	assert_non_null(strstr(cc, "ROWS = 64L, COLS = 128L"));
+	free(cc);
 	free(k);
 	free(m);
 	fgroup_release(&g);

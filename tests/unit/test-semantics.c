@@ -378,6 +378,16 @@ static const struct kcase cases[] = {
 	{"mlp_train.aicp.jsonl: GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256, false, true, …>",
 	 "_ZN2at6native53_GLOBAL__N__21739cd4_20_layer_norm_kernel_cu_9c5ada8a35GammaBetaBackwardCUDAKernelTemplateIffLj32ELj32ELj256ELb0ELb1ELb0EEEvllPKT_S5_PKT0_S8_PS3_S9_",
 	 FAM_NORM, "layer_norm_backward", DT_F32, 1, 0, "torch-gamma-beta-backward"},
+	/* resnet_train.aicp.jsonl: batch_norm_backward_{reduce,elemt}_channels_last_kernel<4,
+	 * BFloat16, float, float> */
+	{"resnet_train.aicp.jsonl: batch_norm_backward_reduce_channels_last_kernel<4, BFloat16, "
+	 "float, float>",
+	 "_ZN2at6native47batch_norm_backward_reduce_channels_last_kernelILi4EN3c108BFloat16EffEEvPKT0_S6_PKT1_S9_PS7_SA_PT2_SC_PVS7_Piii",
+	 FAM_NORM, "norm_backward", DT_BF16, 1, 0, "torch-bn-backward-reduce-cl"},
+	{"resnet_train.aicp.jsonl: batch_norm_backward_elemt_channels_last_kernel<4, BFloat16, "
+	 "float, float>",
+	 "_ZN2at6native46batch_norm_backward_elemt_channels_last_kernelILi4EN3c108BFloat16EffEEvPKT0_S6_PKT1_S9_PKT2_S9_S9_PS4_S7_ii",
+	 FAM_NORM, "norm_backward", DT_BF16, 1, 0, "torch-bn-backward-elemt-cl"},
 	/* attention_train.aicp.jsonl: distribution_elementwise_grid_stride_kernel<…, normal_and_transform, …> */
 	{"attention_train.aicp.jsonl: distribution_elementwise_grid_stride_kernel<…, normal_and_transform, …>",
 	 "_ZN2at6native54_GLOBAL__N__d8ceb000_21_DistributionNormal_cu_0c5b6e8543distribution_elementwise_grid_stride_kernelIfLi4EZNS0_9templates4cuda20normal_and_transformIffPNS_17CUDAGeneratorImplEZZZNS4_13normal_kernelIS7_EEvRKNS_10TensorBaseEddT_ENKUlvE_clEvENKUlvE0_clEvEUlfE_EEvRNS_18TensorIteratorBaseET1_T2_EUlP24curandStatePhilox4_32_10E0_ZNS1_27distribution_nullary_kernelIff6float4S7_SM_SF_EEvSH_SJ_RKT3_T4_EUlifE_EEvlNS_15PhiloxCudaStateESI_SJ_",
@@ -608,6 +618,27 @@ static void test_roles_norm(void **state)
 	/* gamma/beta backward (M, N, dY, X, mean, rstd, dgamma, dbeta) */
 	assert_int_equal(roles_of(K("gamma beta backward"), 6, r, 1), 1);
 	expect_roles(r, "RRRRWW");
+	/* batch norm backward reduce, channels last (input, grad_output, mean, inv_std, sum_dy,
+	 * sum_dy_xmu, grad_weight, grad_bias, staging, semaphores): the scratch written, the
+	 * semaphores (zeroed by a fill) counted up */
+	const char *bnr = K("resnet_train.aicp.jsonl: batch_norm_backward_reduce_channels_last_"
+	                    "kernel<4, BFloat16, float, float>");
+	assert_int_equal(roles_of(bnr, 10, r, 1), 1);
+	expect_roles(r, "RRRRWWWWWX");
+	assert_int_equal(roles_of(bnr, 6, r, 0), 1); /* no weight, one row of blocks */
+	expect_roles(r, "RRRRWW");
+	/* eight: the weight's outputs or the scratch, not told by count */
+	assert_int_equal(roles_of(bnr, 8, r, 1), 0);
+	expect_roles(r, "????????");
+	assert_int_equal(roles_of(bnr, 7, r, 1), 0);
+	/* the elementwise half (grad_output, input, mean, inv_std, weight, sum_dy, sum_dy_xmu,
+	 * grad_input, ...): grad_input last, with or without the weight */
+	const char *bne = K("resnet_train.aicp.jsonl: batch_norm_backward_elemt_channels_last_"
+	                    "kernel<4, BFloat16, float, float>");
+	assert_int_equal(roles_of(bne, 8, r, 1), 1);
+	expect_roles(r, "RRRRRRRW");
+	assert_int_equal(roles_of(bne, 7, r, 1), 1);
+	expect_roles(r, "RRRRRRW");
 }
 
 static void test_roles_softmax_reduce_optim(void **state)
