@@ -55,8 +55,8 @@ static volatile sig_atomic_t final_req;
 static const char *volatile final_reason;
 static sem_t final_done;
 static void (*before_final)(void);
-static uint64_t win_soft_cap, win_end_ns;
-static void (*win_stop)(const char *);
+static _Atomic uint64_t win_soft_cap, win_end_ns;
+static void (*_Atomic win_stop)(const char *);
 
 #define OUTBUF (1u << 20)
 static char outbuf[OUTBUF];
@@ -596,9 +596,10 @@ static const char *window_closed(void)
 	const char *why = NULL;
 	if (closed)
 		why = NULL;
-	else if (st.capped || (win_soft_cap && st.bytes + outlen >= win_soft_cap))
+	else if (st.capped ||
+	         (atomic_load(&win_soft_cap) && st.bytes + outlen >= atomic_load(&win_soft_cap)))
 		why = "cap";
-	else if (win_end_ns && shim_now_ns() >= win_end_ns)
+	else if (atomic_load(&win_end_ns) && shim_now_ns() >= atomic_load(&win_end_ns))
 		why = "duration";
 	pthread_mutex_unlock(&write_lock);
 	return why;
@@ -639,8 +640,9 @@ static void *writer_main(void *arg)
 		writer_drain();
 		const char *why = window_closed();
 		if (why) {
-			if (win_stop)
-				win_stop(why);
+			void (*stop)(const char *) = atomic_load(&win_stop);
+			if (stop)
+				stop(why);
 			writer_flush(1, why);
 			pthread_mutex_lock(&wake_lock);
 			break;
@@ -666,9 +668,9 @@ void writer_set_before_final(void (*fn)(void))
 
 void writer_set_window(uint64_t soft_cap, uint64_t end_ns, void (*stop)(const char *why))
 {
-	win_soft_cap = soft_cap;
-	win_end_ns = end_ns;
-	win_stop = stop;
+	atomic_store(&win_stop, stop);
+	atomic_store(&win_soft_cap, soft_cap);
+	atomic_store(&win_end_ns, end_ns);
 }
 
 int writer_request_final(const char *reason, int timeout_ms)

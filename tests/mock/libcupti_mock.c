@@ -344,6 +344,25 @@ EXPORT int mock_fire(CUpti_CallbackDomain d, CUpti_CallbackId id)
 	return 1;
 }
 
+/* Like mock_fire, at the API's entry (exit 0) or exit (exit 1), with the call's parameters and
+ * return value as CUPTI hands them over; an entry starts a new correlation id, its exit
+ * shares it. Returns the correlation id, or 0 when the subscriber did not enable (d, id). */
+EXPORT uint32_t mock_fire_call(CUpti_CallbackDomain d, CUpti_CallbackId id, int exit,
+                               const void *params, const void *ret)
+{
+	if (!subscribed || !valid_cb(d, id) || !cb_on[d][id] || !sub_cb)
+		return 0;
+	CUpti_CallbackData data;
+	memset(&data, 0, sizeof(data));
+	data.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER;
+	data.correlationId = exit ? corr : ++corr;
+	data.functionName = "mock";
+	data.functionParams = params;
+	data.functionReturnValue = (void *)ret;
+	sub_cb(sub_ud, d, id, &data);
+	return data.correlationId;
+}
+
 /* Whether the real (mock) subscription has (d, id) on; the number of subscribers. */
 EXPORT int mock_cb_enabled(CUpti_CallbackDomain d, CUpti_CallbackId id)
 {

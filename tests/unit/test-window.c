@@ -1,9 +1,13 @@
-/* test-window.c - the recording window's close through the shim's own CUPTI code (cupti.c,
- * cuptimux.c, the writer and the rings) on the mock CUPTI and mock driver of tests/mock, no GPU:
+/* test-window.c - the shim's own CUPTI code (cupti.c, cuptimux.c, the writer and the rings) on
+ * the mock CUPTI and mock driver of tests/mock, no GPU: an allocation and a launch go through
+ * the callbacks into a launch record whose pointer parameter is resolved into the allocation;
+ * then the recording window's close:
  * CUPTI's synchronous flush at the close delivers a buffer of kernel records on the writer
  * thread, several rings' worth; the trace must end whole, with reason "duration" and every
  * record, within seconds (before the writer drained its own ring, this waited 200 ms a record),
- * and afterwards aicprof's callbacks and activity kinds are off in the (mock) CUPTI. */
+ * and afterwards aicprof's callbacks and activity kinds are off in the (mock) CUPTI.
+ * AICPROF_BENCH_LAUNCHES=N also times N launches through the callbacks (this binary is built
+ * with the sanitizers, so the figure is a yardstick between versions, not the shim's cost). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +32,8 @@ static void *mock;
 static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
 static int (*mock_kind_enabled)(CUpti_ActivityKind);
 static int (*mock_record)(CUpti_ActivityKind, uint32_t);
+static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
+                                  const void *);
 static char path[256];
 
 static const char *lookup(const char *k)
@@ -68,7 +74,8 @@ static int setup(void **state)
 	*(void **)&mock_cb_enabled = dlsym(mock, "mock_cb_enabled");
 	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
 	*(void **)&mock_record = dlsym(mock, "mock_record");
-	if (!mock_cb_enabled || !mock_kind_enabled || !mock_record)
+	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
+	if (!mock_cb_enabled || !mock_kind_enabled || !mock_record || !mock_fire_call)
 		return -1;
 	setenv("AICPROF_QUIET", "1", 1);
 	config_load(&shim_cfg, lookup, NULL);
@@ -84,9 +91,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Counts the trace's kernel lines; the end line's reason into why (or ""). */
+static char launch_line[8192]; /* the trace's first launch record */
+
+/* Counts the trace's kernel lines; the end line's reason into why (or ""); the first launch
+ * line into launch_line. */
 static long read_trace(char *why, size_t n, int *bad)
 {
+	launch_line[0] = 0;
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	char line[8192];
@@ -98,6 +109,8 @@ static long read_trace(char *why, size_t n, int *bad)
 			(*bad)++;
 		if (!strncmp(line, "{\"t\":\"kernel\"", 13))
 			kernels++;
+		if (!strncmp(line, "{\"t\":\"launch\"", 13) && !launch_line[0])
+			snprintf(launch_line, sizeof(launch_line), "%s", line);
 		const char *r = strstr(line, "\"reason\":\"");
 		if (!strncmp(line, "{\"t\":\"end\"", 10) && r && strchr(line, '\n')) {
 			r += 10;
@@ -116,19 +129,59 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	writer_init(path, 0, header, cupti_api_name);
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
+	writer_set_window(0, 0, window_stop); /* no window yet */
+	assert_int_equal(writer_start(), 0);
 	const CUpti_CallbackId launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	/* the launch path: a 1 MiB allocation, then a launch whose first parameter points 256
+	 * bytes into it (the second is a pointer-sized number outside every allocation) */
+	const CUresult ok = CUDA_SUCCESS;
+	CUdeviceptr base = 0x7f0000000000ull;
+	cuMemAlloc_v2_params ap = {&base, 1 << 20};
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0, &ap,
+	               NULL);
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 1, &ap,
+	               &ok);
+	uint64_t a0 = base + 256, a1 = 0x1234;
+	int a2 = 42;
+	void *kp[3] = {&a0, &a1, &a2};
+	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+	uint32_t c0 = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, &lp, NULL);
+	assert_int_not_equal(c0, 0);
+	assert_int_equal(mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, &lp, &ok), c0);
+	/* AICPROF_BENCH_LAUNCHES=N: the shim's own cost of a launch (both callbacks, the
+	 * parameter scan, attribution by native stack, the record), timed here; not a test */
+	const char *bench = getenv("AICPROF_BENCH_LAUNCHES");
+	if (bench && atoi(bench) > 0) {
+		int nb = atoi(bench);
+		double ns = 0;
+		for (int done = 0; done < nb; done += 1000) {
+			/* batches that fit a ring, the writer draining between them (not timed):
+			 * the producer's cost, not the writer's formatting */
+			struct timespec t0, t1;
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			for (int i = 0; i < 1000; i++) {
+				mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, &lp, NULL);
+				mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, &lp, &ok);
+			}
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			ns += (double)(t1.tv_sec - t0.tv_sec) * 1e9 +
+			      (double)(t1.tv_nsec - t0.tv_nsec);
+			usleep(60000);
+		}
+		ns /= nb;
+		fprintf(stderr, "# bench: %d launches, %.0f ns each\n", nb, ns);
+	}
 	/* records that stay in CUPTI's buffer (8 MiB) until the close flushes it: their lines
-	 * need about three writer rings */
+	 * need about three writer rings; the first is the launch's kernel */
 	const int n = 25000;
 	for (int i = 0; i < n; i++)
 		assert_int_equal(
-		    mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, (uint32_t)i + 1), 1);
+		    mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c0 + (uint32_t)i), 1);
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	writer_set_window(0, shim_now_ns() + 100 * 1000000ull, window_stop);
-	assert_int_equal(writer_start(), 0);
 	char why[32] = "";
 	int bad = 0;
 	long got = 0;
@@ -145,6 +198,16 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	assert_int_equal(bad, 0);
 	assert_int_equal(got, n);
 	assert_true(secs < 20.0);
+	/* the launch: its correlation id, the kernel's name, the grid, the first parameter
+	 * resolved into the allocation (id 0, offset 256), the second not a pointer, the int */
+	char want[256];
+	snprintf(want, sizeof(want), "\"c\":%u,", c0);
+	assert_non_null(strstr(launch_line, want));
+	assert_non_null(strstr(launch_line, "\"api\":\"cuLaunchKernel\""));
+	assert_non_null(strstr(launch_line, "\"grid\":[4,1,1],\"block\":[128,1,1]"));
+	assert_non_null(strstr(launch_line, "\"p\":[[0,\"0x7f0000000100\",0,256]]"));
+	assert_non_null(strstr(launch_line, "{\"i\":1,\"o\":8,\"n\":8,\"v\":\"0x1234\"}"));
+	assert_non_null(strstr(launch_line, "{\"i\":2,\"o\":16,\"n\":4,\"v\":\"0x2a\"}"));
 	/* aicprof's side is off in CUPTI: no callback, no kernel timing */
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
