@@ -24,6 +24,10 @@
  * one float a channel, sum_dy = col_sum(dy), sum_dy_xmu = col_sum(dy * (x - mean)) and, with an
  * affine weight, grad_weight = sum_dy_xmu * inv_std and grad_bias = sum_dy.
  *
+ * ATen's FillFunctor<T> (T float, BFloat16, Half) is the constant op fill, its value the
+ * functor's sizeof(T) bytes; refused where a node outside the group writes into the filled
+ * buffer before the group's last member (a slice's backward: the reader reads both).
+ *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
  * the reason is one sentence that `aicprof fuse` reports as advice.
@@ -32,6 +36,7 @@
 #include "lib/util.h"
 
 #include <cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -722,6 +727,27 @@ static int bnr_member(struct gb *g, const struct node *n, enum dtype lt, int las
 	return 0;
 }
 
+/* An IEEE half's bits as a float (a FillFunctor<c10::Half>'s value). */
+static float half_to_f32(uint16_t h)
+{
+	int e = (h >> 10) & 31, m = h & 1023;
+	float f = e == 31 ? (m ? NAN : INFINITY)
+	          : e     ? ldexpf((float)(m | 1024), e - 25)
+	                  : ldexpf((float)m, -24);
+	return h & 0x8000 ? -f : f;
+}
+
+/* Adds "value" v to op o as the group format spells it: a number, or "inf", "-inf", "nan". */
+static void add_value(cJSON *o, float v)
+{
+	if (v != v)
+		cJSON_AddStringToObject(o, "value", "nan");
+	else if (v > 3.4e38f || v < -3.4e38f)
+		cJSON_AddStringToObject(o, "value", v < 0 ? "-inf" : "inf");
+	else
+		cJSON_AddNumberToObject(o, "value", (double)v);
+}
+
 static int member_ops(struct gb *g, const struct node *n, const char **a, int na, char *res,
                       size_t rsz, double *row_cols, double *row_rows)
 {
@@ -816,6 +842,42 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 				add_op(g, op, a, 2, res, rsz);
 				return 0;
 			}
+	}
+	if (!strcmp(op, "fill") && na == 0 && strstr(full, "FillFunctor<")) {
+		/* FillFunctor<T>{value}: T's bytes, the functor's parameter (the legacy loop's
+		 * closure: the functor first in the tail after its data array) */
+		int size = strstr(full, "FillFunctor<float>")           ? 4
+		           : strstr(full, "FillFunctor<c10::BFloat16>") ? 2
+		           : strstr(full, "FillFunctor<c10::Half>")     ? -2
+		                                                        : 0;
+		uint64_t raw;
+		if (!size)
+			return fail(g,
+			            "node %d ('%s'): a fill of a type fusion does not store (only "
+			            "float, BFloat16 and Half)",
+			            n->id, n->name);
+		if (!functor_bytes(n, size < 0 ? 2 : size, &raw))
+			return fail(g, "node %d: fill's value is not in the trace", n->id);
+		float v = size == 4   ? fusegroup_f32((uint32_t)raw)
+		          : size == 2 ? fusegroup_f32((uint32_t)(raw & 0xffff) << 16)
+		                      : half_to_f32((uint16_t)raw);
+		/* a constant stands for the fill only where nothing outside the group writes
+		 * into its buffer before the group's last member (a slice's backward fills zeros
+		 * and copies the slice into them: its reader reads both) */
+		int rv = fusegroup_result(g->m, n->id), last = g->c->nodes[g->c->nnodes - 1];
+		for (int k = 0; rv >= 0 && k < g->m->nvalues; k++) {
+			const struct value *w = &g->m->values[k];
+			if (k != rv && w->buffer == g->m->values[rv].buffer && w->writer > n->id &&
+			    w->writer <= last && !in_group(g->c, w->writer))
+				return fail(g,
+				            "node %d: its fill is partly overwritten by node %d, "
+				            "outside the group, before the group reads it: no "
+				            "constant stands for it",
+				            n->id, w->writer);
+		}
+		cJSON *o = add_op(g, "fill", a, 0, res, rsz);
+		add_value(o, v);
+		return 0;
 	}
 	if (!strcmp(op, "mse_loss") && na == 2 && strstr(full, "mse_kernel_cuda")) {
 		char t[16];
@@ -993,12 +1055,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		if (force_input(g, a[1], n->reads[1], "bool", 1, n))
 			return -1;
 		cJSON *o = add_op(g, "masked_fill", a, 2, res, rsz);
-		if (v != v)
-			cJSON_AddStringToObject(o, "value", "nan");
-		else if (v > 3.4e38f || v < -3.4e38f)
-			cJSON_AddStringToObject(o, "value", v < 0 ? "-inf" : "inf");
-		else
-			cJSON_AddNumberToObject(o, "value", (double)v);
+		add_value(o, v);
 		return 0;
 	}
 	if (!strcmp(op, "mse_loss_backward") && na == 3 &&
@@ -1189,6 +1246,9 @@ static int build(struct gb *g)
 		}
 	}
 	(void)last;
+	if (!g->nin)
+		return fail(g, "the group reads no tensor: its members write constants (fill) and "
+		               "what is computed from them only");
 	if (!strcmp(c->kind, "reduction-epilogue") && group_has_reduction(g)) {
 		if (cols <= 0)
 			return fail(g, "the row length of the reduction is not in the trace");

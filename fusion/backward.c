@@ -146,7 +146,7 @@ static int is_cmp(const char *o)
 static const char *const rules[] = {
     "add", "sub", "mul",  "div",   "neg",   "relu",       "silu", "gelu",        "sigmoid", "tanh",
     "exp", "log", "sqrt", "rsqrt", "scale", "add_scalar", "cast", "masked_fill", "dropout", "pow",
-    "sin", "cos", "gt",   "lt",    "ge",    "le",         "eq",   "ne"};
+    "sin", "cos", "gt",   "lt",    "ge",    "le",         "eq",   "ne",          "fill"};
 
 static int has_rule(const char *op)
 {
@@ -288,8 +288,8 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 			acc(&x, gv, a0, op2(&x, "mul", dy, op1(&x, "cos", fv[a0])));
 		} else if (!strcmp(o, "cos")) {
 			acc(&x, gv, a0, op1(&x, "neg", op2(&x, "mul", dy, op1(&x, "sin", fv[a0]))));
-		} else if (is_cmp(o)) {
-			/* no gradient through a comparison */
+		} else if (is_cmp(o) || !strcmp(o, "fill")) {
+			/* no gradient through a comparison; a constant has none and no argument */
 		} else if (!strcmp(o, "scale")) {
 			acc(&x, gv, a0, scale(&x, dy, n->num));
 		} else if (!strcmp(o, "add_scalar") || !strcmp(o, "cast")) {

@@ -231,6 +231,10 @@ static int emit_ref(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(sb, ")");
 		} else if (!strcmp(o, "cast")) {
 			strbuf_addf(sb, "%s.to(%s).float()", a[0], py_dtype(n->to));
+		} else if (!strcmp(o, "fill")) {
+			strbuf_addf(sb, "torch.full_like(v%d, ", full);
+			py_num(sb, n->num);
+			strbuf_adds(sb, ")");
 		} else if (!strcmp(o, "where")) {
 			strbuf_addf(sb, "torch.where(%s != 0, %s, %s)", a[0], a[1], a[2]);
 		} else if (!strcmp(o, "masked_fill") && !n->causal) {

@@ -34,7 +34,7 @@ enum {
 	FOP_NEED_SCALAR = 1, /* "scalar": number (scale, add_scalar) */
 	FOP_NEED_P = 2,      /* "p": number in [0, 1) (dropout) */
 	FOP_NEED_TO = 4,     /* "to": dtype name (cast) */
-	FOP_NEED_VALUE = 8,  /* "value": number or "inf"/"-inf"/"nan" (masked_fill) */
+	FOP_NEED_VALUE = 8,  /* "value": number or "inf"/"-inf"/"nan" (masked_fill, fill) */
 	FOP_NEED_EPS = 16,   /* "eps": positive number (layer_norm, rms_norm) */
 };
 

@@ -234,7 +234,8 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 		i++;
 	}
 	if (!i)
-		return perr(c, "'inputs' is empty");
+		return perr(c, "'inputs' is empty: a group reads at least one tensor (one of "
+		               "constants only, fill ops, has nothing to fuse)");
 	g->ninputs = i;
 	return 0;
 }

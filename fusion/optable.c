@@ -7,6 +7,7 @@
  * expression for the CPU op-by-op reference the generated check compares against. The
  * emitters substitute the placeholders ($0 $1 $2 arguments, $s number, $k keep probability,
  * $i its inverse, $u uniform random, $t the cast target, $m the mask condition); see fusion.h.
+ * fill, a constant, has no arguments at all: its expression is the literal of its "value".
  * Reductions (softmax, log_softmax, its backward, layer_norm, rms_norm) carry no expression: their
  * two-pass row statistics are written by the emitters; so does col_sum, a column group's sum
  * over the rows.
@@ -68,6 +69,9 @@ const struct fop fop_table[] = {
     {"le", 2, 2, EW, 0, "($0 <= $1 ? 1.f : 0.f)", "($0 <= $1 ? 1.0 : 0.0)"},
     {"eq", 2, 2, EW, 0, "($0 == $1 ? 1.f : 0.f)", "($0 == $1 ? 1.0 : 0.0)"},
     {"ne", 2, 2, EW, 0, "($0 != $1 ? 1.f : 0.f)", "($0 != $1 ? 1.0 : 0.0)"},
+    /* a constant, "value" (ATen's FillFunctor<T>, T's value read from the launch): no tensor
+     * arguments; the group's other tensors size it */
+    {"fill", 0, 0, EW, FOP_NEED_VALUE, "$s", "(double)$s"},
     {"scale", 1, 1, EW, FOP_NEED_SCALAR, "($0 * $s)", "($0 * (double)$s)"},
     {"add_scalar", 1, 1, EW, FOP_NEED_SCALAR, "($0 + $s)", "($0 + (double)$s)"},
     /* rounds to the target type and back: compute stays fp32 */

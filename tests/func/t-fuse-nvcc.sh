@@ -6,7 +6,8 @@
 # the first is compiled. Needs the CUDA toolkit (CUDA_HOME, else /usr/local/cuda, else PATH), no GPU; without
 # nvcc every line is a skip. One line per sample; a failing file is named with nvcc's first
 # error as TAP diagnostics. Then the CPU checks of the fixtures of the ops real models need
-# (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json, lsb.json and lnb.json: the
+# (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json, fill_chain.json: constants,
+# one kept; lsb.json and lnb.json: the
 # backward of log_softmax and layer_norm's input gradient; gbb.json and bnb.json: column groups,
 # layer norm's dgamma and dbeta, and a channels-last batch norm backward's per-channel sums after
 # relu's backward, which it keeps; bnr.json: ResNet's relu backward -> batch_norm_backward_reduce_
@@ -60,7 +61,7 @@ for s in $SAMPLES; do
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
-for f in gelu_tanh_chain ops_chain ops_nobwd lsb lnb gbb bnb bnr; do
+for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain lsb lnb gbb bnb bnr; do
 	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
 	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
 	g=$(basename "$gd")

@@ -111,6 +111,19 @@ ok=ok and [o['value'] for o in g['outputs']] == red[:4] and [o['name'] for o in 
 ok=ok and [k['name'] for k in g['kept']] == [dy] and g['kept'][0]['dtype'] == 'bf16'
 sys.exit(0 if ok else 1)" "$tmp/resnet_train.a/summary.json"
 
+check "resnet_train: its int fills (semaphores) are refused by type, not as an unknown rule" python3 -c "
+import json, sys
+s = json.load(open('$tmp/resnet_train.a/summary.json'))
+w = [c['group_why'] for c in s['candidates'] if 'FillFunctor<int>' in (c.get('group_why') or '')]
+sys.exit(not (w and all('a fill of a type fusion does not store' in x for x in w)))"
+# a fill's constant only where nothing outside the group writes into its buffer: Llama's
+# rotate_half backward (zeros, a strided copy into half of them, then add) is refused
+(cd "$top" && "$A" analyze -q --no-report samples/traces/llama_train.aicp.jsonl -o "$tmp/llama_train.a") >/dev/null 2>&1
+check "llama_train: the fill -> add chain of rotate_half's backward is refused: a copy outside the group overwrites half the fill" python3 -c "
+import json, sys
+s = json.load(open('$tmp/llama_train.a/summary.json'))
+c = [c for c in s['candidates'] if c['key'].startswith('elementwise-chain|fill:bf16,fill:bf16,add')]
+sys.exit(not (c and all(x['group'] is None and 'partly overwritten by node' in x['group_why'] for x in c)))"
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME): the generated kernels are not compiled"
 else

@@ -103,7 +103,8 @@ static void test_optable(void **state)
 	                              "ge",
 	                              "le",
 	                              "eq",
-	                              "ne"};
+	                              "ne",
+	                              "fill"};
 	for (size_t i = 0; i < ARRAY_SIZE(vocab); i++) {
 		const struct fop *op = fop_lookup(vocab[i]);
 		assert_non_null(op);
@@ -296,6 +297,41 @@ static void parse_text_bad(const char *text, const char *needle)
 static void test_parse_rules(void **state)
 {
 	(void)state;
+	/* fill: "value" required and a number (or inf/-inf/nan), no tensor arguments, and a
+	 * group reads at least one tensor */
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"fill\", "
+	                    "\"args\": [], \"out\": \"c\"}], \"outputs\": [{\"name\": \"c\"}]}",
+	               "ops[0] (fill): missing field 'value'");
+	parse_text_bad(
+	    HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"fill\", "
+	         "\"args\": [], \"value\": \"zero\", \"out\": \"c\"}], "
+	         "\"outputs\": [{\"name\": \"c\"}]}",
+	    "ops[0] (fill): field 'value' must be a number, \"inf\", \"-inf\" or \"nan\", "
+	    "not \"zero\"");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"fill\", "
+	                    "\"args\": [], \"value\": [1], \"out\": \"c\"}], "
+	                    "\"outputs\": [{\"name\": \"c\"}]}",
+	               "ops[0] (fill): field 'value' must be a number, not an array");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"fill\", "
+	                    "\"args\": [\"x\"], \"value\": 1, \"out\": \"c\"}], "
+	                    "\"outputs\": [{\"name\": \"c\"}]}",
+	               "'fill' takes 0 arguments, not 1");
+	parse_text_bad(HEAD "\"inputs\": [], \"ops\": [{\"op\": \"fill\", \"args\": [], "
+	                    "\"value\": 1, \"out\": \"c\"}], \"outputs\": [{\"name\": \"c\"}]}",
+	               "'inputs' is empty: a group reads at least one tensor");
+	{
+		cJSON *j = cJSON_Parse(HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": "
+		                            "\"fill\", \"args\": [], \"value\": \"-inf\", \"out\": "
+		                            "\"c\"}, {\"op\": \"add\", \"args\": [\"x\", \"c\"], "
+		                            "\"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}");
+		struct fgroup g;
+		struct strbuf err = STRBUF_INIT;
+		assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
+		assert_true(g.ops[0].num < 0 && isinf(g.ops[0].num));
+		fgroup_release(&g);
+		strbuf_release(&err);
+		cJSON_Delete(j);
+	}
 	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 3}], \"ops\": [{\"op\": "
 	                    "\"relu\", \"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": "
 	                    "[{\"name\": \"y\"}]}",
@@ -709,6 +745,28 @@ static void test_model_ops(void **state)
 	free(m);
 	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), -1);
 	assert_non_null(strstr(err.buf, "'threshold_backward' has no backward rule"));
+	fgroup_release(&g);
+
+	/* fill: a constant, its literal in the math, still written where kept; its gradient is
+	 * none and the others' are as without it */
+	parse_ok("fill_chain.json", &g);
+	assert_int_equal(g.ops[0].nargs, 0);
+	assert_true(g.ops[2].num == -2.5);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= 0.375f; /* c0 = fill */"));
+	assert_non_null(strstr(m, "= (-2.5f); /* d = fill */") ||
+	                strstr(m, "= -2.5f; /* d = fill */"));
+	free(m);
+	m = emit(emit_kernel, &g);
+	assert_non_null(strstr(m, "__nv_bfloat16 *w_c; /* kept */"));
+	free(m);
+	assert_int_equal(g.nwrites, 2);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	assert_int_equal(b.nwrites, 2); /* dx = dz * c, dy = dz */
+	m = emit(emit_math, &b);
+	assert_non_null(strstr(m, "= 0.375f; /* c0 = fill */")); /* c recomputed for dx */
+	free(m);
+	fgroup_release(&b);
 	fgroup_release(&g);
 
 	/* scale(add(a, b)): both gradients are one computed value; each is written from a value
