@@ -137,7 +137,23 @@ static const char prelude[] =
     "}\n"
     "#endif\n";
 
-/* Emits "const float vN = expr;" for ops [from, to). */
+/* Whether value v is an argument of an op after op i, or written. */
+static int read_later(const struct fgroup *g, int i, int v)
+{
+	for (int j = i + 1; j < g->nops; j++)
+		for (int k = 0; k < g->ops[j].nargs; k++)
+			if (g->ops[j].arg[k] == v)
+				return 1;
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->writes[w].value == v)
+			return 1;
+	return 0;
+}
+
+/* Emits "const float vN = expr;" for ops [from, to). A result that no later op reads and
+ * nothing writes (a fused backward's gradient of a value that leads to no input, such as a
+ * kept fill) is cast to void, so the generated code compiles without warnings; the compiler
+ * drops its computation. */
 static void emit_ops(struct strbuf *sb, const struct fgroup *g, int from, int to)
 {
 	for (int i = from; i < to; i++) {
@@ -147,6 +163,11 @@ static void emit_ops(struct strbuf *sb, const struct fgroup *g, int from, int to
 		strbuf_adds(sb, " = ");
 		emit_expr(sb, g, n, 0, "v%d", "u[%d]");
 		strbuf_addf(sb, "; /* %s = %s */\n", g->values[n->out].name, n->op->name);
+		if (!read_later(g, i, n->out)) {
+			strbuf_adds(sb, "\t(void)");
+			add_var(sb, n->out);
+			strbuf_adds(sb, ";\n");
+		}
 	}
 }
 
