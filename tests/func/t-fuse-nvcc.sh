@@ -58,6 +58,14 @@ for s in $SAMPLES; do
 	else
 		ok "$s: the $n generated .cu files (one group of each text) compile with nvcc -arch=sm_90"
 	fi
+	# and without warnings (a user builds them with their own flags)
+	w=$(while read -r f; do grep -l -i 'warning' "$f.log" 2>/dev/null; done <"$tmp/$s.list")
+	if [ -n "$w" ]; then
+		nok "$s: nvcc warns about none of them"
+		for f in $w; do echo "# ${f#"$tmp/"}: $(grep -m1 -i 'warning' "$f")"; done | head -5
+	else
+		ok "$s: nvcc warns about none of them"
+	fi
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
