@@ -476,6 +476,16 @@ static int gbb_kernel(const struct node *n)
 	return 1;
 }
 
+/* The values node id writes, in value order: their count, the first max of them in w. */
+static int node_writes(const struct model *m, int id, int *w, int max)
+{
+	int nw = 0;
+	for (int k = 0; k < m->nvalues; k++)
+		if (m->values[k].writer == id && nw++ < max)
+			w[nw - 1] = k;
+	return nw;
+}
+
 /*
  * The ops of a GammaBetaBackward member n, the group's last: xh = (X - mean) * rstd, dgamma =
  * col_sum(dY * xh), dbeta = col_sum(dY), and both as the group's outputs. Its two writes are
@@ -503,10 +513,7 @@ static int gbb_member(struct gb *g, const struct node *n, int last)
 		    n->id, g->numel);
 	long rows = (long)mraw, cols = (long)nraw;
 	const struct model *m = g->m;
-	int w[2], nw = 0;
-	for (int k = 0; k < m->nvalues; k++)
-		if (m->values[k].writer == n->id && nw++ < 2)
-			w[nw - 1] = k;
+	int w[2], nw = node_writes(m, n->id, w, 2);
 	if (nw != 2)
 		return fail(
 		    g,
@@ -661,10 +668,7 @@ static int bnr_member(struct gb *g, const struct node *n, enum dtype lt, int las
 		            n->id, g->numel);
 	long rows = (int32_t)rraw, cols = (int32_t)craw;
 	const struct model *m = g->m;
-	int w[6], nw = 0;
-	for (int k = 0; k < m->nvalues; k++)
-		if (m->values[k].writer == n->id && nw++ < 6)
-			w[nw - 1] = k;
+	int w[6], nw = node_writes(m, n->id, w, 6);
 	int scratch = n->grid[1] > 1 ? 2 : 0; /* staging and semaphores */
 	int nout = nw - scratch;
 	if (nw > 6 || (nout != 2 && nout != 4))

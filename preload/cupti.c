@@ -1445,6 +1445,18 @@ void cupti_header_fields(struct jbuf *b)
 static int yielded;
 static _Atomic int detached;
 
+/* Flushes the activity records into the rings (when flush) and disables every kind aicprof
+ * enabled: the window's close and the yield to another tool. */
+static void activity_off(int flush)
+{
+	if (flush)
+		p_cuptiActivityFlushAll(1);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+}
+
 /*
  * The recording window closed (writer thread): every callback aicprof enabled is turned off,
  * so CUPTI stops calling into the shim on the program's threads, the activity records still
@@ -1458,12 +1470,7 @@ void cupti_detach(void)
 	if (!started || yielded || atomic_exchange(&detached, 1))
 		return;
 	enable_callbacks(0);
-	if (!ctx_dead)
-		p_cuptiActivityFlushAll(1);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+	activity_off(!ctx_dead);
 }
 
 /*
@@ -1478,11 +1485,7 @@ void cupti_yield(void)
 	yielded = 1;
 	shim_say("another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "
 	         "and ends its trace here");
-	p_cuptiActivityFlushAll(1);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-	p_cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+	activity_off(1);
 	p_cuptiUnsubscribe(subscriber);
 	writer_flush(1, "yielded");
 	shim_leave();

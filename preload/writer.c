@@ -595,7 +595,7 @@ static const char *window_closed(void)
 	pthread_mutex_lock(&write_lock);
 	const char *why = NULL;
 	if (closed)
-		why = NULL;
+		; /* closed already (exit, signal, yield): nothing to close */
 	else if (st.capped ||
 	         (atomic_load(&win_soft_cap) && st.bytes + outlen >= atomic_load(&win_soft_cap)))
 		why = "cap";
