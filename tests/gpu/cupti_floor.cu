@@ -1,0 +1,139 @@
+/*
+ * cupti_floor.cu - what CUPTI itself costs a kernel launch, before any tool's work.
+ *
+ * The overhead issue's question: of the shim's added microseconds a launch, how many are
+ * CUPTI's callback dispatch and activity records (a floor no tool code can go under while it
+ * uses them), and what would the ways around them cost. One process per mode (argv[1]); each
+ * times batches of 1,000 launches of an empty kernel through the dynamic runtime's
+ * cudaLaunchKernel (as PyTorch launches), CPU time of the launch calls only (the batch is
+ * synchronised outside the timing, so the queue never fills), and prints the median
+ * nanoseconds a launch as one JSON line.
+ *   bare      nothing
+ *   cb        CUPTI subscribed, the driver's cuLaunchKernel callback on, the callback empty
+ *   cbrt      as cb, on the runtime's cudaLaunchKernel callback instead
+ *   act       kernel activity records on (CONCURRENT_KERNEL), no callback
+ *   cbact     cb and act
+ *   actext    act, and an external correlation id pushed and popped around every launch
+ *   actgf     act, and cudaGetFuncBySymbol on every launch (mapping a stub to its CUfunction)
+ *   interp    act, and the work an interposed launch would add: the stub's CUfunction
+ *             from a one-entry cache and an external id pushed and popped
+ * Build and run: tests/gpu/cupti-floor.sh.
+ */
+#include <cuda_runtime.h>
+#include <cupti.h>
+
+#include <algorithm>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+
+__global__ void empty_kernel(int x)
+{
+	(void)x;
+}
+
+static void CUPTIAPI on_cb(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
+{
+}
+
+static size_t nrec;
+
+static void CUPTIAPI buf_req(uint8_t **b, size_t *size, size_t *max)
+{
+	*size = 8u << 20;
+	*b = (uint8_t *)aligned_alloc(8, *size);
+	*max = 0;
+}
+
+static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t valid)
+{
+	CUpti_Activity *r = NULL;
+	while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS)
+		nrec++;
+	free(b);
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+#define CK(x)                                                                                      \
+	do {                                                                                       \
+		int r_ = (int)(x);                                                                 \
+		if (r_) {                                                                          \
+			fprintf(stderr, "%s: %d\n", #x, r_);                                       \
+			return 1;                                                                  \
+		}                                                                                  \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "bare";
+	int batches = argc > 2 ? atoi(argv[2]) : 200;
+	CK(cudaFree(0));
+	CUpti_SubscriberHandle sub;
+	int cb = !strcmp(m, "cb") || !strcmp(m, "cbact") || !strcmp(m, "cbrt");
+	int act = !strncmp(m, "act", 3) || !strcmp(m, "cbact") || !strcmp(m, "interp");
+	int ext = !strcmp(m, "actext") || !strcmp(m, "interp");
+	int gf = !strcmp(m, "actgf");
+	int interp = !strcmp(m, "interp");
+	if (cb) {
+		CK(cuptiSubscribe(&sub, on_cb, NULL));
+		if (!strcmp(m, "cbrt"))
+			CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API,
+			                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+		else
+			CK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+			                       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+	}
+	if (act) {
+		CK(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+		CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+		if (ext)
+			CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+	}
+	int x = 1;
+	void *args[] = {&x};
+	const void *stub = (const void *)empty_kernel;
+	const void *cached_stub = NULL;
+	cudaFunction_t cached_fn = NULL;
+	std::vector<double> per;
+	uint64_t id = 1;
+	for (int b = 0; b < batches + 20; b++) {
+		double t0 = now_ns();
+		for (int i = 0; i < 1000; i++) {
+			if (gf || (interp && cached_stub != stub)) {
+				cudaFunction_t f;
+				cudaGetFuncBySymbol(&f, stub);
+				cached_fn = f;
+				cached_stub = stub;
+			}
+			if (ext)
+				cuptiActivityPushExternalCorrelationId(
+				    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id++);
+			cudaLaunchKernel(stub, dim3(1), dim3(1), args, 0, 0);
+			if (ext) {
+				uint64_t last;
+				cuptiActivityPopExternalCorrelationId(
+				    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+			}
+		}
+		double t1 = now_ns();
+		CK(cudaDeviceSynchronize());
+		if (b >= 20)
+			per.push_back((t1 - t0) / 1000.0);
+	}
+	if (interp && !cached_fn)
+		fprintf(stderr, "no CUfunction for the stub\n");
+	if (act)
+		cuptiActivityFlushAll(1);
+	std::sort(per.begin(), per.end());
+	printf("{\"mode\":\"%s\",\"ns_per_launch\":%.1f,\"p10\":%.1f,\"p90\":%.1f,\"records\":%zu}\n",
+	       m, per[per.size() / 2], per[per.size() / 10], per[per.size() * 9 / 10], nrec);
+	return 0;
+}
