@@ -17,6 +17,11 @@
  *   actgf     act, and cudaGetFuncBySymbol on every launch (mapping a stub to its CUfunction)
  *   interp    act, and the work an interposed launch would add: the stub's CUfunction
  *             from a one-entry cache and an external id pushed and popped
+ *   pcb, pact, pext  paired, within one process: batches alternate between off and on (the
+ *             cuLaunchKernel callback, the kernel activity kind, an external id pushed and
+ *             popped with kernel activity on), switched outside the timing; prints the
+ *             medians of both and the median of the paired differences (on - off), which
+ *             process-to-process noise does not reach
  * Build and run: tests/gpu/cupti-floor.sh.
  */
 #include <cuda_runtime.h>
@@ -55,13 +60,6 @@ static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t va
 	free(b);
 }
 
-static double now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
 #define CK(x)                                                                                      \
 	do {                                                                                       \
 		int r_ = (int)(x);                                                                 \
@@ -70,6 +68,83 @@ static double now_ns(void)
 			return 1;                                                                  \
 		}                                                                                  \
 	} while (0)
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+
+static double batch_ns(const void *stub, void **args, int ext, uint64_t *id)
+{
+	double t0 = now_ns();
+	for (int i = 0; i < 1000; i++) {
+		if (ext)
+			cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+			                                       (*id)++);
+		cudaLaunchKernel(stub, dim3(1), dim3(1), args, 0, 0);
+		if (ext) {
+			uint64_t last;
+			cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
+			                                      &last);
+		}
+	}
+	double t1 = now_ns();
+	cudaDeviceSynchronize();
+	return (t1 - t0) / 1000.0;
+}
+
+static int run_paired(const char *m, int batches)
+{
+	CUpti_SubscriberHandle sub;
+	int x = 1;
+	void *args[] = {&x};
+	const void *stub = (const void *)empty_kernel;
+	uint64_t id = 1;
+	if (!strcmp(m, "pcb"))
+		CK(cuptiSubscribe(&sub, on_cb, NULL));
+	else {
+		CK(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+		if (!strcmp(m, "pext")) {
+			CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+			CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+		}
+	}
+	std::vector<double> off, on, diff;
+	for (int b = 0; b < batches + 20; b++) {
+		double t[2];
+		for (int s = 0; s < 2; s++) {
+			/* alternate which state goes first, so that neither is always warmer */
+			int st = (b & 1) ? !s : s;
+			if (!strcmp(m, "pcb"))
+				cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+				                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+			else if (!strcmp(m, "pact")) {
+				if (st)
+					cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+				else
+					cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+			}
+			t[st] = batch_ns(stub, args, !strcmp(m, "pext") && st, &id);
+		}
+		if (b >= 20) {
+			off.push_back(t[0]);
+			on.push_back(t[1]);
+			diff.push_back(t[1] - t[0]);
+		}
+	}
+	cuptiActivityFlushAll(1);
+	std::sort(off.begin(), off.end());
+	std::sort(on.begin(), on.end());
+	std::sort(diff.begin(), diff.end());
+	size_t h = diff.size() / 2;
+	printf("{\"mode\":\"%s\",\"ns_off\":%.1f,\"ns_on\":%.1f,\"ns_added\":%.1f,"
+	       "\"added_p25\":%.1f,\"added_p75\":%.1f,\"records\":%zu}\n",
+	       m, off[h], on[h], diff[h], diff[diff.size() / 4], diff[diff.size() * 3 / 4], nrec);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -82,6 +157,9 @@ int main(int argc, char **argv)
 	int ext = !strcmp(m, "actext") || !strcmp(m, "interp");
 	int gf = !strcmp(m, "actgf");
 	int interp = !strcmp(m, "interp");
+	int paired = m[0] == 'p' && strcmp(m, "interp") != 0;
+	if (paired)
+		return run_paired(m, batches);
 	if (cb) {
 		CK(cuptiSubscribe(&sub, on_cb, NULL));
 		if (!strcmp(m, "cbrt"))
