@@ -22,6 +22,7 @@ static __thread struct ring *my_ring;
 static __thread uint64_t my_pending; /* head after the reserved record */
 void (*ring_wake)(void);
 long (*ring_self_drain)(void);
+long (*ring_help_drain)(void);
 static __thread int is_reader;
 
 void ring_set_reader(void)
@@ -106,6 +107,10 @@ void *ring_reserve(size_t len)
 		}
 		if (waited == 0 && ring_wake)
 			ring_wake();
+		/* the writer did not come: it may be waiting for this very thread (ring.h) */
+		if (waited && waited % (RING_HELP_US / 100) == 0 && ring_help_drain &&
+		    ring_help_drain() > 0)
+			continue;
 		if (waited >= RING_WAIT_MS * 10) {
 			atomic_fetch_add(&dropped, 1);
 			return NULL;

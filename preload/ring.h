@@ -6,8 +6,11 @@
  * it by advancing head with a release store; the writer thread reads records up to head and
  * advances tail. A record never wraps: when it does not fit before the end of the buffer, a
  * padding record fills the rest. When a ring is full the producer wakes the writer and waits
- * briefly; after RING_WAIT_MS it drops the record and counts it, so a stalled disk can slow
- * but never hang the program. Rings of exited threads are reused once drained.
+ * briefly; when the writer has not drained it after RING_HELP_US (the writer is blocked
+ * elsewhere, e.g. in CUPTI's flush, which waits for CUPTI's own thread to deliver), the
+ * producer drains every ring itself when no one else is draining (ring_help_drain); after
+ * RING_WAIT_MS it drops the record and counts it, so a stalled disk can slow but never hang
+ * the program. Rings of exited threads are reused once drained.
  */
 #ifndef AICPROF_RING_H
 #define AICPROF_RING_H
@@ -18,6 +21,7 @@
 
 #define RING_SIZE    (1u << 20) /* bytes per thread */
 #define RING_WAIT_MS 200
+#define RING_HELP_US 2000 /* a full ring's wait before its producer drains it itself */
 
 struct rec_hdr {
 	uint16_t type; /* enum rec_type (record.h); 0 = padding */
@@ -60,6 +64,15 @@ extern void (*ring_wake)(void);
  */
 extern long (*ring_self_drain)(void);
 void ring_set_reader(void);
+/*
+ * A drain any producer may call when its ring has stayed full for RING_HELP_US: the writer
+ * sets it to a drain that runs only when no other thread is draining (returns lines written,
+ * or -1 when someone else is). Why: the writer thread's flush of CUPTI (the window's close,
+ * a final flush) waits for CUPTI's worker thread to deliver its buffers, and that thread's
+ * ring fills with the records it delivers; waiting for the writer there is a deadlock that
+ * only RING_WAIT_MS a record would break (seen on the H200: a close that never ended).
+ */
+extern long (*ring_help_drain)(void);
 
 /* The trace is closed and the writer gone (a final flush: the tool yielded, the context died,
  * the process exits): from now on ring_reserve drops at once instead of waiting for a reader

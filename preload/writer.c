@@ -522,14 +522,13 @@ static char linebuf[1u << 20];
 
 static __thread int in_drain; /* this thread holds write_lock in writer_drain */
 
-long writer_drain(void)
+/* writer_drain's work, with write_lock held */
+static long drain_locked(void)
 {
 	uint64_t before = st.lines;
-	pthread_mutex_lock(&write_lock);
 	in_drain = 1;
 	if (closed) {
 		in_drain = 0;
-		pthread_mutex_unlock(&write_lock);
 		return 0;
 	}
 	/* 1. note the heads */
@@ -585,8 +584,25 @@ long writer_drain(void)
 	}
 	free(m);
 	in_drain = 0;
-	pthread_mutex_unlock(&write_lock);
 	return (long)(st.lines - before);
+}
+
+long writer_drain(void)
+{
+	pthread_mutex_lock(&write_lock);
+	long n = drain_locked();
+	pthread_mutex_unlock(&write_lock);
+	return n;
+}
+
+/* ring_help_drain: a producer's ring stayed full (ring.h); drains only when nobody is */
+static long help_drain(void)
+{
+	if (in_drain || pthread_mutex_trylock(&write_lock))
+		return -1;
+	long n = drain_locked();
+	pthread_mutex_unlock(&write_lock);
+	return n;
 }
 
 /* Whether the recording window has closed: "cap", "duration" or NULL. */
@@ -700,6 +716,7 @@ int writer_start(void)
 	sem_init(&final_done, 0, 0);
 	ring_wake = wake;
 	ring_self_drain = self_drain;
+	ring_help_drain = help_drain;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);

@@ -415,6 +415,48 @@ static void test_window_flush_on_the_writer_thread(void **state)
 	free_lines(v, n);
 }
 
+/* What CUPTI's flush did on the H200: the flush, on the writer thread, waits for CUPTI's own
+ * worker thread to deliver the buffers, and the worker's ring fills with the records it
+ * delivers. The stop function here starts such a worker (two rings' worth of records) and
+ * waits for it to finish. Before ring_help_drain the worker waited RING_WAIT_MS a record for a
+ * writer that was waiting for it: the close never ended. */
+static void *flood_thread(void *arg)
+{
+	(void)arg;
+	window_stop_flood("worker");
+	return NULL;
+}
+
+static void window_stop_by_worker(const char *why)
+{
+	(void)why;
+	pthread_t t;
+	if (pthread_create(&t, NULL, flood_thread, NULL) == 0)
+		pthread_join(t, NULL);
+}
+
+static void test_window_flush_by_another_thread(void **state)
+{
+	(void)state;
+	stops = flood_null = 0;
+	flood_n = (int)(2 * RING_SIZE / sizeof(struct r_alloc));
+	writer_set_window(0, shim_now_ns(), window_stop_by_worker);
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	assert_int_equal(writer_start(), 0);
+	assert_true(wait_end());
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+	assert_int_equal(stops, 1);
+	assert_int_equal(flood_null, 0);
+	int n, bad;
+	cJSON **v = read_lines(&n, &bad);
+	assert_int_equal(bad, 0);
+	assert_int_equal(n, flood_n + 2);
+	assert_true(secs < 4.0);
+	free_lines(v, n);
+}
+
 /* shim_stop() ends recording for good. */
 static void test_stop(void **state)
 {
@@ -484,6 +526,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_window_closes_on_the_clock, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_window_flush_on_the_writer_thread, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_window_flush_by_another_thread, setup, teardown),
 	    cmocka_unit_test(test_stop),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
