@@ -1,0 +1,29 @@
+#!/bin/sh
+# The shim's own cost a launch on this machine, no GPU (tests/tools/launch_cost.py): the mock
+# driver and CUPTI of tests/mock, the shim preloaded and subscribed at its start
+# (AICPROF_EAGER=1), launches fired from Python DEPTH frames deep. Modes, each its own process,
+# LC_ROUNDS interleaved rounds: none (the mock with nobody subscribed: the call itself), shim
+# (defaults), attrib0, args0. A yardstick between versions of the shim's code on one machine;
+# CUPTI's own dispatch is tests/gpu/cupti_floor.cu's.
+#   sh tests/tools/launch-cost.sh     (after make build/libaicprof.so and the mocks)
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+B=$top/build
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+cc -O2 -shared -fPIC -I/usr/local/cuda/include -o "$t/lc.so" "$top/tests/tools/launch_cost.c" -ldl || exit 1
+for r in $(seq "${LC_ROUNDS:-3}"); do
+	for m in ${LC_MODES:-none shim attrib0 args0}; do
+		case $m in
+		none) MODE=none LD_LIBRARY_PATH=$B/mock python3 "$top/tests/tools/launch_cost.py" "$t/lc.so" "$B/mock/libcupti.so.13" ;;
+		*)
+			e=
+			[ "$m" = attrib0 ] && e=AICPROF_ATTRIB=0
+			[ "$m" = args0 ] && e=AICPROF_ARGS=0
+			env $e MODE=$m AICPROF_EAGER=1 AICPROF_QUIET=1 AICPROF_CUPTI=$B/mock/libcupti.so.13 \
+				AICPROF_OUTPUT="$t/t.jsonl" LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
+				python3 "$top/tests/tools/launch_cost.py" "$t/lc.so" "$B/mock/libcupti.so.13"
+			;;
+		esac | sed "s/^{/{\"round\":$r,/"
+	done
+done

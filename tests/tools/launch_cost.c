@@ -1,0 +1,49 @@
+/*
+ * launch_cost.c - the launcher of tests/tools/launch-cost.sh: fires n launches of the mock
+ * driver's kernel through the (mock) CUPTI callbacks, enter and exit, as the driver would, so
+ * that the shim's launch path (parameter scan, attribution, the record) runs on a CPU-only
+ * machine. Loaded by Python with ctypes, which releases the GIL around the call, as PyTorch's
+ * bindings do around an op.
+ */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static uint32_t (*fire)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *, const void *);
+static uint64_t a0, a1 = 0x1234;
+static int a2 = 42;
+static void *kp[3] = {&a0, &a1, &a2};
+
+int lc_init(const char *mock_cupti, uint64_t base)
+{
+	void *h = dlopen(mock_cupti, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen(mock_cupti, RTLD_NOW);
+	if (!h)
+		return -1;
+	*(void **)&fire = dlsym(h, "mock_fire_call");
+	a0 = base + 256;
+	return fire ? 0 : -1;
+}
+
+/* an allocation of 1 MiB at base, so that the first parameter resolves into it */
+void lc_alloc(uint64_t base)
+{
+	static CUdeviceptr b;
+	static const CUresult ok = CUDA_SUCCESS;
+	b = base;
+	cuMemAlloc_v2_params ap = {&b, 1 << 20};
+	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 0, &ap, NULL);
+	fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 1, &ap, &ok);
+}
+
+void lc_launch(int n)
+{
+	static const CUresult ok = CUDA_SUCCESS;
+	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+	for (int i = 0; i < n; i++) {
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, &lp, NULL);
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp, &ok);
+	}
+}

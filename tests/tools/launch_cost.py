@@ -1,0 +1,34 @@
+"""The shim's own cost of a launch, on a CPU-only machine (run by tests/tools/launch-cost.sh).
+
+Launches of the mock driver's kernel are fired through the mock CUPTI's callbacks from a Python
+frame DEPTH calls deep, 100 per ctypes call (the GIL released, as PyTorch releases it around an
+op), in batches of 1,000 that fit a thread's ring; prints the median nanoseconds a launch. The
+same process measures the callbacks' absence first (before the shim subscribes, when the mock
+fires nothing), so the figure is the shim's work alone, not the call's."""
+import ctypes, os, statistics, sys, time
+
+lib = ctypes.CDLL(sys.argv[1])
+depth = int(os.environ.get("DEPTH", "30"))
+if lib.lc_init(sys.argv[2].encode(), ctypes.c_uint64(0x7F0000000000)):
+    sys.exit("cannot open the mock CUPTI")
+lib.lc_alloc(ctypes.c_uint64(0x7F0000000000))
+
+
+def batch():
+    t = time.perf_counter_ns()
+    for _ in range(10):
+        lib.lc_launch(100)
+    return (time.perf_counter_ns() - t) / 1000.0
+
+
+def deep(n):
+    if n:
+        return deep(n - 1)
+    times = []
+    for _ in range(int(os.environ.get("BATCHES", "300"))):
+        times.append(batch())
+        time.sleep(0.002)  # the writer drains between batches (not timed)
+    return statistics.median(times)
+
+
+print('{"mode":"%s","depth":%d,"ns_per_launch":%.1f}' % (os.environ.get("MODE", "?"), depth, deep(depth)))
