@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 struct config shim_cfg;
-static __thread int inside;
-static __thread uint32_t tid_cache;
+static SHIM_TLS int inside;
+static SHIM_TLS uint32_t tid_cache;
 static _Atomic uint64_t seq;
 static uint64_t rec_from;
 static _Atomic int range_depth; /* AICPROF_RANGE: open matching ranges */

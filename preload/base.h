@@ -11,6 +11,12 @@
 
 #include <stdint.h>
 
+/* Thread-local state on the launch path: initial-exec, an offset from the thread pointer
+ * instead of a __tls_get_addr call per access. Safe for this library: it is preloaded (or
+ * injected into a process that has it preloaded), and these few words fit the static TLS
+ * that glibc keeps spare for a late dlopen. */
+#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* The configuration, read once by shim.c's constructor (zeroes before it). */
 extern struct config shim_cfg;
 

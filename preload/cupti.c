@@ -392,7 +392,7 @@ static struct fn_ent *fn_lookup(CUfunction f, const struct fn_layout **lay)
 
 #define PROBE_MAX_BYTES (64u << 20)
 static __thread uint64_t probe_hash[MAX_PTRS];
-static __thread int probe_n;
+static SHIM_TLS int probe_n;
 static char *probe_buf;
 static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -902,7 +902,7 @@ static void on_mem(const CUpti_CallbackData *cb, enum api_idx api)
 
 /* ---- synchronisation and events ---------------------------------------------------------- */
 
-static __thread uint64_t sync_t0;
+static SHIM_TLS uint64_t sync_t0;
 
 static void on_sync(const CUpti_CallbackData *cb, enum api_idx api)
 {

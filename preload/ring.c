@@ -6,6 +6,7 @@
  * no reader is left to wait for.
  */
 #include "preload/ring.h"
+#include "preload/base.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,12 +19,12 @@ static _Atomic(struct ring *) rings;
 static _Atomic uint64_t dropped;
 static pthread_key_t ring_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static __thread struct ring *my_ring;
-static __thread uint64_t my_pending; /* head after the reserved record */
+static SHIM_TLS struct ring *my_ring;
+static SHIM_TLS uint64_t my_pending; /* head after the reserved record */
 void (*ring_wake)(void);
 long (*ring_self_drain)(void);
 long (*ring_help_drain)(void);
-static __thread int is_reader;
+static SHIM_TLS int is_reader;
 
 void ring_set_reader(void)
 {

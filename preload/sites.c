@@ -18,7 +18,12 @@
  * dist-packages, the standard library or <frozen ...>). The key of a stack is a hash of its (code
  * object, instruction offset) pairs; a hash table maps keys to site ids, and only a new key costs
  * string work. Code objects in the table are kept alive (Py_IncRef) so an address is never
- * reused for other code.
+ * reused for other code; their addresses sit in a dense index of their own (8 to a cache line),
+ * apart from the entries' strings, so a lookup touches one line, not a 392-byte entry.
+ * The stack cache: the raw walk first hashes the whole stack's (code object, instruction
+ * pointer) words, three loads a frame and no lookup, and a lock-free table maps that hash to the
+ * site it gave when every frame was known; a hit is the whole attribution. Only a new stack
+ * classifies its frames and takes the site table's lock.
  * Native programs: unw_backtrace from libunwind, opened RTLD_LOCAL (its _Unwind_* symbols must
  * never replace libgcc's in the program), keyed by the return addresses; frames in CUDA's own
  * libraries, libc and the shim are skipped, the rest symbolised with dladdr on first sight, and
@@ -92,13 +97,23 @@ static _Atomic uint32_t last_py_site; /* id + 1; 0 = none */
  * by storing its code pointer last. */
 #define CODE_TABLE (1u << 14)
 struct code_ent {
-	_Atomic(void *) code;
+	_Atomic(void *) code; /* == code_keys[i] once named */
 	int user;
 	int model; /* a library frame outside torch and the standard library (see is_model_file) */
 	char file[256];
 	char name[128];
 };
 static struct code_ent *codes;
+static _Atomic(void *) *code_keys; /* codes[i].code, densely: what code_find probes */
+
+/* the stack cache (see the top of this file): whole-stack hash -> site id + 1 */
+#define STACK_TABLE (1u << 14)
+#define STACK_PROBE 8
+struct stack_ent {
+	_Atomic uint64_t key; /* 0: empty */
+	_Atomic uint32_t site1;
+};
+static struct stack_ent *stacks;
 
 /* The raw walker (see raw_calibrate): offsets learned from this interpreter, not assumed. */
 static struct {
@@ -123,6 +138,8 @@ void sites_init(int d)
 	}
 	table = calloc(SITE_TABLE, sizeof(*table));
 	codes = calloc(CODE_TABLE, sizeof(*codes));
+	code_keys = calloc(CODE_TABLE, sizeof(*code_keys));
+	stacks = calloc(STACK_TABLE, sizeof(*stacks));
 	SYM(IsInitialized, "Py_IsInitialized");
 	SYM(IsFinalizing, "Py_IsFinalizing");
 	if (!py.IsFinalizing)
@@ -145,8 +162,8 @@ void sites_init(int d)
 	SYM(IncRef, "Py_IncRef");
 	SYM(DecRef, "Py_DecRef");
 	SYM(Err_Clear, "PyErr_Clear");
-	py.ok = table && codes && py.IsInitialized && py.GILState_Check && py.GILState_Ensure &&
-	        py.GILState_Release && py.GILState_GetThisThreadState &&
+	py.ok = table && codes && code_keys && stacks && py.IsInitialized && py.GILState_Check &&
+	        py.GILState_Ensure && py.GILState_Release && py.GILState_GetThisThreadState &&
 	        py.ThreadState_GetInterpreter && py.Interp_ThreadHead && py.ThreadState_Next &&
 	        py.Eval_GetFrame && py.Frame_GetBack && py.Frame_GetCode &&
 	        py.Frame_GetLineNumber && py.Object_GetAttrString && py.Unicode_AsUTF8 &&
@@ -241,7 +258,7 @@ static struct code_ent *code_find(void *code)
 	uint64_t h = mix(0, (uint64_t)(uintptr_t)code);
 	for (uint32_t i = (uint32_t)h & (CODE_TABLE - 1), n = 0; n < CODE_TABLE / 2;
 	     i = (i + 1) & (CODE_TABLE - 1), n++) {
-		void *c = atomic_load_explicit(&codes[i].code, memory_order_acquire);
+		void *c = atomic_load_explicit(&code_keys[i], memory_order_acquire);
 		if (c == code)
 			return &codes[i];
 		if (!c)
@@ -260,7 +277,7 @@ static struct code_ent *code_get(void *code)
 	uint64_t h = mix(0, (uint64_t)(uintptr_t)code);
 	for (uint32_t i = (uint32_t)h & (CODE_TABLE - 1), n = 0; n < CODE_TABLE / 2;
 	     i = (i + 1) & (CODE_TABLE - 1), n++) {
-		void *c = atomic_load(&codes[i].code);
+		void *c = atomic_load(&code_keys[i]);
 		if (c == code) {
 			e = &codes[i];
 			break;
@@ -275,6 +292,7 @@ static struct code_ent *code_get(void *code)
 			e->model = !e->user && is_model_file(e->file);
 			py.IncRef(code);
 			atomic_store_explicit(&e->code, code, memory_order_release);
+			atomic_store_explicit(&code_keys[i], code, memory_order_release);
 			break;
 		}
 	}
@@ -398,6 +416,58 @@ static uintptr_t raw_top(PyThreadState *ts)
 {
 	uintptr_t v = rd((uintptr_t)ts + (uintptr_t)raw.ts_off);
 	return raw.cf_off < 0 ? v : v ? rd(v + (uintptr_t)raw.cf_off) : 0;
+}
+
+/* The whole stack's hash from frame f: each frame's code object and instruction pointer, as
+ * raw_frames walks them (0 when the walk finds no frame). */
+static uint64_t raw_key(uintptr_t f)
+{
+	uint64_t key = 0x5eed;
+	int walked = 0;
+	/* one multiply a frame on the chain of frames: the frame's own word is mixed beside it */
+	for (; f && walked < 256; walked++, f = rd(f + (uintptr_t)raw.prev_off)) {
+		uint64_t v = rd(f + (uintptr_t)raw.code_off) * 0x9e3779b97f4a7c15ull ^
+		             rd(f + (uintptr_t)raw.instr_off);
+		key = (key ^ v) * 0xff51afd7ed558ccdull;
+	}
+	return walked ? mix(key, (uint64_t)walked) | 1 : 0;
+}
+
+/* The site a whole-stack hash gave before; 0 when unknown. Lock-free, any thread. */
+static int stack_find(uint64_t key, uint32_t *site)
+{
+	for (uint32_t i = (uint32_t)(key >> 20) & (STACK_TABLE - 1), n = 0; n < STACK_PROBE;
+	     i = (i + 1) & (STACK_TABLE - 1), n++) {
+		uint64_t k = atomic_load_explicit(&stacks[i].key, memory_order_acquire);
+		if (k == key) {
+			uint32_t s1 = atomic_load_explicit(&stacks[i].site1, memory_order_relaxed);
+			if (!s1)
+				return 0;
+			*site = s1 - 1;
+			return 1;
+		}
+		if (!k)
+			return 0;
+	}
+	return 0;
+}
+
+/* Remembers key -> site (a full run of probes keeps the stack uncached). */
+static void stack_put(uint64_t key, uint32_t site)
+{
+	pthread_mutex_lock(&native_lock);
+	for (uint32_t i = (uint32_t)(key >> 20) & (STACK_TABLE - 1), n = 0; n < STACK_PROBE;
+	     i = (i + 1) & (STACK_TABLE - 1), n++) {
+		uint64_t k = atomic_load_explicit(&stacks[i].key, memory_order_relaxed);
+		if (k == key)
+			break;
+		if (!k) {
+			atomic_store_explicit(&stacks[i].site1, site + 1, memory_order_relaxed);
+			atomic_store_explicit(&stacks[i].key, key, memory_order_release);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&native_lock);
 }
 
 /* Walks interpreter frames from f, keeping those whose code object is in the cache (named
@@ -735,12 +805,22 @@ int sites_current(uint32_t *site, int *inherited)
 		 * name. */
 		struct pyframe all[64];
 		int n = 0, unknown = 1;
+		uint64_t key = 0;
 		if (ts && raw.state == 1) {
 			uintptr_t top = raw_top(ts);
+			key = top ? raw_key(top) : 0;
+			if (key && stack_find(key, site)) {
+				atomic_store_explicit(&last_py_site, *site + 1,
+				                      memory_order_relaxed);
+				return 1;
+			}
 			n = top ? raw_frames(top, all, 64, &unknown) : 0;
 		}
-		if (n > 0 && !unknown && site_of(all, n, site))
+		if (n > 0 && !unknown && site_of(all, n, site)) {
+			if (key) /* every frame known: the same stack gives this site from now on */
+				stack_put(key, *site);
 			return 1;
+		}
 		if (py.GILState_Check())
 			return py_walk_gil(ts, site);
 		if (ts && only_thread_state(ts)) {

@@ -520,7 +520,7 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 
 static char linebuf[1u << 20];
 
-static __thread int in_drain; /* this thread holds write_lock in writer_drain */
+static SHIM_TLS int in_drain; /* this thread holds write_lock in writer_drain */
 
 /* writer_drain's work, with write_lock held */
 static long drain_locked(void)

@@ -161,6 +161,28 @@ static void test_gil_released_other_thread_alive(void **state)
 	assert_int_equal(get_int("r2[0][1]"), 0);
 }
 
+/* The stack cache (a whole-stack hash -> site): the same stacks walked again without the GIL
+ * give the sites they gave the first time, and the two lines of outer (frames that differ
+ * only in the caller's instruction pointer) stay two sites on every repeat. */
+static void test_stack_cache_repeats(void **state)
+{
+	(void)state;
+	/* one line: the first call holds the GIL, the six after it are walked raw, then cached */
+	assert_int_equal(run("ev = threading.Event()\n"
+	                     "t = threading.Thread(target=ev.wait)\n"
+	                     "t.start()\n"
+	                     "rr = [outer(m) for m in (0, 1, 1, 1, 1, 1, 1)]\n"
+	                     "ev.set(); t.join()\n"
+	                     "firsts = set(r[0][0] for r in rr)\n"
+	                     "seconds = set(r[1][0] for r in rr)\n"),
+	                 0);
+	assert_int_equal(get_int("len(firsts)"), 1);
+	assert_int_equal(get_int("len(seconds)"), 1);
+	assert_int_not_equal(get_int("rr[6][0][0]"), get_int("rr[6][1][0]"));
+	assert_true(get_int("rr[6][0][0]") >= 0);
+	assert_int_equal(get_int("sum(r[0][1] + r[1][1] for r in rr)"), 0);
+}
+
 /* A function first seen with the GIL released, called from one named before, while this is the
  * only thread: the raw walk could only name the caller, so the shim takes the GIL and names the
  * new function too (its line is the site's first frame). */
@@ -287,6 +309,7 @@ int main(void)
 	    cmocka_unit_test(test_gil_held),
 	    cmocka_unit_test(test_gil_released_only_thread),
 	    cmocka_unit_test(test_gil_released_other_thread_alive),
+	    cmocka_unit_test(test_stack_cache_repeats),
 	    cmocka_unit_test(test_new_function_gil_released),
 	    cmocka_unit_test(test_new_function_other_thread_alive),
 	    cmocka_unit_test(test_thread_without_python),
