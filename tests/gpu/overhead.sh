@@ -18,7 +18,8 @@
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
 # Then one run of each workload under the shim with AICPROF_SELFTIME=1 (the shim's own parts,
-# per call), whose "self time" lines go to the log.
+# per call), whose "self time" lines go to the log; OVH_ST=first runs them before the rounds
+# (so that a call's time limit cannot cut them off), OVH_ST=none not at all.
 #   device run: sh tests/gpu/overhead.sh   ($OUT gets overhead.log and overhead.jsonl)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -60,6 +61,15 @@ run() { # mode workload...
 	esac
 }
 export BENCH_SETTLE_S=${OVH_SETTLE:-$((${OVH_WIN:-1} + 2))}
+selftime() {
+echo "== self time (AICPROF_SELFTIME=1, one run each)"
+for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
+	case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
+	echo "# $w: $(run st $a 2>"$W/st.err")"
+	grep 'self time' "$W/st.err"
+done
+}
+[ "${OVH_ST:-last}" = first ] && selftime
 for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
 	for m in ${OVH_MODES:-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
 		for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
@@ -68,12 +78,7 @@ for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
 		done
 	done
 done
-echo "== self time (AICPROF_SELFTIME=1, one run each)"
-for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
-	case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
-	echo "# $w: $(run st $a 2>"$W/st.err")"
-	grep 'self time' "$W/st.err"
-done
+[ "${OVH_ST:-last}" = last ] && selftime
 tail -5 "$W/err"
 } >"$OUT/overhead.log" 2>&1
 rm -rf "$W"

@@ -31,7 +31,7 @@ hangs=0
 one() { # tag command...
 	tag=$1
 	shift
-	t0=$(date +%s.%N)
+	t0=$(date +%s%N)
 	AICPROF_DURATION=1 AICPROF_OUTPUT="$OUT/wh/$tag.aicp.jsonl" LD_PRELOAD=$SHIM "$@" \
 		>"$OUT/wh/$tag.out" 2>"$OUT/wh/$tag.err" &
 	pid=$!
@@ -51,8 +51,8 @@ one() { # tag command...
 	fi
 	wait "$pid"
 	rc=$?
-	t1=$(date +%s.%N)
-	echo "$tag rc=$rc $(echo "$t1 - $t0" | bc) s; end: $(tail -c 300 "$OUT/wh/$tag.aicp.jsonl" | tail -1 | cut -c1-200)"
+	t1=$(date +%s%N)
+	echo "$tag rc=$rc $(((t1 - t0) / 1000000)) ms; end: $(tail -c 300 "$OUT/wh/$tag.aicp.jsonl" | tail -1 | cut -c1-200)"
 	grep aicprof "$OUT/wh/$tag.err" | head -3
 }
 {
