@@ -379,8 +379,9 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	         "(outputs, then kept).\nIt runs as the custom op `torch.ops.aicprof.<name>` "
 	         "through the plain C ABI of\n`<name>_capi.h` (`lib<name>.so`, built with nvcc on "
 	         "first use), with a fused backward\nwhere the group is an elementwise chain "
-	         "(`<name>_bwd_kernel.cu`). Rewriting the program's\nsource to call it is left "
-	         "to you (or the patch).\n");
+	         "(`<name>_bwd_kernel.cu`) or an RMS norm (`<name>_bwd_kernel.cu`,\nthen the "
+	         "weight's column sums in `<name>_bwdc_kernel.cu`). Rewriting the program's\n"
+	         "source to call it is left to you (or the patch).\n");
 	if (ngen) {
 		strbuf_adds(&sb, "\n## Generated\n");
 		for (int i = 0; i < run->nr; i++)

@@ -713,7 +713,241 @@ static long cpu_rows(const struct fgroup *g)
 	return g->numel / unit;
 }
 
+/* The op-by-op evaluation of g in double: statements that fill r[v] (N elements; a column
+ * group's per-column values COLS) from the inputs r[0 .. ninputs - 1], already N elements. */
+static void emit_ref_ops(struct strbuf *sb, const struct fgroup *g)
+{
+	for (int k = 0; k < g->nops; k++) {
+		const struct fopnode *op = &g->ops[k];
+		strbuf_addf(sb, "\tr[%d].resize(N); /* %s = %s */\n", op->out,
+		            g->values[op->out].name, op->op->name);
+		if (op->op->kind == FOP_COLSUM) {
+			/* the sum over the rows of each column, in double */
+			strbuf_addf(sb,
+			            "\tfor (long c = 0; c < COLS; c++) {\n\t\tdouble t = 0;\n"
+			            "\t\tfor (long row = 0; row < ROWS; row++)\n"
+			            "\t\t\tt += r[%d][row * COLS + c];\n\t\tr[%d][c] = t;\n\t}\n",
+			            op->arg[0], op->out);
+			continue;
+		}
+		if (op->op->kind == FOP_EW) {
+			/* an op on column sums: over the cols of them */
+			strbuf_addf(sb, "\tfor (long i = 0; i < %s; i++) {\n",
+			            g->values[op->out].per_col ? "COLS" : "N");
+			strbuf_adds(sb, "\t\tconst long row = i / COLS, col = i % COLS;\n"
+			                "\t\t(void)row; (void)col;\n");
+			for (int a = 0; a < op->nargs; a++) {
+				int seen = 0; /* mul(x, x): one declaration */
+				for (int b = 0; b < a; b++)
+					seen |= op->arg[b] == op->arg[a];
+				if (!seen)
+					strbuf_addf(sb, "\t\tconst double v%d = r[%d][i];\n",
+					            op->arg[a], op->arg[a]);
+			}
+			if (op->drop >= 0)
+				strbuf_addf(sb, "\t\tfloat u[%d];\n\t\tu[%d] = ud[%d][i];\n",
+				            op->drop + 1, op->drop, op->drop);
+			strbuf_addf(sb, "\t\tr[%d][i] = ", op->out);
+			emit_expr(sb, g, op, 1, "v%d", "u[%d]");
+			strbuf_adds(sb, ";\n\t}\n");
+			continue;
+		}
+		const char *rn = op->op->name;
+		int x = op->arg[0];
+		strbuf_addf(sb,
+		            "\tfor (long row = 0; row < ROWS; row++) {\n"
+		            "\t\tconst double *x = &r[%d][row * COLS];\n"
+		            "\t\tdouble *y = &r[%d][row * COLS];\n"
+		            "\t\tdouble m = -INFINITY, s = 0, s2 = 0;\n"
+		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
+		            "\t\t\tm = x[c] > m ? x[c] : m;\n\t\t\ts += x[c];\n\t\t\ts2 += x[c] * "
+		            "x[c];\n\t\t}\n",
+		            x, op->out);
+		if (!strcmp(rn, "layer_norm_backward")) {
+			/* rstd * (g - mean(g) - xh * mean(g * xh)), g = dy * gamma, xh = (x - mean)
+			 * * rstd; mean and rstd the inputs (per row), not recomputed */
+			char gmr[48] = "1.0";
+			if (op->nargs > 4)
+				snprintf(gmr, sizeof(gmr), "r[%d][row * COLS + c]", op->arg[4]);
+			strbuf_addf(
+			    sb,
+			    "\t\t(void)m; (void)s; (void)s2;\n"
+			    "\t\tdouble sg = 0, sgx = 0;\n"
+			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
+			    "\t\t\tconst double g_ = x[c] * %s;\n"
+			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
+			    "c]) * r[%d][row * COLS + c];\n"
+			    "\t\t\tsg += g_;\n\t\t\tsgx += g_ * xh;\n\t\t}\n"
+			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
+			    "\t\t\tconst double g_ = x[c] * %s;\n"
+			    "\t\t\tconst double rs = r[%d][row * COLS + c];\n"
+			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
+			    "c]) * rs;\n"
+			    "\t\t\ty[c] = rs * (g_ - sg / COLS - xh * sgx / COLS);\n\t\t}\n",
+			    gmr, op->arg[1], op->arg[2], op->arg[3], gmr, op->arg[3], op->arg[1],
+			    op->arg[2]);
+		} else if (!strcmp(rn, "rms_norm_backward")) {
+			/* dx = r * (gw - x * r^2 * mean(gw * x)), r = 1 / sqrt(mean(x^2) + eps),
+			 * gw the gradient of x * r (times the weight) */
+			strbuf_addf(
+			    sb,
+			    "\t\t(void)m; (void)s;\n"
+			    "\t\tconst double *gw = &r[%d][row * COLS];\n"
+			    "\t\tdouble sgx = 0;\n"
+			    "\t\tfor (long c = 0; c < COLS; c++)\n\t\t\tsgx += gw[c] * x[c];\n"
+			    "\t\tconst double rr = 1.0 / sqrt(s2 / COLS + (double)",
+			    op->arg[1]);
+			emit_lit(sb, op->num);
+			strbuf_adds(
+			    sb, ");\n\t\tfor (long c = 0; c < COLS; c++)\n"
+			        "\t\t\ty[c] = rr * gw[c] - x[c] * rr * rr * rr * sgx / COLS;\n");
+		} else if (!strcmp(rn, "log_softmax_backward")) {
+			/* dx = dy - exp(y) * sum(dy), y the forward's log-probabilities */
+			strbuf_addf(sb,
+			            "\t\t(void)m; (void)s2;\n\t\tfor (long c = 0; c < COLS; c++)\n"
+			            "\t\t\ty[c] = x[c] - exp(r[%d][row * COLS + c]) * s;\n",
+			            op->arg[1]);
+		} else if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
+			strbuf_adds(sb, "\t\tdouble e = 0;\n\t\tfor (long c = 0; c < COLS; c++)\n"
+			                "\t\t\te += exp(x[c] - m);\n"
+			                "\t\tfor (long c = 0; c < COLS; c++)\n");
+			strbuf_adds(sb, !strcmp(rn, "softmax")
+			                    ? "\t\t\ty[c] = exp(x[c] - m) / e;\n"
+			                    : "\t\t\ty[c] = x[c] - m - log(e);\n");
+		} else {
+			int ln = !strcmp(rn, "layer_norm");
+			if (ln)
+				strbuf_adds(
+				    sb, "\t\tconst double mean = s / COLS;\n\t\tdouble var = 0;\n"
+				        "\t\tfor (long c = 0; c < COLS; c++)\n"
+				        "\t\t\tvar += (x[c] - mean) * (x[c] - mean);\n"
+				        "\t\tvar /= COLS;\n");
+			else
+				strbuf_adds(sb, "\t\tconst double mean = 0, var = s2 / COLS;\n");
+			strbuf_adds(
+			    sb, "\t\tfor (long c = 0; c < COLS; c++)\n\t\t\ty[c] = (x[c] - mean) "
+			        "/ sqrt(var + ");
+			strbuf_addf(sb, "(double)");
+			emit_lit(sb, op->num);
+			strbuf_adds(sb, ")");
+			if (op->nargs > 1)
+				strbuf_addf(sb, " * r[%d][c]", op->arg[1]);
+			if (op->nargs > 2)
+				strbuf_addf(sb, " + r[%d][c]", op->arg[2]);
+			strbuf_adds(sb, ";\n");
+		}
+		strbuf_adds(sb, "\t}\n");
+	}
+}
+
+/*
+ * The gradient check of a row backward g (fusion/backward.c) of forward group fw, inside the
+ * CPU check's main after its own comparisons: the fused gradients (g's writes: grad_of[i] as
+ * fgroup_row_backward gives it, a row vector's summands added over the rows in double)
+ * against directional derivatives of L = sum(gy * y), the forward evaluated op by op in
+ * double (central differences), in three random directions. Independent of the derivation:
+ * a wrong rule fails it. Skipped where fw rounds to 16 bits inside (a step function).
+ */
+static void emit_grad_check(struct strbuf *sb, const struct fgroup *g, const struct fgroup *fw,
+                            const int *grad_of)
+{
+	int nin = fw->ninputs, r16 = 0, nfull = 0;
+	for (int k = 0; k < fw->nops; k++)
+		r16 |= !strcmp(fw->ops[k].op->name, "cast") && fw->ops[k].to != FD_F32 &&
+		       fw->ops[k].to != FD_BOOL;
+	for (int w = 0; w < g->nwrites; w++)
+		nfull += !g->writes[w].kept;
+	if (r16) {
+		strbuf_addf(sb,
+		            "\tprintf(\"ok - %s: gradients vs the forward's directional "
+		            "derivatives # skip: the forward rounds to 16 bits\\n\");\n",
+		            g->name);
+		return;
+	}
+	strbuf_addf(sb,
+	            "\t/* the gradients against directional derivatives of the forward (%s), op "
+	            "by op in double */\n\t{\n\t\tstd::vector<double> gf[%d];\n",
+	            fw->name, nin);
+	for (int i = 0; i < nin; i++) {
+		if (grad_of[i] < 0)
+			continue;
+		if (grad_of[i] < FGROUP_GRAD_COL)
+			strbuf_addf(sb, "\t\tgf[%d].assign(f[%d].begin(), f[%d].end());\n", i,
+			            grad_of[i], grad_of[i]);
+		else
+			strbuf_addf(sb,
+			            "\t\tgf[%d].assign(COLS, 0.0);\n"
+			            "\t\tfor (long i = 0; i < N; i++)\n\t\t\tgf[%d][i %% COLS] += "
+			            "f[%d][i];\n",
+			            i, i, nfull + grad_of[i] - FGROUP_GRAD_COL);
+	}
+	strbuf_addf(sb, "\t\tauto fwd = [&](std::vector<double> *r) {\n");
+	emit_ref_ops(sb, fw);
+	strbuf_addf(sb,
+	            "\t\t};\n"
+	            "\t\tauto loss = [&](const std::vector<double> *p) {\n"
+	            "\t\t\tstd::vector<double> r[%d];\n"
+	            "\t\t\tfor (int k = 0; k < %d; k++) {\n"
+	            "\t\t\t\tr[k].resize(N);\n"
+	            "\t\t\t\tfor (long i = 0; i < N; i++)\n"
+	            "\t\t\t\t\tr[k][i] = p[k][i %% (long)p[k].size()];\n"
+	            "\t\t\t}\n\t\t\tfwd(r);\n\t\t\tdouble L = 0;\n",
+	            fw->nvalues, nin);
+	for (int w = 0; w < fw->nwrites; w++)
+		strbuf_addf(sb,
+		            "\t\t\tfor (long i = 0; i < N; i++)\n"
+		            "\t\t\t\tL += (double)in%d[i] * r[%d][i]; /* gy_%s * %s */\n",
+		            nin + w, fw->writes[w].value, fw->values[fw->writes[w].value].name,
+		            fw->values[fw->writes[w].value].name);
+	strbuf_addf(sb, "\t\t\treturn L;\n\t\t};\n"
+	                "\t\tconst double h = 1e-4;\n"
+	                "\t\tfor (int t = 0; t < 3; t++) {\n");
+	strbuf_addf(sb, "\t\t\tstd::vector<double> pp[%d], pm[%d];\n\t\t\tdouble ana = 0;\n", nin,
+	            nin);
+	for (int i = 0; i < nin; i++) {
+		strbuf_addf(sb,
+		            "\t\t\tfor (size_t e = 0; e < in%d.size(); e++) { /* %s */\n"
+		            "\t\t\t\tconst double d = %s;\n"
+		            "\t\t\t\tpp[%d].push_back(in%d[e] + h * d);\n"
+		            "\t\t\t\tpm[%d].push_back(in%d[e] - h * d);\n",
+		            i, fw->values[i].name,
+		            fw->values[i].dtype == FD_BOOL ? "0.0" : "-1.0 + 2.0 * uni()", i, i, i,
+		            i);
+		if (grad_of[i] >= 0)
+			strbuf_addf(sb, "\t\t\t\tana += gf[%d][e] * d;\n", i);
+		else
+			strbuf_adds(sb, "\t\t\t\t(void)d;\n");
+		strbuf_adds(sb, "\t\t\t}\n");
+	}
+	strbuf_addf(sb,
+	            "\t\t\tconst double num = (loss(pp) - loss(pm)) / (2 * h);\n"
+	            "\t\t\tconst double big = fmax(fmax(fabs(num), fabs(ana)), 1e-12);\n"
+	            "\t\t\tconst double rel = fabs(num - ana) / big;\n"
+	            "\t\t\tconst int ok = rel < 1e-3;\n\t\t\tfails += !ok;\n"
+	            "\t\t\tprintf(\"%%s - %s: gradients vs the forward's directional derivative "
+	            "%%d: %%.9g vs %%.9g, rel %%.3g\\n\",\n"
+	            "\t\t\t       ok ? \"ok\" : \"not ok\", t, ana, num, rel);\n"
+	            "\t\t}\n\t}\n",
+	            g->name);
+}
+
+static void cpucheck(struct strbuf *sb, const struct fgroup *g, const struct fgroup *fw,
+                     const int *grad_of);
+
 void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
+{
+	cpucheck(sb, g, NULL, NULL);
+}
+
+/* See fusion.h. */
+void emit_bwd_cpucheck(struct strbuf *sb, const struct fgroup *g, const struct fgroup *fw,
+                       const int *grad_of)
+{
+	cpucheck(sb, g, fw, grad_of);
+}
+
+static void cpucheck(struct strbuf *sb, const struct fgroup *g, const struct fgroup *fw,
+                     const int *grad_of)
 {
 	const char *nm = g->name;
 	int chain = g->kind == FG_CHAIN;
@@ -804,7 +1038,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
 		int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
 		int lnb = !strcmp(rn, "layer_norm_backward");
-		char upd[192];
+		int rmsb = !strcmp(rn, "rms_norm_backward");
+		char upd[256];
 		emit_red_update(upd, sizeof(upd), g, "acc2");
 		strbuf_addf(sb,
 		            "\tstd::vector<float> xs(COLS);\n"
@@ -819,8 +1054,12 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		            "\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\tf[k][i] = o[k];\n"
 		            "\t\t\txs[c] = v;\n\t\t\t%s;\n\t\t}\n",
 		            softmax ? "-INFINITY" : "0.f", g->ninputs, g->ndrop ? g->ndrop : 1,
-		            g->nwrites, g->nwrites, nm, g->nwrites, upd);
-		if (lnb)
+		            g->nwrites + rmsb, g->nwrites, nm, g->nwrites, upd);
+		if (rmsb) {
+			strbuf_adds(sb, "\t\tconst float s0 = 1.f / sqrtf(acc / (float)COLS + ");
+			emit_lit(sb, rd->num);
+			strbuf_adds(sb, "), s1 = acc2 / (float)COLS;\n");
+		} else if (lnb)
 			strbuf_adds(
 			    sb,
 			    "\t\tconst float s0 = acc / (float)COLS, s1 = acc2 / (float)COLS;\n");
@@ -841,7 +1080,7 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
 		else if (lsb)
 			strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
-		else if (lnb)
+		else if (lnb || rmsb)
 			;
 		else {
 			strbuf_adds(sb, "\t\tconst float s1 = 1.f / sqrtf(acc2 / (float)COLS + ");
@@ -870,112 +1109,7 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		else
 			strbuf_addf(sb, "\t\tr[%d][i] = in%d[i %% (long)in%d.size()];\n", i, i, i);
 	}
-	for (int k = 0; k < g->nops; k++) {
-		const struct fopnode *op = &g->ops[k];
-		strbuf_addf(sb, "\tr[%d].resize(N); /* %s = %s */\n", op->out,
-		            g->values[op->out].name, op->op->name);
-		if (op->op->kind == FOP_COLSUM) {
-			/* the sum over the rows of each column, in double */
-			strbuf_addf(sb,
-			            "\tfor (long c = 0; c < COLS; c++) {\n\t\tdouble t = 0;\n"
-			            "\t\tfor (long row = 0; row < ROWS; row++)\n"
-			            "\t\t\tt += r[%d][row * COLS + c];\n\t\tr[%d][c] = t;\n\t}\n",
-			            op->arg[0], op->out);
-			continue;
-		}
-		if (op->op->kind == FOP_EW) {
-			/* an op on column sums: over the cols of them */
-			strbuf_addf(sb, "\tfor (long i = 0; i < %s; i++) {\n",
-			            g->values[op->out].per_col ? "COLS" : "N");
-			strbuf_adds(sb, "\t\tconst long row = i / COLS, col = i % COLS;\n"
-			                "\t\t(void)row; (void)col;\n");
-			for (int a = 0; a < op->nargs; a++) {
-				int seen = 0; /* mul(x, x): one declaration */
-				for (int b = 0; b < a; b++)
-					seen |= op->arg[b] == op->arg[a];
-				if (!seen)
-					strbuf_addf(sb, "\t\tconst double v%d = r[%d][i];\n",
-					            op->arg[a], op->arg[a]);
-			}
-			if (op->drop >= 0)
-				strbuf_addf(sb, "\t\tfloat u[%d];\n\t\tu[%d] = ud[%d][i];\n",
-				            op->drop + 1, op->drop, op->drop);
-			strbuf_addf(sb, "\t\tr[%d][i] = ", op->out);
-			emit_expr(sb, g, op, 1, "v%d", "u[%d]");
-			strbuf_adds(sb, ";\n\t}\n");
-			continue;
-		}
-		const char *rn = op->op->name;
-		int x = op->arg[0];
-		strbuf_addf(sb,
-		            "\tfor (long row = 0; row < ROWS; row++) {\n"
-		            "\t\tconst double *x = &r[%d][row * COLS];\n"
-		            "\t\tdouble *y = &r[%d][row * COLS];\n"
-		            "\t\tdouble m = -INFINITY, s = 0, s2 = 0;\n"
-		            "\t\tfor (long c = 0; c < COLS; c++) {\n"
-		            "\t\t\tm = x[c] > m ? x[c] : m;\n\t\t\ts += x[c];\n\t\t\ts2 += x[c] * "
-		            "x[c];\n\t\t}\n",
-		            x, op->out);
-		if (!strcmp(rn, "layer_norm_backward")) {
-			/* rstd * (g - mean(g) - xh * mean(g * xh)), g = dy * gamma, xh = (x - mean)
-			 * * rstd; mean and rstd the inputs (per row), not recomputed */
-			char gmr[48] = "1.0";
-			if (op->nargs > 4)
-				snprintf(gmr, sizeof(gmr), "r[%d][row * COLS + c]", op->arg[4]);
-			strbuf_addf(
-			    sb,
-			    "\t\t(void)m; (void)s; (void)s2;\n"
-			    "\t\tdouble sg = 0, sgx = 0;\n"
-			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
-			    "\t\t\tconst double g_ = x[c] * %s;\n"
-			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
-			    "c]) * r[%d][row * COLS + c];\n"
-			    "\t\t\tsg += g_;\n\t\t\tsgx += g_ * xh;\n\t\t}\n"
-			    "\t\tfor (long c = 0; c < COLS; c++) {\n"
-			    "\t\t\tconst double g_ = x[c] * %s;\n"
-			    "\t\t\tconst double rs = r[%d][row * COLS + c];\n"
-			    "\t\t\tconst double xh = (r[%d][row * COLS + c] - r[%d][row * COLS + "
-			    "c]) * rs;\n"
-			    "\t\t\ty[c] = rs * (g_ - sg / COLS - xh * sgx / COLS);\n\t\t}\n",
-			    gmr, op->arg[1], op->arg[2], op->arg[3], gmr, op->arg[3], op->arg[1],
-			    op->arg[2]);
-		} else if (!strcmp(rn, "log_softmax_backward")) {
-			/* dx = dy - exp(y) * sum(dy), y the forward's log-probabilities */
-			strbuf_addf(sb,
-			            "\t\t(void)m; (void)s2;\n\t\tfor (long c = 0; c < COLS; c++)\n"
-			            "\t\t\ty[c] = x[c] - exp(r[%d][row * COLS + c]) * s;\n",
-			            op->arg[1]);
-		} else if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
-			strbuf_adds(sb, "\t\tdouble e = 0;\n\t\tfor (long c = 0; c < COLS; c++)\n"
-			                "\t\t\te += exp(x[c] - m);\n"
-			                "\t\tfor (long c = 0; c < COLS; c++)\n");
-			strbuf_adds(sb, !strcmp(rn, "softmax")
-			                    ? "\t\t\ty[c] = exp(x[c] - m) / e;\n"
-			                    : "\t\t\ty[c] = x[c] - m - log(e);\n");
-		} else {
-			int ln = !strcmp(rn, "layer_norm");
-			if (ln)
-				strbuf_adds(
-				    sb, "\t\tconst double mean = s / COLS;\n\t\tdouble var = 0;\n"
-				        "\t\tfor (long c = 0; c < COLS; c++)\n"
-				        "\t\t\tvar += (x[c] - mean) * (x[c] - mean);\n"
-				        "\t\tvar /= COLS;\n");
-			else
-				strbuf_adds(sb, "\t\tconst double mean = 0, var = s2 / COLS;\n");
-			strbuf_adds(
-			    sb, "\t\tfor (long c = 0; c < COLS; c++)\n\t\t\ty[c] = (x[c] - mean) "
-			        "/ sqrt(var + ");
-			strbuf_addf(sb, "(double)");
-			emit_lit(sb, op->num);
-			strbuf_adds(sb, ")");
-			if (op->nargs > 1)
-				strbuf_addf(sb, " * r[%d][c]", op->arg[1]);
-			if (op->nargs > 2)
-				strbuf_addf(sb, " + r[%d][c]", op->arg[2]);
-			strbuf_adds(sb, ";\n");
-		}
-		strbuf_adds(sb, "\t}\n");
-	}
+	emit_ref_ops(sb, g);
 	/* a cast to 16 bits inside the group rounds fp32 and double apart by one ulp of that
 	 * type where a value lies near a rounding boundary: its tolerance, as the harness's */
 	const char *tol = "1e-5";
@@ -1005,6 +1139,8 @@ void emit_cpucheck(struct strbuf *sb, const struct fgroup *g)
 		    "\t\t       ok ? \"ok\" : \"not ok\", rel, bad, NW);\n\t}\n",
 		    g->values[v].per_col ? "COLS" : "N", k, v, tol, nm, g->values[v].name);
 	}
+	if (fw)
+		emit_grad_check(sb, g, fw, grad_of);
 	strbuf_adds(sb, "\treturn fails ? 1 : 0;\n}\n");
 }
 
@@ -1067,6 +1203,28 @@ int fusion_write_group(const char *dir, const struct fgroup *g)
 			strbuf_release(&fn);
 		}
 		fgroup_release(&b);
+	}
+	struct fgroup c;
+	if (!rc && g->kind == FG_ROW && !fgroup_row_backward(g, &b, &c, grad_of, &err)) {
+		/* a row group's fused backward: the row group <name>_bwd (its CPU check also
+		 * checks the gradients against the forward's) and the column group <name>_bwdc */
+		for (int k = 0; !rc && k < 2 * (int)ARRAY_SIZE(bfiles); k++) {
+			const struct fgroup *x = k < (int)ARRAY_SIZE(bfiles) ? &b : &c;
+			size_t i = k % ARRAY_SIZE(bfiles);
+			if (!x->nops)
+				continue;
+			struct strbuf sb = STRBUF_INIT, fn = STRBUF_INIT;
+			if (x == &b && bfiles[i].emit == emit_cpucheck)
+				emit_bwd_cpucheck(&sb, &b, g, grad_of);
+			else
+				bfiles[i].emit(&sb, x);
+			strbuf_addf(&fn, "%s/%s%s", gdir, x->name, bfiles[i].suffix);
+			rc = write_file_atomic(fn.buf, sb.buf, sb.len);
+			strbuf_release(&sb);
+			strbuf_release(&fn);
+		}
+		fgroup_release(&b);
+		fgroup_release(&c);
 	}
 	strbuf_release(&err);
 	for (size_t i = 0; !rc && i < ARRAY_SIZE(files); i++) {

@@ -12,11 +12,19 @@
  *
  * The kernel file adds the loads and stores. A chain is one grid-stride loop over vectors of
  * VEC elements (16 bytes at most per tensor), EPT vectors per thread per iteration with all
- * loads issued before the math, and a scalar tail for the last n % VEC elements. A row group is
- * one block per row (grid-stride over rows): the prologue's results are staged in shared memory
- * as fp32 while the first statistic (max, sum or sum of squares) is reduced, a second pass over
- * shared memory gives the other (sum of exp, or the centred sum of squares), and the epilogue
- * writes. A column group is two kernels: the first tiles the columns (32 threads of V columns
+ * loads issued before the math, and a scalar tail for the last n % VEC elements. A row group has
+ * two kernels, both compiled, the launcher choosing at run time from cols and the vector width
+ * it settled on: a short row (cols <= 32 * VEC * <name>_WARP_K, 8 vectors a lane) takes one warp
+ * (<name>_wkernel: blockDim.x / 32 rows a block, grid-stride over rows), each lane holding its
+ * vectors of the row in registers, the statistics reduced with warp shuffles (no shared memory,
+ * no __syncthreads); a longer row takes one block (<name>_kernel, grid-stride over rows), the
+ * prologue's results staged in shared memory as fp32. In both the first statistic (max, sum or
+ * sum of squares) is reduced as the row is loaded, a second pass over the staged values gives
+ * the other (sum of exp, or the centred sum of squares), and the epilogue writes; the order of
+ * the additions is fixed by the launch configuration (block, VEC), so a run repeats its bits.
+ * The epilogue may read prologue values besides the reduction's input only in a derived fused
+ * backward (rms_norm_backward's gradient factor): _epi recomputes them from the inputs. A column
+ * group is two kernels: the first tiles the columns (32 threads of V columns
  * each, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the summands of every
  * col_sum over its rows of the chunk, the block adds its threads' partials in shared memory in
  * a fixed order and writes one partial a chunk and column to a workspace (cudaMallocAsync on
@@ -161,7 +169,11 @@ static void emit_ops(struct strbuf *sb, const struct fgroup *g, int from, int to
 		strbuf_adds(sb, "\tconst float ");
 		add_var(sb, n->out);
 		strbuf_adds(sb, " = ");
-		emit_expr(sb, g, n, 0, "v%d", "u[%d]");
+		if (n->op->kind == FOP_REDUCE) /* rms_norm in rms_norm_backward's epilogue */
+			strbuf_addf(sb, n->nargs > 1 ? "(v%d * s0 * v%d)" : "(v%d * s0)", n->arg[0],
+			            n->arg[1]);
+		else
+			emit_expr(sb, g, n, 0, "v%d", "u[%d]");
 		strbuf_addf(sb, "; /* %s = %s */\n", g->values[n->out].name, n->op->name);
 		if (!read_later(g, i, n->out)) {
 			strbuf_adds(sb, "\t(void)");
@@ -219,6 +231,9 @@ void emit_apply(struct strbuf *sb, const struct fgroup *g, const char *argfmt)
 		if (n->nargs > 4)
 			snprintf(gm, sizeof(gm), argfmt, n->arg[4]);
 		strbuf_addf(sb, "(%s * (%s * %s - s0 - (%s - %s) * %s * s1))", r, x, gm, w, m, r);
+	} else if (!strcmp(op, "rms_norm_backward")) {
+		/* s0 = r, s1 = the row's mean of gw * x */
+		strbuf_addf(sb, "(s0 * (%s - %s * s0 * s0 * s1))", w, x);
 	} else if (!strcmp(op, "layer_norm"))
 		strbuf_addf(sb, "((%s - s0) * s1%s%s%s%s)", x, *w ? " * " : "", w, *b ? " + " : "",
 		            b);
@@ -239,6 +254,45 @@ void emit_chain_elem(struct strbuf *sb, const struct fgroup *g)
 	for (int w = 0; w < g->nwrites; w++)
 		strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
 	strbuf_adds(sb, "}\n");
+}
+
+/* The prologue ops whose values the epilogue of row group g reads besides the reduction's
+ * input (a fused backward's gradient factor): _epi recomputes them from the inputs. */
+static void epi_recompute(const struct fgroup *g, int *need)
+{
+	memset(need, 0, sizeof(int) * g->nops);
+	const struct fopnode *r = &g->ops[g->red];
+	for (int i = g->red; i < g->nops; i++)
+		for (int k = i == g->red ? 1 : 0; k < g->ops[i].nargs; k++) {
+			int op = g->values[g->ops[i].arg[k]].op;
+			if (op >= 0 && op < g->red && g->ops[i].arg[k] != r->arg[0])
+				need[op] = 1;
+		}
+	for (int i = g->red - 1; i >= 0; i--)
+		if (need[i])
+			for (int k = 0; k < g->ops[i].nargs; k++) {
+				int op = g->values[g->ops[i].arg[k]].op;
+				if (op >= 0 && g->ops[i].arg[k] != r->arg[0])
+					need[op] = 1;
+			}
+}
+
+/* Which inputs the epilogue of row group g reads (its recomputed prologue values' too). */
+static void epi_inputs_used(const struct fgroup *g, int *use)
+{
+	int need[256] = {0}, pre[64];
+	inputs_used(g, g->red, g->nops, use);
+	if (g->nops <= 256) {
+		epi_recompute(g, need);
+		for (int i = 0; i < g->red; i++)
+			if (need[i]) {
+				inputs_used(g, i, i + 1, pre);
+				for (int k = 0; k < g->ninputs; k++)
+					use[k] |= pre[k];
+			}
+	}
+	if (g->ops[g->red].arg[0] < g->ninputs)
+		use[g->ops[g->red].arg[0]] = 0;
 }
 
 /* Is op k of column group g per column (a col_sum, or after one)? */
@@ -266,7 +320,7 @@ static void col_inputs_used(const struct fgroup *g, int pc, int *use)
 {
 	memset(use, 0, sizeof(int) * g->ninputs);
 	for (int i = 0; i < g->nops; i++)
-		if (col_op(g, i) == pc || (!pc && g->ops[i].op->kind == FOP_COLSUM))
+		if (g->ops[i].op->kind == FOP_COLSUM ? !pc : col_op(g, i) == pc)
 			for (int k = 0; k < g->ops[i].nargs; k++)
 				if (g->ops[i].arg[k] < g->ninputs)
 					use[g->ops[i].arg[k]] = 1;
@@ -364,6 +418,9 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 		for (int w = 0; w < g->nwrites; w++)
 			if (write_in_prologue(g, w))
 				strbuf_addf(sb, "\to[%d] = v%d;\n", w, g->writes[w].value);
+		if (!strcmp(r->op->name, "rms_norm_backward")) /* the row sum's other factor */
+			strbuf_addf(sb, "\to[%d] = v%d; /* %s */\n", g->nwrites, r->arg[1],
+			            g->values[r->arg[1]].name);
 		strbuf_addf(sb, "\treturn v%d;\n}\n", x);
 		strbuf_addf(sb, "\n/* %s with row statistics s0, s1, then the epilogue */\n",
 		            r->op->name);
@@ -372,11 +429,16 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 		            "const float *u, long row, long col, float *o)\n{\n"
 		            "\t(void)s0; (void)s1; (void)u; (void)row; (void)col; (void)in;\n",
 		            g->name);
-		inputs_used(g, g->red, g->nops, use);
-		if (x < g->ninputs)
-			use[x] = 0;
+		epi_inputs_used(g, use);
 		emit_inputs_decl(sb, g, use);
 		strbuf_addf(sb, "\tconst float v%d = x;\n", x);
+		int need[256];
+		if (g->nops <= 256) { /* prologue values the epilogue reads, recomputed */
+			epi_recompute(g, need);
+			for (int i = 0; i < g->red; i++)
+				if (need[i])
+					emit_ops(sb, g, i, i + 1);
+		}
 		strbuf_addf(sb, "\tconst float v%d = ", r->out);
 		emit_apply(sb, g, "v%d");
 		strbuf_addf(sb, "; /* %s = %s */\n", g->values[r->out].name, r->op->name);
@@ -462,6 +524,16 @@ static const char device_prelude[] =
     "\tif (lane == 0)\n\t\tred[threadIdx.x >> 5] = v;\n"
     "\t__syncthreads();\n"
     "\tv = lane < nw ? red[lane] : (MAX ? -INFINITY : 0.f);\n"
+    "#pragma unroll\n"
+    "\tfor (int o = 16; o; o >>= 1) {\n"
+    "\t\tconst float w = __shfl_xor_sync(0xffffffffu, v, o);\n"
+    "\t\tv = MAX ? fmaxf(v, w) : v + w;\n"
+    "\t}\n"
+    "\treturn v;\n"
+    "}\n"
+    "/* a warp-wide sum or max (butterfly: every lane gets the same bits) */\n"
+    "template <bool MAX> __device__ __forceinline__ float aic_warp_reduce(float v)\n"
+    "{\n"
     "#pragma unroll\n"
     "\tfor (int o = 16; o; o >>= 1) {\n"
     "\t\tconst float w = __shfl_xor_sync(0xffffffffu, v, o);\n"
@@ -650,6 +722,10 @@ static void emit_chain_kernel(struct strbuf *sb, const struct fgroup *g)
 	    nm, nm, g->ninputs, nm, nm, g->ninputs, nm, nm);
 }
 
+/* Vectors a lane in a row group's warp kernel: 8 of up to 16 bytes, so 32 (f32) or 64 (16-bit
+ * types) staged floats in registers. */
+#define ROW_WARP_K 8
+
 static const char *red_name(const struct fgroup *g)
 {
 	return g->ops[g->red].op->name;
@@ -668,6 +744,8 @@ void emit_red_update(char *buf, size_t n, const struct fgroup *g, const char *ac
 		         "{ const float g_ = v * %s; acc += g_; %s += g_ * (in[%d] - in[%d]) * "
 		         "in[%d]; }",
 		         gm, acc2, r->arg[1], r->arg[2], r->arg[3]);
+	} else if (!strcmp(rn, "rms_norm_backward")) { /* x * x, and gw * x (o[nwrites]) */
+		snprintf(buf, n, "{ acc += v * v; %s += o[%d] * v; }", acc2, g->nwrites);
 	} else if (!strcmp(rn, "softmax") || !strcmp(rn, "log_softmax")) {
 		snprintf(buf, n, "acc = fmaxf(acc, v)");
 	} else if (!strcmp(rn, "rms_norm")) {
@@ -677,119 +755,218 @@ void emit_red_update(char *buf, size_t n, const struct fgroup *g, const char *ac
 	}
 }
 
-static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
+/*
+ * The row statistics s0, s1 from the running acc (and acc1) of a row: block-wide (warp 0,
+ * aic_block_reduce over the block, the second pass over the row in shared memory aic_xs) or
+ * warp-wide (warp 1: aic_warp_reduce, the second pass over the lane's values in registers
+ * xs[q][j], q < K, column ((q * 32 + lane) * V + j)).
+ */
+static void emit_row_stats(struct strbuf *sb, const struct fgroup *g, int warp)
 {
-	const char *nm = g->name;
 	const struct fopnode *r = &g->ops[g->red];
 	const char *rn = red_name(g);
 	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
 	int ln = !strcmp(rn, "layer_norm"), lsb = !strcmp(rn, "log_softmax_backward");
-	int lnb = !strcmp(rn, "layer_norm_backward");
-	int pro[64], epi[64];
-	inputs_used(g, 0, g->red, pro);
-	if (r->arg[0] < g->ninputs)
-		pro[r->arg[0]] = 1;
-	for (int k = 1; lnb && k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
-		pro[r->arg[k]] = 1;
-	inputs_used(g, g->red, g->nops, epi);
-	if (r->arg[0] < g->ninputs)
-		epi[r->arg[0]] = 0;
-	strbuf_addf(
-	    sb,
-	    "\n/* one block per row (grid-stride over rows); the row's %s input is staged\n"
-	    " * in shared memory (cols floats, dynamic) */\n"
-	    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const %s_args "
-	    "a)\n{\n"
-	    "\textern __shared__ float aic_xs[];\n"
-	    "\t__shared__ float red[32];\n"
-	    "\tconst long cols = a.cols;\n"
-	    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
-	    "\t\tconst long rb = row * cols;\n"
-	    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
-	    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) {\n"
-	    "\t\t\tconst long i = rb + c;\n"
-	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-	    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
-	emit_loads(sb, g, pro, "\t\t\t", "x[%d]");
-	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
-	emit_uniforms(sb, g, 0, g->red, "\t\t\t");
-	strbuf_addf(sb,
-	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
-	            g->nwrites);
-	emit_gather(sb, g, pro, 0, g->red, "\t\t\t\t", "x[%d]");
-	char upd[192];
-	emit_red_update(upd, sizeof(upd), g, "acc1");
-	strbuf_addf(
-	    sb,
-	    "\t\t\t\tfloat o[%d] = {};\n"
-	    "\t\t\t\tconst float v = %s_pro(in, uu, row, c + j, o);\n"
-	    "\t\t\t\taic_xs[c + j] = v;\n"
-	    "\t\t\t\t%s;\n"
-	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
-	    "\t\t\t}\n",
-	    g->nwrites, nm, upd, g->nwrites);
-	emit_stores(sb, g, 1, "\t\t\t");
-	strbuf_adds(sb, "\t\t}\n");
-	if (softmax)
-		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<true>(acc, red);\n"
-		                "\t\tfloat acc2 = 0.f;\n"
-		                "\t\tfor (long c = threadIdx.x; c < cols; c += blockDim.x)\n"
-		                "\t\t\tacc2 += expf(aic_xs[c] - s0);\n"
-		                "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
-	else if (ln)
-		strbuf_adds(
-		    sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / (float)cols;\n"
-		        "\t\tfloat acc2 = 0.f;\n"
-		        "\t\tfor (long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
-		        "\t\t\tconst float d = aic_xs[c] - s0;\n"
-		        "\t\t\tacc2 += d * d;\n"
-		        "\t\t}\n"
-		        "\t\tacc2 = aic_block_reduce<false>(acc2, red);\n");
-	else if (lsb) /* the row's sum of dy */
-		strbuf_adds(sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red);\n");
-	else if (lnb) /* the row's means of g and g * xh */
-		strbuf_adds(
-		    sb, "\t\tconst float s0 = aic_block_reduce<false>(acc, red) / (float)cols;\n"
-		        "\t\tconst float s1 = aic_block_reduce<false>(acc1, red) / "
-		        "(float)cols;\n");
-	else
-		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n"
-		                "\t\tconst float acc2 = aic_block_reduce<false>(acc, red);\n");
+	int lnb = !strcmp(rn, "layer_norm_backward"), rmsb = !strcmp(rn, "rms_norm_backward");
+	const char *sum = warp ? "aic_warp_reduce<false>(%s)" : "aic_block_reduce<false>(%s, red)";
+	const char *max = warp ? "aic_warp_reduce<true>(%s)" : "aic_block_reduce<true>(%s, red)";
+	/* the second pass: xv each staged value of the row */
+	const char *pass = warp ? "\t\tfor (int q = 0; q < K; q++)\n"
+	                          "\t\t\tfor (int j = 0; j < V; j++)\n"
+	                          "\t\t\t\tif (((long)q * 32 + lane) * V < cols) {\n"
+	                          "\t\t\t\t\tconst float xv = xs[q][j];\n"
+	                        : "\t\tfor (long c = threadIdx.x; c < cols; c += blockDim.x) {\n"
+	                          "\t\t\tconst float xv = aic_xs[c];\n";
+	const char *in = warp ? "\t\t\t\t\t" : "\t\t\t";
+	const char *end = warp ? "\t\t\t\t}\n" : "\t\t}\n";
+	if (softmax || ln) {
+		strbuf_adds(sb, "\t\tconst float s0 = ");
+		strbuf_addf(sb, softmax ? max : sum, "acc");
+		strbuf_adds(sb, ln ? " / (float)cols;\n" : ";\n");
+		strbuf_addf(sb, "\t\tfloat acc2 = 0.f;\n%s", pass);
+		if (softmax)
+			strbuf_addf(sb, "%sacc2 += expf(xv - s0);\n", in);
+		else
+			strbuf_addf(sb, "%sconst float d = xv - s0;\n%sacc2 += d * d;\n", in, in);
+		strbuf_addf(sb, "%s\t\tacc2 = ", end);
+		strbuf_addf(sb, sum, "acc2");
+		strbuf_adds(sb, ";\n");
+	} else if (lsb) { /* the row's sum of dy */
+		strbuf_adds(sb, "\t\tconst float s0 = ");
+		strbuf_addf(sb, sum, "acc");
+		strbuf_adds(sb, ";\n");
+	} else if (lnb || rmsb) { /* the row's means of g and g * xh; of x * x and gw * x */
+		strbuf_adds(sb, "\t\tconst float s0 = ");
+		if (rmsb)
+			strbuf_adds(sb, "aic_rsqrt(");
+		strbuf_addf(sb, sum, "acc");
+		strbuf_adds(sb, " / (float)cols");
+		if (rmsb) {
+			strbuf_adds(sb, " + ");
+			emit_lit(sb, r->num);
+			strbuf_adds(sb, ")");
+		}
+		strbuf_adds(sb, ";\n\t\tconst float s1 = ");
+		strbuf_addf(sb, sum, "acc1");
+		strbuf_adds(sb, " / (float)cols;\n");
+	} else {
+		strbuf_adds(sb, "\t\tconst float s0 = 0.f;\n\t\tconst float acc2 = ");
+		strbuf_addf(sb, sum, "acc");
+		strbuf_adds(sb, ";\n");
+	}
 	if (!strcmp(rn, "softmax"))
 		strbuf_adds(sb, "\t\tconst float s1 = 1.f / acc2;\n");
 	else if (!strcmp(rn, "log_softmax"))
 		strbuf_adds(sb, "\t\tconst float s1 = logf(acc2);\n");
 	else if (lsb)
 		strbuf_adds(sb, "\t\tconst float s1 = 0.f;\n");
-	else if (lnb)
+	else if (lnb || rmsb)
 		;
 	else {
 		strbuf_adds(sb, "\t\tconst float s1 = aic_rsqrt(acc2 / (float)cols + ");
 		emit_lit(sb, r->num);
 		strbuf_adds(sb, ");\n");
 	}
-	strbuf_addf(
-	    sb,
-	    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) {\n"
-	    "\t\t\tconst long i = rb + c;\n"
-	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-	    g->ninputs);
-	emit_loads(sb, g, epi, "\t\t\t", "x[%d]");
-	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
-	emit_uniforms(sb, g, g->red + 1, g->nops, "\t\t\t");
+}
+
+/* Slots of the prologue's o[]: the writes, and for rms_norm_backward the sum's second factor
+ * at o[nwrites]. */
+static int pro_slots(const struct fgroup *g)
+{
+	return g->nwrites + !strcmp(red_name(g), "rms_norm_backward");
+}
+
+/*
+ * A row group's kernel: warp 0, <name>_kernel, one block per row (grid-stride over rows), the
+ * row's reduction input staged in shared memory (cols floats, dynamic); warp 1,
+ * <name>_wkernel, one warp per row (several rows a block, grid-stride over the warps), each
+ * lane's K vectors of V columns (q * 32 + lane) * V held in registers, warp shuffles for the
+ * statistics: no shared memory, no __syncthreads. The launcher picks the warp kernel when the
+ * row fits (cols <= 32 * V * <name>_WARP_K).
+ */
+static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int warp)
+{
+	const char *nm = g->name;
+	const struct fopnode *r = &g->ops[g->red];
+	const char *rn = red_name(g);
+	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
+	int lnb = !strcmp(rn, "layer_norm_backward");
+	int pro[64], epi[64], slots = pro_slots(g);
+	inputs_used(g, 0, g->red, pro);
+	if (r->arg[0] < g->ninputs)
+		pro[r->arg[0]] = 1;
+	for (int k = 1; lnb && k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
+		pro[r->arg[k]] = 1;
+	epi_inputs_used(g, epi);
+	const char *t = warp ? "\t\t\t\t" : "\t\t\t"; /* the per-vector body's indent */
+	const char *t1 = warp ? "\t\t\t\t\t" : "\t\t\t\t";
+	if (warp)
+		strbuf_addf(
+		    sb,
+		    "\n/* one warp per row (blockDim.x / 32 rows a block, grid-stride over rows);\n"
+		    " * lane l holds columns (q * 32 + l) * V .. + V - 1, q < K, of the row's %s\n"
+		    " * input in registers; the statistics are warp shuffles */\n"
+		    "template <int V>\n__global__ void __launch_bounds__(512) %s_wkernel(const "
+		    "%s_args a)\n{\n"
+		    "\tconstexpr int K = %s_WARP_K;\n"
+		    "\tconst long cols = a.cols;\n"
+		    "\tconst int lane = threadIdx.x & 31;\n"
+		    "\tconst long wpb = blockDim.x >> 5;\n"
+		    "\tfor (long row = (long)blockIdx.x * wpb + (threadIdx.x >> 5); row < a.rows;\n"
+		    "\t     row += (long)gridDim.x * wpb) {\n"
+		    "\t\tconst long rb = row * cols;\n"
+		    "\t\tfloat xs[K][V];\n"
+		    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
+		    "#pragma unroll\n"
+		    "\t\tfor (int q = 0; q < K; q++) {\n"
+		    "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		    "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n"
+		    "\t\t\t{\n"
+		    "\t\t\t\tconst long i = rb + c;\n"
+		    "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
+		    rn, nm, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+	else
+		strbuf_addf(
+		    sb,
+		    "\n/* one block per row (grid-stride over rows); the row's %s input is staged\n"
+		    " * in shared memory (cols floats, dynamic) */\n"
+		    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const "
+		    "%s_args a)\n{\n"
+		    "\textern __shared__ float aic_xs[];\n"
+		    "\t__shared__ float red[32];\n"
+		    "\tconst long cols = a.cols;\n"
+		    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
+		    "\t\tconst long rb = row * cols;\n"
+		    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
+		    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V) "
+		    "{\n"
+		    "\t\t\tconst long i = rb + c;\n"
+		    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+		    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+	emit_loads(sb, g, pro, t, "x[%d]");
+	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
+	emit_uniforms(sb, g, 0, g->red, t);
+	strbuf_addf(sb, "%sfloat y[%d][V];\n#pragma unroll\n%sfor (int j = 0; j < V; j++) {\n", t,
+	            g->nwrites, t);
+	emit_gather(sb, g, pro, 0, g->red, t1, "x[%d]");
+	char upd[256];
+	emit_red_update(upd, sizeof(upd), g, "acc1");
 	strbuf_addf(sb,
-	            "\t\t\tfloat y[%d][V];\n#pragma unroll\n\t\t\tfor (int j = 0; j < V; j++) {\n",
-	            g->nwrites);
-	emit_gather(sb, g, epi, g->red + 1, g->nops, "\t\t\t\t", "x[%d]");
-	strbuf_addf(
-	    sb,
-	    "\t\t\t\tfloat o[%d] = {};\n"
-	    "\t\t\t\t%s_epi(aic_xs[c + j], s0, s1, in, uu, row, c + j, o);\n"
-	    "#pragma unroll\n\t\t\t\tfor (int k = 0; k < %d; k++)\n\t\t\t\t\ty[k][j] = o[k];\n"
-	    "\t\t\t}\n",
-	    g->nwrites, nm, g->nwrites);
-	emit_stores(sb, g, 3, "\t\t\t");
-	strbuf_adds(sb, "\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+	            "%sfloat o[%d] = {};\n"
+	            "%sconst float v = %s_pro(in, uu, row, c + j, o);\n"
+	            "%s%s = v;\n"
+	            "%s%s;\n"
+	            "#pragma unroll\n%sfor (int k = 0; k < %d; k++)\n%s\ty[k][j] = o[k];\n"
+	            "%s}\n",
+	            t1, slots, t1, nm, t1, warp ? "xs[q][j]" : "aic_xs[c + j]", t1, upd, t1,
+	            g->nwrites, t1, t);
+	emit_stores(sb, g, 1, t);
+	strbuf_adds(sb, warp ? "\t\t\t}\n\t\t}\n" : "\t\t}\n");
+	emit_row_stats(sb, g, warp);
+	if (warp)
+		strbuf_addf(sb,
+		            "#pragma unroll\n"
+		            "\t\tfor (int q = 0; q < K; q++) {\n"
+		            "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		            "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n"
+		            "\t\t\t{\n"
+		            "\t\t\t\tconst long i = rb + c;\n"
+		            "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
+		            g->ninputs);
+	else
+		strbuf_addf(
+		    sb,
+		    "\t\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x "
+		    "* V) {\n"
+		    "\t\t\tconst long i = rb + c;\n"
+		    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+		    g->ninputs);
+	emit_loads(sb, g, epi, t, "x[%d]");
+	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
+	emit_uniforms(sb, g, g->red + 1, g->nops, t);
+	strbuf_addf(sb, "%sfloat y[%d][V];\n#pragma unroll\n%sfor (int j = 0; j < V; j++) {\n", t,
+	            g->nwrites, t);
+	emit_gather(sb, g, epi, g->red + 1, g->nops, t1, "x[%d]");
+	strbuf_addf(sb,
+	            "%sfloat o[%d] = {};\n"
+	            "%s%s_epi(%s, s0, s1, in, uu, row, c + j, o);\n"
+	            "#pragma unroll\n%sfor (int k = 0; k < %d; k++)\n%s\ty[k][j] = o[k];\n"
+	            "%s}\n",
+	            t1, g->nwrites, t1, nm, warp ? "xs[q][j]" : "aic_xs[c + j]", t1, g->nwrites, t1,
+	            t);
+	emit_stores(sb, g, 3, t);
+	strbuf_adds(sb,
+	            warp ? "\t\t\t}\n\t\t}\n\t}\n}\n" : "\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+}
+
+static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
+{
+	strbuf_addf(sb,
+	            "\n/* the warp kernel's vectors a lane: rows of up to 32 * V * %d columns */\n"
+	            "#define %s_WARP_K %d\n",
+	            ROW_WARP_K, g->name, ROW_WARP_K);
+	emit_row_kernel_one(sb, g, 0);
+	emit_row_kernel_one(sb, g, 1);
 }
 
 /* The two kernels of a column group (see the file's header). */
@@ -998,8 +1175,25 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		emit_col_launch(sb, g, maxv);
 		return;
 	} else {
-		strbuf_adds(sb, "\t(void)ept;\n"
-		                "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
+		strbuf_addf(sb,
+		            "\t(void)ept;\n"
+		            "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
+		            "\t/* a short row: one warp a row, block / 32 rows a block */\n"
+		            "\tif (a.cols <= 32L * vec * %s_WARP_K) {\n"
+		            "\t\tconst long wpb = block / 32;\n"
+		            "\t\tlong wgrid = (a.rows + wpb - 1) / wpb;\n"
+		            "\t\tconst long wcap = (long)aic_sm_count() * (2048 / block) * 8;\n"
+		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n"
+		            "\t\tswitch (vec) {\n",
+		            nm);
+		for (int v = 1; v <= maxv; v *= 2)
+			strbuf_addf(sb,
+			            "\t\tcase %d:\n"
+			            "\t\t\t%s_wkernel<%d><<<(unsigned)wgrid, block, 0, s>>>(a);\n"
+			            "\t\t\tbreak;\n",
+			            v, nm, v);
+		strbuf_adds(sb, "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"
+		                "\t\treturn cudaGetLastError();\n\t}\n"
 		                "\tconst size_t smem = (size_t)a.cols * sizeof(float);\n"
 		                "\tlong grid = a.rows;\n"
 		                "\tconst long cap = (long)aic_sm_count() * 64;\n"
@@ -1046,8 +1240,9 @@ void emit_kernel(struct strbuf *sb, const struct fgroup *g)
 	    g->kind == FG_CHAIN ? "Grid-stride loop, vectorised loads and stores (alignment "
 	                          "checked at run time),\n * scalar tail."
 	    : g->kind == FG_ROW
-	        ? "One block per row, the row staged in shared memory; two passes for "
-	          "the\n * statistics, then the epilogue."
+	        ? "Short rows: one warp per row, the row in registers, warp shuffles;\n"
+	          " * longer rows: one block per row, the row staged in shared memory. Two passes "
+	          "for the\n * statistics, then the epilogue."
 	        : "Column sums: column tiles by row chunks, partials in a workspace "
 	          "(cudaMallocAsync),\n * added in a fixed order by a second kernel: no "
 	          "atomics, the same bits on every run.");

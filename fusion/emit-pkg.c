@@ -14,7 +14,9 @@
  * was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper
  * binds and guards every call (CUDA, dtypes, contiguity, shapes and broadcast ratios, and
  * autograd: a group without a fused backward runs only where autograd does not record, since a
- * backward recomputed through PyTorch's ops was measured slower than the original's) and runs
+ * backward recomputed through PyTorch's ops was measured slower than the original's; a group
+ * with one, a chain's or an RMS norm's (fusion/backward.c), runs its custom op, whose autograd
+ * calls the fused backward) and runs
  * the original when a guard fails; the first call of
  * each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
  * original's result type) runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN

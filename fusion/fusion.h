@@ -170,6 +170,11 @@ void emit_module(struct strbuf *sb, const struct fgroup *g);
 void emit_bench(struct strbuf *sb, const struct fgroup *g);
 void emit_cpucheck(struct strbuf *sb, const struct fgroup *g);
 void emit_meta(struct strbuf *sb, const struct fgroup *g);
+/* The CPU check of g, the row backward of fw (fgroup_row_backward, grad_of as it gives it):
+ * emit_cpucheck's, then the fused gradients against directional derivatives of fw's double
+ * evaluation. */
+void emit_bwd_cpucheck(struct strbuf *sb, const struct fgroup *g, const struct fgroup *fw,
+                       const int *grad_of);
 
 /*
  * Helpers the emitters share (fusion/ only). emit_lit: an fp32 C literal ("1.5f",
@@ -208,6 +213,22 @@ const char *emit_upper(const struct fgroup *g, char *buf, size_t len);
  * 0 (release *b with fgroup_release), or -1 with the reason in *err and *b empty.
  */
 int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, struct strbuf *err);
+
+/*
+ * The fused backward of row group g (fusion/backward.c), where its reduction is rms_norm and
+ * it has no dropout: *b, a row group "<name>_bwd" whose inputs are g's inputs then one
+ * gradient per write of g, whose reduction is rms_norm_backward (the row's sums of x * x and
+ * of gw * x in one pass), and whose writes are the gradients of g's full-size inputs, then,
+ * kept in f32, the per-element summands of its row vectors' gradients (a weight's dw summed
+ * over the rows); *c, the column group "<name>_bwdc" that sums them (col_sum, cast to the row
+ * vector's type), or empty (c->nops 0) when no row vector takes a gradient. grad_of[i]
+ * (g->ninputs entries): input i's gradient as b's write k (k), c's write k
+ * (FGROUP_GRAD_COL + k), or none (-1). Returns 0 (release both), or -1 with the reason in
+ * *err and both empty.
+ */
+#define FGROUP_GRAD_COL 1000
+int fgroup_row_backward(const struct fgroup *g, struct fgroup *b, struct fgroup *c, int *grad_of,
+                        struct strbuf *err);
 
 /*
  * The plain C ABI (fusion/emit-module.c). emit_capi_h: the header declaring

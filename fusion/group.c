@@ -396,6 +396,12 @@ static int parse_op(struct pctx *c, const cJSON *ops, const cJSON *o, int i, str
 		            "\"column-reduction\"",
 		            path, opname);
 	if (n->op->kind == FOP_REDUCE) {
+		if (!strcmp(opname, "rms_norm_backward"))
+			return perr(
+			    c,
+			    "%s'rms_norm_backward' belongs to a fused backward, which aicprof "
+			    "derives (from a group with rms_norm)",
+			    path);
 		if (g->kind != FG_ROW)
 			return perr(c,
 			            "%s'%s' is a row reduction; the group's kind must be "

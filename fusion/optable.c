@@ -93,6 +93,10 @@ const struct fop fop_table[] = {
     /* layer_norm's input gradient (dy, x, mean, rstd[, gamma]), mean and rstd per row:
      * rstd * (g - mean_row(g) - xh * mean_row(g * xh)), g = dy * gamma, xh = (x - mean) * rstd */
     {"layer_norm_backward", 4, 5, RED, 0, NULL, NULL},
+    /* rms_norm's input gradient (x, gw), gw the gradient of x * r times the weight, r =
+     * rsqrt(mean_row(x^2) + eps): r * (gw - x * r^2 * mean_row(gw * x)); only in a fused
+     * backward (fusion/backward.c), which recomputes r */
+    {"rms_norm_backward", 2, 2, RED, FOP_NEED_EPS, NULL, NULL},
     /* a column group's sum over the rows, one result a column: sum_row x[row * cols + col]
      * (layer norm's dgamma and dbeta, a channels-last batch norm's per-channel sums) */
     {"col_sum", 1, 1, FOP_COLSUM, 0, NULL, NULL},

@@ -654,8 +654,8 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 }
 
 static const char *const group_files[] = {
-    ".py",     "_binding.cu", "_kernel.cu",     "_math.h",
-    "_capi.h", "_capi.cu",    "_bwd_kernel.cu", "_bwd_math.h"};
+    ".py",      "_binding.cu",    "_kernel.cu",  "_math.h",         "_capi.h",
+    "_capi.cu", "_bwd_kernel.cu", "_bwd_math.h", "_bwdc_kernel.cu", "_bwdc_math.h"};
 
 /* dir/Makefile (dir "aicprof_fused" or the package's): every group's C ABI (names[0..n-1])
  * into one library the modules look for. */
@@ -689,7 +689,7 @@ static int add_group_files(struct strbuf *sb, const char *src, const char *dst, 
 		strbuf_addf(&from, "%s/%s/%s%s", src, name, name, group_files[k]);
 		strbuf_addf(&rel, "%s/%s/%s%s", dst, name, name, group_files[k]);
 		char *text = slurp(from.buf);
-		if (!text && !strstr(group_files[k], "_bwd_"))
+		if (!text && !strstr(group_files[k], "_bwd")) /* a backward's, where there is one */
 			rc = error("cannot read '%s': %m", from.buf);
 		else if (text)
 			diff_new(sb, rel.buf, text);

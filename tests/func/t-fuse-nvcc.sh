@@ -11,7 +11,9 @@
 # backward of log_softmax and layer_norm's input gradient; gbb.json and bnb.json: column groups,
 # layer norm's dgamma and dbeta, and a channels-last batch norm backward's per-channel sums after
 # relu's backward, which it keeps; bnr.json: ResNet's relu backward -> batch_norm_backward_reduce_
-# channels_last_kernel as the analyzer writes it, sum_dy, sum_dy_xmu, grad_weight and grad_bias)
+# channels_last_kernel as the analyzer writes it, sum_dy, sum_dy_xmu, grad_weight and grad_bias;
+# rms_bf16.json and rms_res.json: RMS norms whose fused backward is a row group and a column
+# group, its CPU check also comparing the gradients with the forward's directional derivatives)
 # are built and run.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
@@ -69,7 +71,7 @@ for s in $SAMPLES; do
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
-for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain lsb lnb gbb bnb bnr; do
+for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain lsb lnb gbb bnb bnr rms_bf16 rms_res; do
 	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
 	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
 	g=$(basename "$gd")
@@ -81,7 +83,16 @@ for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain lsb lnb gbb bnb bnr; do
 			'cd "$1" && "$2" -o bwdcheck "$3_bwd_cpucheck.cu" >b.log 2>&1 && ./bwdcheck >b.out 2>&1' \
 			sh "$gd" "$NVCC" "$g"
 	fi
+	if [ -f "$gd${g}_bwdc_cpucheck.cu" ]; then
+		check "$f: the CPU check of its fused backward's column sums passes" sh -c \
+			'cd "$1" && "$2" -o bwdccheck "$3_bwdc_cpucheck.cu" >bc.log 2>&1 && ./bwdccheck >bc.out 2>&1' \
+			sh "$gd" "$NVCC" "$g"
+	fi
 done
+check "rms_bf16 and rms_res (row groups with rms_norm) have a fused backward whose gradients match the forward's" sh -c \
+	'grep -q "^_FUSED_BWD = True" "$1"/fx_rms_bf16/rms_bf16/rms_bf16.py &&
+	 grep -q "^_FUSED_BWD = True" "$1"/fx_rms_res/rms_res/rms_res.py &&
+	 grep -q "directional derivative 2" "$1"/fx_rms_res/rms_res/b.out' sh "$tmp"
 check "gelu_tanh_chain and ops_chain have a fused backward, ops_nobwd none" \
 	test -f "$tmp"/fx_gelu_tanh_chain/gpt2_new_gelu/gpt2_new_gelu_bwd_cpucheck.cu -a \
 	-f "$tmp"/fx_ops_chain/ops_chain/ops_chain_bwd_cpucheck.cu -a \

@@ -1,6 +1,6 @@
 # aicprof fuse: the package aicprof_fused/ installed into library code. On the GPT-2 and Llama
 # sample traces it lists NewGELUActivation.forward (an arg) and eager_attention_forward (sdpa),
-# and LlamaRMSNorm.forward (an arg and a param), with their import paths; the patch adds the
+# and LlamaRMSNorm.forward (an arg and a param, its fused backward), with their import paths; the patch adds the
 # package beside samples/*_train.py and exactly two lines there, touches no site-packages path,
 # and `git apply --check` takes it in a scratch copy; the generated Python compiles. Then the
 # package's apply() runs under a small fake torch (pure Python: no torch here) and fake
@@ -382,7 +382,22 @@ else
 		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >cc.log 2>&1 && ./cpucheck >cc.out 2>&1)
 		check "$g: CPU check of the fused math against op-by-op double" test $? = 0
 		sed 's/^/# /' "$gd/cc.out"
+		[ -f "$gd/${g}_bwd_cpucheck.cu" ] || continue
+		# a fused backward (RMSNorm's: a row group, then the column sums of dw)
+		(cd "$gd" && "$NVCC" -o bwdcheck "${g}_bwd_cpucheck.cu" >bc.log 2>&1 &&
+			./bwdcheck >bc.out 2>&1 && { [ ! -f "${g}_bwdc_cpucheck.cu" ] ||
+			{ "$NVCC" -o bwdccheck "${g}_bwdc_cpucheck.cu" >bcc.log 2>&1 &&
+				./bwdccheck >>bc.out 2>&1; }; })
+		check "$g: CPU check of the fused backward (op by op, and the gradients against the forward's directional derivatives)" \
+			test $? = 0
+		sed 's/^/# /' "$gd/bc.out"
 	done
+	check "llama: LlamaRMSNorm.forward's group has a fused backward (a row and a column kernel)" \
+		sh -c "grep -q '^_FUSED_BWD = True' '$lp'/aicprof_fused/f*_LlamaRMSNorm_forward/f*_LlamaRMSNorm_forward.py &&
+		 ls '$lp'/aicprof_fused/f*_LlamaRMSNorm_forward/f*_LlamaRMSNorm_forward_bwdc_kernel.cu >/dev/null"
+	check "llama: the patch carries its backward's files (the patched copy's C ABI compiles)" \
+		sh -c "cd '$tmp'/scr-llama/samples/aicprof_fused/f*_LlamaRMSNorm_forward/ &&
+		 '$NVCC' -arch=sm_90 -Xcompiler -fPIC -c f*_LlamaRMSNorm_forward_capi.cu -o capi.o >capi.log 2>&1"
 fi
 
 # the report says what the package does for a finding whose model line is a function it replaces

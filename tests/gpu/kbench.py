@@ -12,7 +12,9 @@ and backward by autograd's thread. Also times a plain copy of the same bytes (x.
 bandwidth reference. Prints one JSON line per function: per form the median kernel time per
 iteration (µs), the kernel count, and for the fused forward its bandwidth against the copy's.
 Without --pkg-* it analyses and fuses the bundled trace (build/aicprof) into a temporary
-directory. Each function runs in a process of its own, its forms one after another; the kernel times do not depend on the host's noise, which is
+directory. The fused form's `fused_applied` is aicprof_fused.applied() after its run: whether
+the forward + backward iterations ran the fused backward (LlamaRMSNorm's row and column
+kernels) or fell back to the original (`last_fallback`). Each function runs in a process of its own, its forms one after another; the kernel times do not depend on the host's noise, which is
 what interleaving guards against elsewhere.
 """
 import argparse
@@ -85,8 +87,12 @@ def bench(name, make, x_shape, dtype, iters, pkg):
         if form == "fused":
             import aicprof_fused
             counts = aicprof_fused.counts()
+            # what ran: replaced, verified, and the last fallback (under autograd a group
+            # without a fused backward runs the original)
+            applied = json.loads(json.dumps(aicprof_fused.applied(), default=str))
             aicprof_fused.restore()
             res.setdefault("fused_counts", counts)
+            res.setdefault("fused_applied", applied)
         return {"fwd_us": round(statistics.median(fw), 2), "fwd_kernels": nk_f[0],
                 "fwd_bwd_us": round(statistics.median(bw), 2), "fwd_bwd_kernels": nk_b[0]}
 

@@ -19,11 +19,11 @@ if [ "${1:-}" = --verify ]; then # --verify GROUPDIR: prints "HASH ok|fail"
 	g=$(basename "$d")
 	cd "$d" || exit 1
 	r=ok
-	for f in "${g}_kernel.cu" "${g}_bwd_kernel.cu"; do
+	for f in "${g}_kernel.cu" "${g}_bwd_kernel.cu" "${g}_bwdc_kernel.cu"; do
 		[ -f "$f" ] || continue
 		"$NVCC" -arch=sm_90 -c "$f" -o "$f.o" >"$f.log" 2>&1 || r=fail
 	done
-	for c in cpucheck bwd_cpucheck; do
+	for c in cpucheck bwd_cpucheck bwdc_cpucheck; do
 		[ -f "${g}_$c.cu" ] || continue
 		{ "$NVCC" -o "$c" "${g}_$c.cu" >"$c.log" 2>&1 && "./$c" >"$c.out" 2>&1; } || r=fail
 	done

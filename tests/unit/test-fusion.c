@@ -87,6 +87,7 @@ static void test_optable(void **state)
 	                              "log_softmax",
 	                              "log_softmax_backward",
 	                              "layer_norm_backward",
+	                              "rms_norm_backward",
 	                              "col_sum",
 	                              "gelu_backward",
 	                              "relu_backward",
@@ -542,6 +543,22 @@ static void test_emit_rows(void **state)
 	assert_non_null(strstr(k, "aic_block_reduce<true>(acc, red)"));
 	assert_non_null(strstr(k, "aic_st<V>(a.w_p + i, y[1]);"));
 	assert_non_null(strstr(k, "if (a.cols % v)"));
+	/* short rows: one warp a row, the row in registers, shuffles; chosen at run time */
+	assert_non_null(strstr(k, "attn_softmax_wkernel(const attn_softmax_args a)"));
+	assert_non_null(strstr(k, "const float s0 = aic_warp_reduce<true>(acc);"));
+	assert_non_null(strstr(k, "acc2 = aic_warp_reduce<false>(acc2);"));
+	assert_non_null(strstr(k, "xs[q][j] = v;"));
+	assert_non_null(strstr(k, "if (a.cols <= 32L * vec * attn_softmax_WARP_K) {"));
+	assert_non_null(strstr(k, "attn_softmax_wkernel<8><<<(unsigned)wgrid, block, 0, s>>>(a);"));
+	{ /* the warp kernel has no shared memory and no barrier */
+		const char *w = strstr(k, "attn_softmax_wkernel(const");
+		const char *e = strstr(w, "\n}\n");
+		assert_non_null(e);
+		char *body = strndup(w, (size_t)(e - w));
+		assert_null(strstr(body, "__syncthreads"));
+		assert_null(strstr(body, "__shared__"));
+		free(body);
+	}
 	free(m);
 	free(k);
 	fgroup_release(&g);
@@ -814,15 +831,155 @@ static void test_write_group(void **state)
 	fgroup_release(&g);
 }
 
+/* A row group with rms_norm has a fused backward: a row group (rms_norm_backward, the
+ * gradients and the row vectors' summands) and a column group (their col_sums). */
+static void test_row_backward(void **state)
+{
+	(void)state;
+	struct fgroup g, b, c;
+	struct strbuf err = STRBUF_INIT;
+	int grad_of[64];
+	parse_ok("rms_bf16.json", &g);
+	assert_int_equal(fgroup_row_backward(&g, &b, &c, grad_of, &err), 0);
+	assert_int_equal(b.kind, FG_ROW);
+	assert_string_equal(b.name, "rms_bf16_bwd");
+	assert_string_equal(b.ops[b.red].op->name, "rms_norm_backward");
+	assert_int_equal(b.ninputs, 3); /* x, w, gy_y */
+	assert_string_equal(b.values[2].name, "gy_y");
+	assert_int_equal(b.values[1].numel, 512);
+	/* dx in x's bf16, then w's summand kept in f32 */
+	assert_int_equal(b.nwrites, 2);
+	assert_int_equal(b.writes[0].dtype, FD_BF16);
+	assert_false(b.writes[0].kept);
+	assert_int_equal(b.writes[1].dtype, FD_F32);
+	assert_true(b.writes[1].kept);
+	assert_int_equal(grad_of[0], 0);
+	assert_int_equal(grad_of[1], FGROUP_GRAD_COL);
+	/* the column group: dw = cast(col_sum(s_w)) to bf16, per column */
+	assert_int_equal(c.kind, FG_COL);
+	assert_string_equal(c.name, "rms_bf16_bwdc");
+	assert_int_equal(c.ncolsum, 1);
+	assert_string_equal(c.ops[0].op->name, "col_sum");
+	assert_string_equal(c.ops[1].op->name, "cast");
+	assert_int_equal(c.writes[0].dtype, FD_BF16);
+	assert_true(c.values[c.writes[0].value].per_col);
+	/* the math: gw = gy * w in the prologue, handed to the sums as o[nwrites]; the
+	 * epilogue recomputes it and normalises with s0 = r, s1 = mean(gw * x) */
+	char *m = emit(emit_math, &b);
+	assert_non_null(strstr(m, "o[2] = v"));
+	assert_non_null(strstr(m, "(v4 - v3 * s0 * s0 * s1)); /* d2 = rms_norm_backward */"));
+	assert_non_null(strstr(m, "(v3 * s0); /* d3 = rms_norm */"));
+	char *k = emit(emit_kernel, &b);
+	assert_non_null(strstr(k, "{ acc += v * v; acc1 += o[2] * v; }"));
+	assert_non_null(strstr(k, "const float s0 = aic_rsqrt(aic_warp_reduce<false>(acc) / "
+	                          "(float)cols + 9.99999997e-07f);"));
+	assert_non_null(
+	    strstr(k, "const float s1 = aic_block_reduce<false>(acc1, red) / (float)cols;"));
+	free(m);
+	free(k);
+	/* the C ABI: one _bwd_run, the row kernel then the column sums through a workspace */
+	char *h = emit(emit_capi_h, &g);
+	assert_non_null(strstr(h, "out[]: dx dw (cols)."));
+	assert_non_null(strstr(h, "int rms_bf16_bwd_run("));
+	char *cu = emit(emit_capi, &g);
+	assert_non_null(strstr(cu, "#include \"rms_bf16_bwdc_kernel.cu\""));
+	assert_non_null(strstr(cu, "a.w_d6 = ws + (size_t)0 * n;"));
+	assert_non_null(strstr(cu, "c.w_dw = (__nv_bfloat16 *)out[1];"));
+	assert_non_null(strstr(cu, "rc = (int)rms_bf16_bwdc_launch(c, block, vec, ept, s);"));
+	char *py = emit(emit_module, &g);
+	assert_non_null(strstr(py, "_FUSED_BWD = True\n"));
+	assert_non_null(strstr(py, "_GRAD_OF = [0, 1]\n_BWD_OF = [0, 1]\n"));
+	assert_non_null(strstr(py, "for i, d in zip(_BWD_OF, _BWD_DTYPES)]"));
+	char *ck = NULL;
+	{
+		struct strbuf sb = STRBUF_INIT;
+		emit_bwd_cpucheck(&sb, &b, &g, grad_of);
+		ck = sb.buf;
+	}
+	/* bf16 rounding inside: the directional derivatives are skipped, said so */
+	assert_non_null(strstr(ck, "# skip: the forward rounds to 16 bits"));
+	free(ck);
+	free(h);
+	free(cu);
+	free(py);
+	fgroup_release(&b);
+	fgroup_release(&c);
+	fgroup_release(&g);
+
+	/* rms_norm's own weight, a residual in the epilogue, a kept prologue value */
+	parse_ok("rms_res.json", &g);
+	assert_int_equal(fgroup_row_backward(&g, &b, &c, grad_of, &err), 0);
+	assert_int_equal(grad_of[0], 0);                   /* dx */
+	assert_int_equal(grad_of[1], FGROUP_GRAD_COL);     /* dg */
+	assert_int_equal(grad_of[2], 1);                   /* dres */
+	assert_int_equal(grad_of[3], FGROUP_GRAD_COL + 1); /* db */
+	assert_int_equal(c.ncolsum, 2);
+	assert_int_equal(b.ninputs, 6); /* x, g, res, b, gy_z, gy_xs */
+	{
+		struct strbuf sb = STRBUF_INIT;
+		emit_bwd_cpucheck(&sb, &b, &g, grad_of);
+		ck = sb.buf;
+	}
+	assert_non_null(strstr(ck, "gradients vs the forward's directional derivative"));
+	assert_non_null(strstr(ck, "gf[1][i % COLS] += f[2][i];"));
+	free(ck);
+	fgroup_release(&b);
+	fgroup_release(&c);
+	fgroup_release(&g);
+
+	/* none: another reduction, a non-linear epilogue, dropout */
+	parse_ok("ln_gelu.json", &g);
+	assert_int_equal(fgroup_row_backward(&g, &b, &c, grad_of, &err), -1);
+	assert_non_null(strstr(err.buf, "unless its reduction is rms_norm"));
+	assert_null(b.values);
+	assert_null(c.values);
+	fgroup_release(&g);
+	static const char *const bad[][2] = {
+	    {"[{\"op\": \"rms_norm\", \"args\": [\"x\"], \"eps\": 1e-6, \"out\": \"h\"}, "
+	     "{\"op\": \"silu\", \"args\": [\"h\"], \"out\": \"y\"}]",
+	     "not linear"},
+	    {"[{\"op\": \"rms_norm\", \"args\": [\"x\"], \"eps\": 1e-6, \"out\": \"h\"}, "
+	     "{\"op\": \"dropout\", \"args\": [\"h\"], \"p\": 0.1, \"out\": \"y\"}]",
+	     "dropout"},
+	};
+	for (size_t t = 0; t < ARRAY_SIZE(bad); t++) {
+		struct strbuf txt = STRBUF_INIT, e2 = STRBUF_INIT;
+		strbuf_addf(&txt,
+		            "{\"kind\": \"reduction-epilogue\", \"dtype\": \"f32\", \"rows\": 4, "
+		            "\"cols\": 16, \"inputs\": [{\"name\": \"x\"}], \"ops\": %s, "
+		            "\"outputs\": [{\"name\": \"y\"}]}",
+		            bad[t][0]);
+		cJSON *j = cJSON_Parse(txt.buf);
+		assert_non_null(j);
+		assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &e2), 0);
+		strbuf_reset(&err);
+		assert_int_equal(fgroup_row_backward(&g, &b, &c, grad_of, &err), -1);
+		if (!strstr(err.buf, bad[t][1]))
+			print_error("message: %s\n", err.buf);
+		assert_non_null(strstr(err.buf, bad[t][1]));
+		fgroup_release(&g);
+		cJSON_Delete(j);
+		strbuf_release(&txt);
+		strbuf_release(&e2);
+	}
+	/* rms_norm_backward is the derivation's, not a description's */
+	parse_text_bad(ROWHEAD "\"inputs\": [{\"name\": \"x\"}, {\"name\": \"g\"}], \"ops\": "
+	                       "[{\"op\": \"rms_norm_backward\", \"args\": [\"x\", \"g\"], "
+	                       "\"eps\": 1e-6, \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "belongs to a fused backward");
+	strbuf_release(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_optable),     cmocka_unit_test(test_parse_mlp),
-	    cmocka_unit_test(test_parse_rows),  cmocka_unit_test(test_parse_bad),
-	    cmocka_unit_test(test_parse_rules), cmocka_unit_test(test_emit_chain),
-	    cmocka_unit_test(test_emit_rows),   cmocka_unit_test(test_write_group),
-	    cmocka_unit_test(test_backward),    cmocka_unit_test(test_model_ops),
-	    cmocka_unit_test(test_parse_cols),  cmocka_unit_test(test_emit_cols),
+	    cmocka_unit_test(test_optable),      cmocka_unit_test(test_parse_mlp),
+	    cmocka_unit_test(test_parse_rows),   cmocka_unit_test(test_parse_bad),
+	    cmocka_unit_test(test_parse_rules),  cmocka_unit_test(test_emit_chain),
+	    cmocka_unit_test(test_emit_rows),    cmocka_unit_test(test_write_group),
+	    cmocka_unit_test(test_backward),     cmocka_unit_test(test_model_ops),
+	    cmocka_unit_test(test_parse_cols),   cmocka_unit_test(test_emit_cols),
+	    cmocka_unit_test(test_row_backward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
