@@ -21,6 +21,13 @@ static const char *const st_names[ST_NPARTS] = {
     "attribution (in launches)",
     "argument scan (in launches)",
     "activity buffers (CUPTI thread)",
+    "attribution: stack cache",
+    "attribution: raw walk",
+    "attribution: API walk, GIL held",
+    "attribution: API walk, GIL taken",
+    "attribution: raw walk, frames it knew",
+    "attribution: inherited",
+    "attribution: native stack",
 };
 
 uint64_t selftime_now(void)

@@ -22,6 +22,14 @@ enum st_part {
 	ST_SITES,     /* source attribution inside a launch */
 	ST_ARGS,      /* parameter layout and pointer scan inside a launch */
 	ST_ACTIVITY,  /* CUPTI's activity buffers converted (CUPTI's thread) */
+	/* attribution by the way it went (sites.c), each a part of ST_SITES */
+	ST_SITE_CACHED,  /* the stack cache knew the stack */
+	ST_SITE_RAW,     /* the raw walk named every frame */
+	ST_SITE_GIL,     /* the public API's walk, the GIL held by the launching thread */
+	ST_SITE_ENSURE,  /* the public API's walk, the GIL taken (the only thread state) */
+	ST_SITE_PARTIAL, /* the raw walk's named frames only */
+	ST_SITE_INHERIT, /* no frames: the last Python site, inherited */
+	ST_SITE_NATIVE,  /* a native stack (no Python) */
 	ST_NPARTS
 };
 

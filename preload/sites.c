@@ -33,6 +33,7 @@
  */
 #include "preload/sites.h"
 #include "preload/base.h"
+#include "preload/selftime.h"
 #include "preload/jbuf.h"
 #include "preload/writer.h"
 
@@ -790,9 +791,18 @@ static int native_site(uint32_t *site)
 	return found;
 }
 
+/* how sites_current went, timed when AICPROF_SELFTIME is on (selftime.h) */
+#define WENT(part, v)                                                                              \
+	do {                                                                                       \
+		int v_ = (v);                                                                      \
+		selftime_add(part, t0);                                                            \
+		return v_;                                                                         \
+	} while (0)
+
 int sites_current(uint32_t *site, int *inherited)
 {
 	*inherited = 0;
+	uint64_t t0 = selftime_start();
 	if (py.ok && py.IsInitialized()) {
 		if (py.IsFinalizing && py.IsFinalizing())
 			return 0;
@@ -812,33 +822,33 @@ int sites_current(uint32_t *site, int *inherited)
 			if (key && stack_find(key, site)) {
 				atomic_store_explicit(&last_py_site, *site + 1,
 				                      memory_order_relaxed);
-				return 1;
+				WENT(ST_SITE_CACHED, 1);
 			}
 			n = top ? raw_frames(top, all, 64, &unknown) : 0;
 		}
 		if (n > 0 && !unknown && site_of(all, n, site)) {
 			if (key) /* every frame known: the same stack gives this site from now on */
 				stack_put(key, *site);
-			return 1;
+			WENT(ST_SITE_RAW, 1);
 		}
 		if (py.GILState_Check())
-			return py_walk_gil(ts, site);
+			WENT(ST_SITE_GIL, py_walk_gil(ts, site));
 		if (ts && only_thread_state(ts)) {
 			int g = py.GILState_Ensure();
 			int r = py_walk_gil(ts, site);
 			py.GILState_Release(g);
-			return r;
+			WENT(ST_SITE_ENSURE, r);
 		}
 		if (n > 0 && site_of(all, n, site))
-			return 1;
+			WENT(ST_SITE_PARTIAL, 1);
 		uint32_t last = atomic_load(&last_py_site);
 		if (!last)
 			return 0;
 		*site = last - 1;
 		*inherited = 1;
-		return 1;
+		WENT(ST_SITE_INHERIT, 1);
 	}
 	if (unw_bt)
-		return native_site(site);
+		WENT(ST_SITE_NATIVE, native_site(site));
 	return 0;
 }

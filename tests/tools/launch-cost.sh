@@ -11,7 +11,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 B=$top/build
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
-cc -O2 -shared -fPIC -I/usr/local/cuda/include -o "$t/lc.so" "$top/tests/tools/launch_cost.c" -ldl || exit 1
+C=${CUDA_HOME:-/usr/local/cuda}
+cc -O2 -shared -fPIC -I"$C/include" -I"$C/targets/x86_64-linux/include" -I"$C/extras/CUPTI/include" -o "$t/lc.so" "$top/tests/tools/launch_cost.c" -ldl || exit 1
 for r in $(seq "${LC_ROUNDS:-3}"); do
 	for m in ${LC_MODES:-none shim attrib0 args0}; do
 		case $m in

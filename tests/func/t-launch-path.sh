@@ -1,0 +1,39 @@
+#!/bin/sh
+# The shim's launch path end to end on a CPU-only machine: build/libaicprof.so preloaded into
+# Python, the mock driver and CUPTI of tests/mock, launches fired through the callbacks from a
+# Python frame 30 calls deep with the GIL released (tests/tools/launch_cost.py). Checks that
+# every launch is in the trace with its site, that the repeats were attributed by the stack
+# cache (AICPROF_SELFTIME=1's counters), and that the site names the Python line.
+. "$(dirname "$0")/lib.sh"
+C=${CUDA_HOME:-/usr/local/cuda}
+cc -O2 -shared -fPIC -I"$C/include" -I"$C/targets/x86_64-linux/include" -I"$C/extras/CUPTI/include" \
+	-o "$tmp/lc.so" "$top/tests/tools/launch_cost.c" -ldl 2>"$tmp/cc.err" ||
+	{ nok "launch_cost.c builds ($(head -c 300 "$tmp/cc.err"))"; exit 0; }
+BATCHES=3 MODE=t AICPROF_SELFTIME=1 AICPROF_EAGER=1 AICPROF_CUPTI=$B/mock/libcupti.so.13 \
+	AICPROF_OUTPUT="$tmp/t.aicp.jsonl" LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
+	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
+	>"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "the program exits 0 under the shim ($rc)" test "$rc" = 0
+python3 - "$tmp/t.aicp.jsonl" "$tmp/err" <<'PY' >"$tmp/res"
+import json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+launches = [r for r in recs if r.get("t") == "launch"]
+sites = {r["id"]: r for r in recs if r.get("t") == "site"}
+err = open(sys.argv[2]).read()
+def calls(part):
+    m = re.search(r"self time: %s: (\d+) calls" % re.escape(part), err)
+    return int(m.group(1)) if m else 0
+with_site = [l for l in launches if "site" in l and l["site"] in sites]
+frames = sites[with_site[0]["site"]]["frames"] if with_site else []
+print(len(launches), len(with_site), len({l["site"] for l in with_site}),
+      calls("attribution: stack cache"), calls("attribution (in launches)"),
+      int(bool(frames) and frames[0]["file"].endswith("launch_cost.py") and frames[0]["func"] == "batch"))
+PY
+read -r nl ns nsites cached attr named <"$tmp/res" || { nok "trace readable"; exit 0; }
+check "3,000 launches recorded ($nl)" test "$nl" = 3000
+check "every launch has a recorded site ($ns)" test "$ns" = 3000
+check "one call line, one site ($nsites)" test "$nsites" = 1
+check "attribution ran for every launch ($attr)" test "$attr" = 3000
+check "the stack cache attributed the repeats ($cached of $attr)" test "$cached" -ge 2990
+check "the site's first frame is batch() in launch_cost.py" test "$named" = 1
