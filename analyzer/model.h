@@ -161,6 +161,7 @@ struct trace_info {
 	int truncated;
 	char end_reason[24]; /* the end line's reason ("cap", "duration", ...), "" without one */
 	long end_dropped;    /* the end line's dropped records, -1 when unknown */
+	long capture_ranges; /* ranges recorded between cudaProfilerStart and Stop (0: none) */
 	long records, kernels;
 	char **warnings;
 	int nwarnings;

@@ -565,6 +565,7 @@ static void summary_emit(struct jsink *s, const struct model *m)
 			cJSON_AddNumberToObject(o, "dropped_records", (double)t->end_dropped);
 		else
 			cJSON_AddNullToObject(o, "dropped_records");
+		cJSON_AddNumberToObject(o, "capture_ranges", (double)t->capture_ranges);
 		cJSON_AddNumberToObject(o, "records", (double)t->records);
 		cJSON_AddNumberToObject(o, "kernels", (double)t->kernels);
 		cJSON_AddNumberToObject(o, "steps", t->steps);
@@ -817,6 +818,7 @@ static int analyse_one(const char *path, struct trace_info *ti, struct model *m,
 	ti->truncated |= st.truncated;
 	snprintf(ti->end_reason, sizeof(ti->end_reason), "%s", st.end_reason);
 	ti->end_dropped = st.end_reason[0] ? st.end_dropped : -1;
+	ti->capture_ranges += st.capture_ranges;
 	for (int i = 0; i < st.nwarnings; i++) {
 		ti->warnings = xrealloc(ti->warnings, sizeof(char *) * (ti->nwarnings + 1));
 		ti->warnings[ti->nwarnings++] = st.warnings[i];

@@ -126,6 +126,7 @@ static const char *const type_names[TRACE_NTYPES] = {
     [TRACE_COLL] = "coll",
     [TRACE_XLA] = "xla",
     [TRACE_VMM] = "vmm",
+    [TRACE_CAPTURE] = "capture",
 };
 
 const char *trace_type_name(enum trace_type type)
@@ -558,6 +559,9 @@ int trace_read(const char *path, const struct trace_consumer *cons, int ncons,
 		                         .rawlen = n,
 		                         .line = line};
 		r.type = trace_type_of(r.t);
+		if (st && r.type == TRACE_CAPTURE &&
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rec, "on")))
+			st->capture_ranges++;
 		if (st && r.type == TRACE_END) {
 			const cJSON *why = cJSON_GetObjectItemCaseSensitive(rec, "reason");
 			const cJSON *d = cJSON_GetObjectItemCaseSensitive(

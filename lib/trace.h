@@ -47,6 +47,7 @@ enum trace_type {
 	TRACE_COLL,
 	TRACE_XLA,
 	TRACE_VMM,
+	TRACE_CAPTURE, /* a capture range started or stopped (AICPROF_CAPTURE=profiler-api) */
 	TRACE_NTYPES
 };
 #define TRACE_BIT(type) (1ull << (type))
@@ -84,6 +85,7 @@ struct trace_stats {
 	 */
 	char end_reason[24];
 	long end_dropped;
+	long capture_ranges; /* capture lines that started a range (AICPROF_CAPTURE) */
 	char **warnings;
 	int nwarnings;
 };

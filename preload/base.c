@@ -109,9 +109,17 @@ int shim_stopped(void)
 	return atomic_load_explicit(&stopped, memory_order_relaxed);
 }
 
+static _Atomic int paused; /* a capture range's pause (AICPROF_CAPTURE) */
+
+void shim_pause(int on)
+{
+	atomic_store(&paused, on);
+}
+
 int shim_recording(void)
 {
-	if (atomic_load_explicit(&stopped, memory_order_relaxed))
+	if (atomic_load_explicit(&stopped, memory_order_relaxed) ||
+	    atomic_load_explicit(&paused, memory_order_relaxed))
 		return 0;
 	if (rec_from && shim_now_ns() < rec_from)
 		return 0;

@@ -38,7 +38,8 @@ uint64_t shim_now_ns(void); /* CLOCK_REALTIME in ns */
 uint32_t shim_tid(void);    /* cached gettid() */
 uint64_t shim_seq(void);    /* next value of the process-wide record counter */
 
-/* Whether recording is on now (after AICPROF_DELAY, inside AICPROF_RANGE, not stopped). */
+/* Whether recording is on now (after AICPROF_DELAY, inside AICPROF_RANGE, not paused, not
+ * stopped). */
 int shim_recording(void);
 /* Recording starts at ns (CLOCK_REALTIME; 0: at once). Set by the constructor. */
 void shim_record_from(uint64_t ns);
@@ -46,6 +47,9 @@ void shim_record_from(uint64_t ns);
  * shim_recording() is 0 from then on and shim_stopped() 1. Safe from any thread. */
 void shim_stop(void);
 int shim_stopped(void);
+/* A capture range paused (1) or running (0): AICPROF_CAPTURE=profiler-api, cupti.c. While
+ * paused shim_recording() is 0; the allocation map is still kept. Safe from any thread. */
+void shim_pause(int on);
 
 /*
  * The real definition of a function the shim interposes (NCCL's, cudaFreeAsync): RTLD_NEXT,

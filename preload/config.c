@@ -129,6 +129,14 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		else
 			add_msg(m, "AICPROF_WRITES", v, "expected 'infer' or 'probe'");
 	}
+	if ((v = lookup("AICPROF_CAPTURE"))) {
+		if (!strcmp(v, "profiler-api"))
+			c->capture_api = 1;
+		else if (!strcmp(v, "all"))
+			c->capture_api = 0;
+		else
+			add_msg(m, "AICPROF_CAPTURE", v, "expected 'all' or 'profiler-api'");
+	}
 	if ((v = lookup("AICPROF_PROBE_COUNT")) &&
 	    !parse_long("AICPROF_PROBE_COUNT", v, 1, 1000, &l, m))
 		c->probe_count = (int)l;

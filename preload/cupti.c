@@ -13,6 +13,11 @@
  * (kernels, copies, sets) are converted on CUPTI's thread into ring records, joined offline by
  * correlation id. Calibration mode (AICPROF_WRITES=probe) fingerprints the allocations a
  * launch points into before and after it, for the first few launches of each kernel name.
+ * Capture range (AICPROF_CAPTURE=profiler-api): recording starts paused and follows the
+ * program's cuProfilerStart (at its exit) and cuProfilerStop (at its entry). Paused, only the
+ * allocation callbacks (the map must stay true), the profiler's two and the resource ones stay
+ * on; the launch, copy, sync and NVTX callbacks and the activity kinds are off, so a paused
+ * program pays for no launch. Each change writes a `capture` line.
  */
 #include "preload/cupti.h"
 #include "preload/allocguard.h"
@@ -147,7 +152,9 @@ static int started;
 	X(cuEventRecord) \
 	X(cuEventRecord_ptsz) \
 	X(cuEventRecordWithFlags) \
-	X(cuEventRecordWithFlags_ptsz)
+	X(cuEventRecordWithFlags_ptsz) \
+	X(cuProfilerStart) \
+	X(cuProfilerStop)
 /* clang-format on */
 
 enum api_idx {
@@ -1076,6 +1083,38 @@ int cupti_context_dead(void)
 	return ctx_dead;
 }
 
+static void activity_off(int flush);
+static CUptiResult activity_on(void);
+static void enable_set(uint32_t on, int rec);
+static _Atomic int detached;
+
+/* A capture range's start (on) or stop, from the program's cuProfilerStart or Stop: the
+ * callbacks and activity kinds of a recording shim or of a paused one, and a capture line. */
+static void capture(int on, enum api_idx api)
+{
+	static _Atomic int capturing;
+	if (!shim_cfg.capture_api || atomic_load(&detached) ||
+	    atomic_exchange(&capturing, on) == on)
+		return;
+	if (on) {
+		enable_set(1, 1);
+		activity_on();
+		shim_pause(0);
+	} else {
+		shim_pause(1);
+		enable_set(1, 0);
+		activity_off(0); /* no flush inside a callback: the records come with the next */
+	}
+	char buf[160];
+	struct jbuf b = {buf, 0, sizeof(buf), 0};
+	jb_s(&b, "{\"t\":\"capture\",\"ts\":");
+	jb_u64(&b, shim_now_ns());
+	jb_key(&b, "on"), jb_s(&b, on ? "true" : "false");
+	jb_key(&b, "api"), jb_str(&b, api_names[api]);
+	jb_s(&b, "}");
+	writer_meta(buf, b.len);
+}
+
 static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId id,
                               const void *data)
 {
@@ -1096,7 +1135,13 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 			    "was recorded before",
 			    (int)*(const CUresult *)cb->functionReturnValue);
 		}
-		if (a <= A_cuLaunchCooperativeKernel_ptsz) {
+		if (a == A_cuProfilerStart || a == A_cuProfilerStop) {
+			/* a range starts once the start returned, and stops before the stop runs */
+			if (a == A_cuProfilerStart && cb->callbackSite == CUPTI_API_EXIT)
+				capture(1, a);
+			else if (a == A_cuProfilerStop && cb->callbackSite == CUPTI_API_ENTER)
+				capture(0, a);
+		} else if (a <= A_cuLaunchCooperativeKernel_ptsz) {
 			part = ST_CB_LAUNCH;
 			if (shim_recording())
 				on_launch(cb, a);
@@ -1300,16 +1345,32 @@ static const char *cupti_err(CUptiResult r)
 
 /* Turns on (or off) every callback aicprof uses: the driver calls of its table, NVTX, and two
  * resource events. */
-static void enable_callbacks(uint32_t on)
+/* Whether api stays on while a capture range is paused: allocations (the map must stay true)
+ * and the profiler's start and stop. */
+static int kept_paused(int i)
+{
+	return (i > A_cuLaunchCooperativeKernel_ptsz && i <= A_cuMemUnmap && i != A_cuGraphLaunch &&
+	        i != A_cuGraphLaunch_ptsz) ||
+	       i == A_cuProfilerStart || i == A_cuProfilerStop;
+}
+
+/* on: the callbacks of a recording shim (rec) or of a paused one (!rec); off: none. */
+static void enable_set(uint32_t on, int rec)
 {
 	for (int i = 0; i < A__COUNT; i++)
-		p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
+		p_cuptiEnableCallback(on && (rec || kept_paused(i)), subscriber,
+		                      CUPTI_CB_DOMAIN_DRIVER_API, api_cbid[i]);
 	for (size_t i = 0; i < sizeof(nvtx_cbids) / sizeof(nvtx_cbids[0]); i++)
-		p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
+		p_cuptiEnableCallback(on && rec, subscriber, CUPTI_CB_DOMAIN_NVTX, nvtx_cbids[i]);
 	p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 	                      CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 	p_cuptiEnableCallback(on, subscriber, CUPTI_CB_DOMAIN_RESOURCE,
 	                      CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING);
+}
+
+static void enable_callbacks(uint32_t on)
+{
+	enable_set(on, 1);
 }
 
 int cupti_start(void)
@@ -1361,17 +1422,16 @@ int cupti_start(void)
 		         cupti_err(r));
 		return -1;
 	}
-	enable_callbacks(1);
+	/* a capture range starts paused: only what keeps the map true, and the profiler's calls */
+	if (shim_cfg.capture_api)
+		shim_pause(1);
+	enable_set(1, !shim_cfg.capture_api);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
-	    (shim_cfg.activity &&
-	     (r = p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS)) {
+	    (!shim_cfg.capture_api && (r = activity_on()) != CUPTI_SUCCESS)) {
 		shim_say("cannot enable CUPTI activity records (%s): not recording", cupti_err(r));
 		p_cuptiUnsubscribe(subscriber);
 		return -1;
 	}
-	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
-	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
-	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
 	started = 1;
 	Dl_info di;
 	if (dladdr((void *)p_cuptiGetVersion, &di) && di.dli_fname)
@@ -1443,10 +1503,22 @@ void cupti_header_fields(struct jbuf *b)
 /* ---- another CUPTI user ------------------------------------------------------------------ */
 
 static int yielded;
-static _Atomic int detached;
 
 /* Flushes the activity records into the rings (when flush) and disables every kind aicprof
  * enabled: the window's close and the yield to another tool. */
+/* The activity kinds of a recording shim; the kernel kind's result (the others are best
+ * effort: an older CUPTI lacks MEMCPY2). */
+static CUptiResult activity_on(void)
+{
+	CUptiResult r = shim_cfg.activity
+	                    ? p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+	                    : CUPTI_SUCCESS;
+	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+	p_cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+	return r;
+}
+
 static void activity_off(int flush)
 {
 	if (flush)

@@ -130,6 +130,7 @@ static void header(struct jbuf *b)
 	snprintf(d, sizeof(d), "%g", c->duration_s);
 	jb_key(b, "duration_s"), jb_s(b, d);
 	jb_key(b, "range"), jb_str(b, c->range);
+	jb_key(b, "capture"), jb_str(b, c->capture_api ? "profiler-api" : "all");
 	jb_key(b, "writes"), jb_str(b, c->writes == WRITES_PROBE ? "probe" : "infer");
 	jb_key(b, "probe_count"), jb_i64(b, c->probe_count);
 	jb_key(b, "eager"), jb_i64(b, c->eager);

@@ -493,6 +493,11 @@ static void section_overview(struct page *pg, struct strbuf *o)
 			strbuf_adds(o, ", ended where another CUPTI tool took over");
 		else if (end && !strcmp(end, "cuda-error"))
 			strbuf_adds(o, ", ended after the program's CUDA context failed");
+		if (jnum(t, "capture_ranges", &d) && d > 0)
+			strbuf_addf(o,
+			            ", recorded only between the program's cudaProfilerStart and "
+			            "cudaProfilerStop (%.0f range%s, AICPROF_CAPTURE=profiler-api)",
+			            d, d == 1 ? "" : "s");
 		if (jnum(t, "dropped_records", &d) && d > 0)
 			strbuf_addf(
 			    o, ", <strong>%.0f records dropped</strong> (counted by the shim)", d);

@@ -93,6 +93,17 @@ check "window closed at the cap: end cap, 12 dropped" q "$tmp/capped/summary.jso
 	"s['traces'][0]['end']=='cap' and s['traces'][0]['dropped_records']==12 and not s['traces'][0]['truncated']"
 check "window closed at the cap: the report says so" \
 	sh -c "grep -q 'recording stopped at its window (near AICPROF_MAX_MB)' '$tmp/capped/report.html' && grep -q '12 records dropped' '$tmp/capped/report.html'"
+# a capture range (AICPROF_CAPTURE=profiler-api): its lines are read, counted and reported
+check "mlp: no capture range" q "$tmp/mlp/summary.json" "s['traces'][0]['capture_ranges']==0"
+sed -e '1a {"t":"capture","ts":1,"on":true,"api":"cuProfilerStart"}' \
+	-e '$i {"t":"capture","ts":2,"on":false,"api":"cuProfilerStop"}' \
+	"$T/mlp-nvtx.aicp.jsonl" >"$tmp/capture.aicp.jsonl"
+"$A" analyze -q "$tmp/capture.aicp.jsonl" -o "$tmp/capture"; rc=$?
+check "capture range: analyze exits 0" test "$rc" = 0
+check "capture range: no warning about its lines" q "$tmp/capture/summary.json" \
+	"not any('capture' in w for w in (s['traces'][0].get('warnings') or []))"
+check "capture range: one range in the summary" q "$tmp/capture/summary.json" "s['traces'][0]['capture_ranges']==1"
+check "capture range: the report says so" grep -q 'recorded only between the program.s cudaProfilerStart' "$tmp/capture/report.html"
 head -n 178 "$T/mlp-nvtx.aicp.jsonl" >"$tmp/noend.aicp.jsonl"
 "$A" analyze -q --no-report "$tmp/noend.aicp.jsonl" -o "$tmp/noend"
 check "no end line: end and dropped_records null" q "$tmp/noend/summary.json" \

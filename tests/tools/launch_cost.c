@@ -3,7 +3,9 @@
  * driver's kernel through the (mock) CUPTI callbacks, enter and exit, as the driver would, so
  * that the shim's launch path (parameter scan, attribution, the record) runs on a CPU-only
  * machine. Loaded by Python with ctypes, which releases the GIL around the call, as PyTorch's
- * bindings do around an op.
+ * bindings do around an op. lc_blocks fires PyTorch's caching-allocator reports instead (the
+ * mock libc10_cuda.so's mock_block, through its GOT, as the real allocator reports a block
+ * handed out and taken back), for the shim's allocation path.
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -48,4 +50,21 @@ void lc_launch(int n)
 		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp,
 		     &ok);
 	}
+}
+
+/* n blocks handed out and taken back, through the mock allocator's report (loaded by the
+ * caller); 0, or -1 when mock_block is not in the process */
+int lc_blocks(int n, uint64_t base)
+{
+	static void (*block)(void *, int64_t, int, int);
+	if (!block)
+		*(void **)&block = dlsym(RTLD_DEFAULT, "mock_block");
+	if (!block)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		void *p = (void *)(uintptr_t)(base + 4096 + (uint64_t)(i % 64) * 512);
+		block(p, 512, 1, 0);
+		block(p, -512, 1, 0);
+	}
+	return 0;
 }

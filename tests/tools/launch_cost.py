@@ -2,11 +2,14 @@
 
 Launches of the mock driver's kernel are fired through the mock CUPTI's callbacks from a Python
 frame DEPTH calls deep, 100 per ctypes call (the GIL released, as PyTorch releases it around an
-op), in batches of 1,000 that fit a thread's ring; prints the median nanoseconds a launch. The
+op), in batches of 1,000 that fit a thread's ring; prints the median nanoseconds a launch (LC_WHAT=blocks: a block handed out and taken back). The
 same process measures the callbacks' absence first (before the shim subscribes, when the mock
 fires nothing), so the figure is the shim's work alone, not the call's."""
 import ctypes, os, statistics, sys, time
 
+WHAT = os.environ.get("LC_WHAT", "launch")  # or "blocks": caching-allocator reports
+if WHAT == "blocks":  # the mock allocator, loaded before the first cuMemAlloc arms the hook
+    ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[2]), "libc10_cuda.so"), mode=ctypes.RTLD_GLOBAL)
 lib = ctypes.CDLL(sys.argv[1])
 depth = int(os.environ.get("DEPTH", "30"))
 if lib.lc_init(sys.argv[2].encode(), ctypes.c_uint64(0x7F0000000000)):
@@ -17,7 +20,10 @@ lib.lc_alloc(ctypes.c_uint64(0x7F0000000000))
 def batch():
     t = time.perf_counter_ns()
     for _ in range(10):
-        lib.lc_launch(100)
+        if WHAT == "blocks":  # a block handed out and taken back counts as one
+            lib.lc_blocks(100, ctypes.c_uint64(0x7F0000000000))
+        else:
+            lib.lc_launch(100)
     return (time.perf_counter_ns() - t) / 1000.0
 
 
@@ -31,4 +37,4 @@ def deep(n):
     return statistics.median(times)
 
 
-print('{"mode":"%s","depth":%d,"ns_per_launch":%.1f}' % (os.environ.get("MODE", "?"), depth, deep(depth)))
+print('{"mode":"%s","what":"%s","depth":%d,"ns_per_launch":%.1f}' % (os.environ.get("MODE", "?"), WHAT, depth, deep(depth)))

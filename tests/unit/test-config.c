@@ -82,6 +82,7 @@ static void test_every_variable(void **state)
 	set("AICPROF_PROBE_COUNT", "5");
 	set("AICPROF_EAGER", "true");
 	set("AICPROF_ARGS", "0");
+	set("AICPROF_CAPTURE", "profiler-api");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
@@ -99,6 +100,7 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.probe_count, 5);
 	assert_int_equal(c.eager, 1);
 	assert_int_equal(c.args, 0);
+	assert_int_equal(c.capture_api, 1);
 }
 
 static void test_bad_values_keep_defaults(void **state)
@@ -111,10 +113,12 @@ static void test_bad_values_keep_defaults(void **state)
 	set("AICPROF_DURATION", "soon");
 	set("AICPROF_WRITES", "always");
 	set("AICPROF_OUTPUT", "");
+	set("AICPROF_CAPTURE", "cudaProfilerApi");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
-	assert_int_equal(m.n, 7);
+	assert_int_equal(m.n, 8);
+	assert_int_equal(c.capture_api, 0);
 	assert_int_equal(c.depth, 4);
 	assert_int_equal(c.attrib, 1);
 	assert_int_equal(c.max_mb, 2048);

@@ -1,0 +1,169 @@
+/* test-capture.c - AICPROF_CAPTURE=profiler-api through the shim's own cupti.c on the mock
+ * CUPTI and driver of tests/mock, no GPU: recording starts paused, with the launch callback and
+ * the kernel activity kind off in CUPTI (a paused program pays for no launch) and the allocation
+ * callbacks on; the program's cuProfilerStart turns recording on, cuProfilerStop off again; a
+ * free while paused still leaves the allocation map; the trace has the one launch made inside
+ * the range and a capture line at each change. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/base.h"
+#include "preload/config.h"
+#include "preload/cupti.h"
+#include "preload/jbuf.h"
+#include "preload/ptrmap.h"
+#include "preload/sites.h"
+#include "preload/writer.h"
+
+static void *mock;
+static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
+static int (*mock_kind_enabled)(CUpti_ActivityKind);
+static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
+                                  const void *);
+static char path[256];
+
+static const char *lookup(const char *k)
+{
+	return getenv(k);
+}
+
+static void header(struct jbuf *b)
+{
+	jb_s(b, ",\"format\":1,\"test\":true");
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	const char *top = getenv("AICPROF_TOP");
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/build/mock/libcuda.so.1", top ? top : ".");
+	if (!dlopen(p, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "cannot open the mock driver '%s': %s\n", p, dlerror());
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/build/mock/libcupti.so.13", top ? top : ".");
+	mock = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	if (!mock) {
+		fprintf(stderr, "cannot open the mock CUPTI '%s': %s\n", p, dlerror());
+		return -1;
+	}
+	*(void **)&mock_cb_enabled = dlsym(mock, "mock_cb_enabled");
+	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
+	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
+	if (!mock_cb_enabled || !mock_kind_enabled || !mock_fire_call)
+		return -1;
+	setenv("AICPROF_QUIET", "1", 1);
+	setenv("AICPROF_CAPTURE", "profiler-api", 1);
+	config_load(&shim_cfg, lookup, NULL);
+	snprintf(path, sizeof(path), "/tmp/aicprof-test-capture-%d.jsonl", (int)getpid());
+	unlink(path);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+static const CUresult ok = CUDA_SUCCESS;
+
+static void fire(CUpti_CallbackId id, const void *params)
+{
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 1, params, &ok);
+}
+
+static void test_capture_range(void **state)
+{
+	(void)state;
+	assert_int_equal(shim_cfg.capture_api, 1);
+	writer_init(path, 0, header, cupti_api_name);
+	sites_init(1);
+	assert_int_equal(cupti_start(), 0);
+	assert_int_equal(writer_start(), 0);
+	const CUpti_CallbackId launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+	/* paused: no launch callback, no kernel timing; allocations and the profiler's calls on */
+	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
+	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	assert_true(
+	    mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
+	assert_true(
+	    mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+	assert_int_equal(shim_recording(), 0);
+
+	CUdeviceptr base = 0x7f0000000000ull;
+	cuMemAlloc_v2_params ap = {&base, 1 << 20};
+	fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap);
+	uint64_t off = 0;
+	assert_true(ptrmap_find(base + 256, &off) >= 0); /* kept while paused */
+	uint64_t a0 = base + 256, a1 = 0x1234;
+	int a2 = 42;
+	void *kp[3] = {&a0, &a1, &a2};
+	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+	fire(launch, &lp); /* paused: CUPTI does not even call the shim */
+
+	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
+	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	assert_int_equal(shim_recording(), 1);
+	a1 = 0x5678;
+	fire(launch, &lp); /* the one launch inside the range */
+
+	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
+	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	assert_int_equal(shim_recording(), 0);
+	a1 = 0x9abc;
+	fire(launch, &lp);
+	/* a free while paused still leaves the map */
+	cuMemFree_v2_params fp = {base};
+	fire(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &fp);
+	assert_true(ptrmap_find(base + 256, &off) < 0);
+
+	writer_flush(1, "exit");
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char line[8192];
+	int launches = 0, on = 0, off_ = 0, bad = 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '\n'))
+			bad++;
+		if (!strncmp(line, "{\"t\":\"launch\"", 13)) {
+			launches++;
+			assert_non_null(strstr(line, "\"v\":\"0x5678\""));
+			assert_non_null(strstr(line, "\"p\":[[0,\"0x7f0000000100\",0,256]]"));
+		}
+		if (!strncmp(line, "{\"t\":\"capture\"", 14)) {
+			if (strstr(line, "\"on\":true") &&
+			    strstr(line, "\"api\":\"cuProfilerStart\""))
+				on++;
+			if (strstr(line, "\"on\":false") &&
+			    strstr(line, "\"api\":\"cuProfilerStop\""))
+				off_++;
+		}
+	}
+	fclose(f);
+	assert_int_equal(bad, 0);
+	assert_int_equal(launches, 1);
+	assert_int_equal(on, 1);
+	assert_int_equal(off_, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_capture_range, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
