@@ -476,6 +476,57 @@ print("launched", n)
     return lines
 
 
+def s_capture():
+    """AICPROF_CAPTURE=profiler-api: 200 launches before torch.cuda.profiler.start(), 300 inside
+    the range, 200 after stop(); a tensor allocated before the range is used inside it. The
+    trace holds the range's launches only (a few of PyTorch's own may join them), two capture
+    lines, and the launches inside resolve their pointer to the tensor allocated while paused;
+    the program's output and exit are unchanged."""
+    prog = write("capture.py", """
+import torch
+x = torch.ones(1 << 16, device="cuda")
+for _ in range(200):
+    x.add_(1)
+torch.cuda.synchronize()
+torch.cuda.profiler.start()
+for _ in range(300):
+    x.add_(1)
+torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+for _ in range(200):
+    x.add_(1)
+torch.cuda.synchronize()
+print("value", float(x[0]) == 701)
+""")
+    lines = []
+    trace = os.path.join(OUT, "capture.aicp.jsonl")
+    bare = rss_run([PY, prog], False, timeout=120)
+    shim = rss_run([PY, prog], True, trace, {"AICPROF_CAPTURE": "profiler-api"}, timeout=120)
+    lines.append(tap(not shim["hang"] and bare["rc"] == shim["rc"] == 0 and "value True" in shim["out"]
+                     and bare["out"] == shim["out"],
+                     f"capture: exit 0 both, output unchanged ({shim['out'].split()[:2]})"))
+    recs = []
+    if os.path.exists(trace):
+        with open(trace) as f:
+            for l in f:
+                try:
+                    recs.append(json.loads(l))
+                except ValueError:
+                    pass
+    caps = [r for r in recs if r.get("t") == "capture"]
+    launches = [r for r in recs if r.get("t") == "launch"]
+    kernels = [r for r in recs if r.get("t") == "kernel"]
+    lines.append(tap([c.get("on") for c in caps] == [True, False],
+                     f"capture: a start and a stop line ({[(c.get('on'), c.get('api')) for c in caps]})"))
+    lines.append(tap(300 <= len(launches) <= 310 and abs(len(kernels) - len(launches)) <= 2,
+                     f"capture: the range's launches only: {len(launches)} launches, {len(kernels)} kernels "
+                     f"(300 made inside, 400 outside)"))
+    resolved = sum(1 for l in launches if any(a.get("p") for a in l.get("args", [])))
+    lines.append(tap(resolved >= 300,
+                     f"capture: {resolved} launches resolve a pointer into an allocation made while paused"))
+    return lines
+
+
 def rss_run(argv, shim, trace=None, env_extra=None, timeout=150):
     """Like run(), plus this child's own max RSS (KiB) from wait4."""
     import threading
@@ -583,7 +634,7 @@ def main():
                 res = [tap(False, f"scenario raised {type(e).__name__}: {e}")]
             for l in res:
                 print(l, flush=True)
-    for f in (s_threads, s_cap, s_window, lambda: s_million(so)):
+    for f in (s_threads, s_cap, s_window, s_capture, lambda: s_million(so)):
         try:
             res = f()
         except Exception as e:
