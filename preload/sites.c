@@ -124,6 +124,7 @@ static struct {
 	long code_delta;     /* instruction pointer - code object - lasti */
 	void *trampoline[4]; /* code of frames the public API never shows (3.12's entry frames) */
 	int ntrampoline;
+	int tries; /* calibrations that failed (RAW_TRIES) */
 } raw;
 enum { FRAME_OBJ_F_FRAME = 24 };
 
@@ -496,14 +497,22 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max, int *unknown)
 	return n;
 }
 
+/* A check that fails leaves the walker to a later walk with the GIL (the stack may have been
+ * too shallow, a program's first launch at module level), RAW_TRIES times in all, then off for
+ * good: before, a first launch from one frame turned it off for the whole run, and every
+ * launch after took the GIL and the public API's walk. */
+#define RAW_TRIES 16
 #define RAW_FAIL                                                                                   \
 	do {                                                                                       \
-		shim_debug("raw frame walker off (check at line %d failed)", __LINE__);            \
+		raw.state = ++raw.tries < RAW_TRIES ? 0 : -1;                                      \
+		shim_debug("raw frame walker %s (check at line %d failed)",                        \
+		           raw.state ? "off" : "not yet", __LINE__);                               \
 		return;                                                                            \
 	} while (0)
 static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api, int n_api)
 {
-	raw.state = -1;
+	raw.state = -1; /* while calibrating: no raw walk elsewhere */
+	raw.ntrampoline = 0;
 	if (!top || n_api < 3 || !py.Frame_GetLasti)
 		RAW_FAIL;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);

@@ -37,3 +37,18 @@ check "one call line, one site ($nsites)" test "$nsites" = 1
 check "attribution ran for every launch ($attr)" test "$attr" = 3000
 check "the stack cache attributed the repeats ($cached of $attr)" test "$cached" -ge 2990
 check "the site's first frame is batch() in launch_cost.py" test "$named" = 1
+
+# The program's first launch at module level (one Python frame, too shallow to learn the frame
+# layout from): the raw walker must still come on at a later launch. Before, it went off for
+# the whole run, and every launch took the GIL and the public API's walk.
+LC_FIRST_SHALLOW=1 BATCHES=3 MODE=t AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
+	AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/s.aicp.jsonl" \
+	LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
+	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
+	>"$tmp/out2" 2>"$tmp/err2"
+rc=$?
+cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/p' "$tmp/err2")
+gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err2")
+check "first launch at module level: exit 0 ($rc)" test "$rc" = 0
+check "first launch at module level: the stack cache still attributes the repeats (${cached:-0} of 3001; API walks with the GIL taken: ${gil:-0})" \
+	test "${cached:-0}" -ge 2990
