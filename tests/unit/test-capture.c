@@ -22,48 +22,18 @@
 #include "preload/ptrmap.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
+#include "tests/unit/mockenv.h"
 
-static void *mock;
-static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
-static int (*mock_kind_enabled)(CUpti_ActivityKind);
-static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
-                                  const void *);
 static char path[256];
-
-static const char *lookup(const char *k)
-{
-	return getenv(k);
-}
-
-static void header(struct jbuf *b)
-{
-	jb_s(b, ",\"format\":1,\"test\":true");
-}
 
 static int setup(void **state)
 {
 	(void)state;
-	const char *top = getenv("AICPROF_TOP");
-	char p[4096];
-	snprintf(p, sizeof(p), "%s/build/mock/libcuda.so.1", top ? top : ".");
-	if (!dlopen(p, RTLD_NOW | RTLD_GLOBAL)) {
-		fprintf(stderr, "cannot open the mock driver '%s': %s\n", p, dlerror());
-		return -1;
-	}
-	snprintf(p, sizeof(p), "%s/build/mock/libcupti.so.13", top ? top : ".");
-	mock = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-	if (!mock) {
-		fprintf(stderr, "cannot open the mock CUPTI '%s': %s\n", p, dlerror());
-		return -1;
-	}
-	*(void **)&mock_cb_enabled = dlsym(mock, "mock_cb_enabled");
-	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
-	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
-	if (!mock_cb_enabled || !mock_kind_enabled || !mock_fire_call)
+	if (mockenv_open())
 		return -1;
 	setenv("AICPROF_QUIET", "1", 1);
 	setenv("AICPROF_CAPTURE", "profiler-api", 1);
-	config_load(&shim_cfg, lookup, NULL);
+	config_load(&shim_cfg, mockenv_lookup, NULL);
 	snprintf(path, sizeof(path), "/tmp/aicprof-test-capture-%d.jsonl", (int)getpid());
 	unlink(path);
 	return 0;
@@ -88,7 +58,7 @@ static void test_capture_range(void **state)
 {
 	(void)state;
 	assert_int_equal(shim_cfg.capture_api, 1);
-	writer_init(path, 0, header, cupti_api_name);
+	writer_init(path, 0, mockenv_header, cupti_api_name);
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
 	assert_int_equal(writer_start(), 0);

@@ -27,24 +27,9 @@
 #include "preload/ring.h"
 #include "preload/sites.h"
 #include "preload/writer.h"
+#include "tests/unit/mockenv.h"
 
-static void *mock;
-static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
-static int (*mock_kind_enabled)(CUpti_ActivityKind);
-static int (*mock_record)(CUpti_ActivityKind, uint32_t);
-static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
-                                  const void *);
 static char path[256];
-
-static const char *lookup(const char *k)
-{
-	return getenv(k);
-}
-
-static void header(struct jbuf *b)
-{
-	jb_s(b, ",\"format\":1,\"test\":true");
-}
 
 static int stops;
 static void window_stop(const char *why)
@@ -58,27 +43,10 @@ static void window_stop(const char *why)
 static int setup(void **state)
 {
 	(void)state;
-	const char *top = getenv("AICPROF_TOP");
-	char p[4096];
-	snprintf(p, sizeof(p), "%s/build/mock/libcuda.so.1", top ? top : ".");
-	if (!dlopen(p, RTLD_NOW | RTLD_GLOBAL)) {
-		fprintf(stderr, "cannot open the mock driver '%s': %s\n", p, dlerror());
-		return -1;
-	}
-	snprintf(p, sizeof(p), "%s/build/mock/libcupti.so.13", top ? top : ".");
-	mock = dlopen(p, RTLD_NOW | RTLD_LOCAL);
-	if (!mock) {
-		fprintf(stderr, "cannot open the mock CUPTI '%s': %s\n", p, dlerror());
-		return -1;
-	}
-	*(void **)&mock_cb_enabled = dlsym(mock, "mock_cb_enabled");
-	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
-	*(void **)&mock_record = dlsym(mock, "mock_record");
-	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
-	if (!mock_cb_enabled || !mock_kind_enabled || !mock_record || !mock_fire_call)
+	if (mockenv_open())
 		return -1;
 	setenv("AICPROF_QUIET", "1", 1);
-	config_load(&shim_cfg, lookup, NULL);
+	config_load(&shim_cfg, mockenv_lookup, NULL);
 	snprintf(path, sizeof(path), "/tmp/aicprof-test-window-%d.jsonl", (int)getpid());
 	unlink(path);
 	return 0;
@@ -126,7 +94,7 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 {
 	(void)state;
 	alarm(60); /* a hang fails the test instead of stalling the suite */
-	writer_init(path, 0, header, cupti_api_name);
+	writer_init(path, 0, mockenv_header, cupti_api_name);
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
 	writer_set_window(0, 0, window_stop); /* no window yet */

@@ -1,0 +1,57 @@
+/* mockenv.h - the mock driver and CUPTI of tests/mock (build/mock), loaded for the tests that
+ * run the shim's own cupti.c without a GPU (test-window, test-capture): the driver global (the
+ * shim resolves cu* from the process), CUPTI local with its test hooks. Header-only: each test
+ * binary includes it once. mockenv_open() returns 0, or -1 with a line on stderr. */
+#ifndef AICPROF_TESTS_MOCKENV_H
+#define AICPROF_TESTS_MOCKENV_H
+
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "preload/jbuf.h"
+
+static void *mock;
+static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
+static int (*mock_kind_enabled)(CUpti_ActivityKind);
+static int (*mock_record)(CUpti_ActivityKind, uint32_t);
+static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
+                                  const void *);
+
+/* config_load's lookup: the environment */
+static const char *mockenv_lookup(const char *k)
+{
+	return getenv(k);
+}
+
+/* the trace header's fields for writer_init */
+static void mockenv_header(struct jbuf *b)
+{
+	jb_s(b, ",\"format\":1,\"test\":true");
+}
+
+static int mockenv_open(void)
+{
+	const char *top = getenv("AICPROF_TOP");
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/build/mock/libcuda.so.1", top ? top : ".");
+	if (!dlopen(p, RTLD_NOW | RTLD_GLOBAL)) {
+		fprintf(stderr, "cannot open the mock driver '%s': %s\n", p, dlerror());
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/build/mock/libcupti.so.13", top ? top : ".");
+	mock = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+	if (!mock) {
+		fprintf(stderr, "cannot open the mock CUPTI '%s': %s\n", p, dlerror());
+		return -1;
+	}
+	*(void **)&mock_cb_enabled = dlsym(mock, "mock_cb_enabled");
+	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
+	*(void **)&mock_record = dlsym(mock, "mock_record");
+	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
+	return mock_cb_enabled && mock_kind_enabled && mock_record && mock_fire_call ? 0 : -1;
+}
+
+#endif
