@@ -11,7 +11,9 @@
 # E2E_BUDGET seconds, default 300; E2E_MODEL gpt2 or resnet) at the end; GPU_KBENCH=1
 # tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl)
 # and GPU_NCU=1 tests/gpu/ncu_fidelity.sh (ncu's DRAM counters beside the shim's traces, into
-# $OUT/ncu/; compare offline with tests/tools/ncu-compare.py).
+# $OUT/ncu/; compare offline with tests/tools/ncu-compare.py). GPU_CF=1 runs
+# tests/gpu/cupti-floor.sh (CUPTI's own cost a launch, CF_* settings) and GPU_WH=1
+# tests/gpu/window-hang.sh (the window's close, repeated, stacks on a hang) before the suite.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -39,6 +41,8 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
 	fi
+	[ "${GPU_CF:-0}" = 1 ] && OUT=$OUT sh tests/gpu/cupti-floor.sh
+	[ "${GPU_WH:-0}" = 1 ] && OUT=$OUT sh tests/gpu/window-hang.sh
 	# GPU_PAR: t-*.sh files run on the second GPU while the suite runs on the first
 	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 	par=
