@@ -190,7 +190,7 @@ static int run_child(char **argv)
 }
 
 static const char *const record_usage[] = {
-    "aicprof record [-o FILE] [-d SECONDS] [--] PROGRAM [ARGS...]",
+    "aicprof record [-o FILE] [-d SECONDS] [--capture-range] [--] PROGRAM [ARGS...]",
     "",
     "Other settings come from AICPROF_* variables (see the README).",
     NULL,
@@ -199,7 +199,7 @@ static const char *const record_usage[] = {
 int cmd_record(int argc, char **argv)
 {
 	const char *out = NULL;
-	int duration = 0;
+	int duration = 0, capture_api = 0;
 	const struct parseopt options[] = {
 	    OPT_PATH('o', "output", &out, "FILE",
 	             "write the trace to FILE (%p: pid, %r: rank; default\n"
@@ -207,6 +207,9 @@ int cmd_record(int argc, char **argv)
 	    OPT_INT('d', "duration", &duration, "SECONDS", 1, 10000000,
 	            "record this many seconds, then let the program run on\n"
 	            "unrecorded (AICPROF_DURATION)"),
+	    OPT_FLAG(0, "capture-range", &capture_api,
+	             "record only between the program's cudaProfilerStart and\n"
+	             "cudaProfilerStop (AICPROF_CAPTURE=profiler-api)"),
 	    OPT_END(),
 	};
 	argc = parse_options(argc, argv, options, record_usage, PARSEOPT_STOP_AT_NON_OPTION);
@@ -232,6 +235,8 @@ int cmd_record(int argc, char **argv)
 		snprintf(d, sizeof(d), "%d", duration);
 		setenv("AICPROF_DURATION", d, 1);
 	}
+	if (capture_api)
+		setenv("AICPROF_CAPTURE", "profiler-api", 1);
 	strbuf_release(&pre);
 	free(shim);
 	return run_child(argv);

@@ -17,6 +17,10 @@ out=$("$A" record -d 45 -- /bin/sh -c 'echo "$AICPROF_DURATION"' 2>/dev/null)
 check "--duration sets AICPROF_DURATION ($out)" test "$out" = 45
 "$A" record -d 0 -- /bin/true 2>"$tmp/d0.err"; r=$?
 check "--duration 0 is refused ($r)" sh -c "[ $r != 0 ] && grep -q duration '$tmp/d0.err'"
+out=$("$A" record --capture-range -- /bin/sh -c 'echo "$AICPROF_CAPTURE"' 2>/dev/null)
+check "--capture-range sets AICPROF_CAPTURE=profiler-api ($out)" test "$out" = profiler-api
+out=$("$A" record -- /bin/sh -c 'echo "${AICPROF_CAPTURE-unset}"' 2>/dev/null)
+check "without --capture-range AICPROF_CAPTURE is left alone ($out)" test "$out" = unset
 r=$(rc "$A" record -- /bin/sh -c 'exit 3' 2>"$tmp/three.err")
 check "exit 3 is the command's ($r)" test "$r" = 3
 check "exit 3: the line says the exit code" grep -qF "aicprof: '/bin/sh' exited with 3 and wrote no trace" "$tmp/three.err"
