@@ -8,14 +8,15 @@
  * program is acyclic by construction, and the emitters walk it once. Two shapes are supported:
  * an elementwise chain over numel elements, and a row group (kind "reduction-epilogue") of
  * rows x cols elements with exactly one reduction op (softmax, log_softmax, layer_norm,
- * rms_norm, log_softmax_backward, layer_norm_backward) that splits it into a prologue (before)
- * and an epilogue (after). Inputs may be broadcast over leading dimensions: an input of m
- * elements is read at index i % m; in a row group an input marked per_row holds one element a
- * row, read at i / cols. A third shape, the column group (kind "column-reduction"), is rows x
- * cols elements whose col_sum ops sum a full-size value over the rows for each column (a layer
- * norm's dgamma and dbeta, a channels-last batch norm's per-channel sums): the ops before a
- * col_sum run per element, those after it per column on the sums (and inputs of cols
- * elements); its writes are per-column values (cols elements) or kept full-size values.
+ * rms_norm, log_softmax_backward, layer_norm_backward; rms_norm_backward only in a derived
+ * fused backward) that splits it into a prologue (before) and an epilogue (after). Inputs may be
+ * broadcast over leading dimensions: an input of m elements is read at index i % m; in a row group
+ * an input marked per_row holds one element a row, read at i / cols. A third shape, the column
+ * group (kind "column-reduction"), is rows x cols elements whose col_sum ops sum a full-size value
+ * over the rows for each column (a layer norm's dgamma and dbeta, a channels-last batch norm's
+ * per-channel sums): the ops before a col_sum run per element, those after it per column on the
+ * sums (and inputs of cols elements); its writes are per-column values (cols elements) or kept
+ * full-size values.
  */
 #ifndef AICPROF_FUSION_H
 #define AICPROF_FUSION_H

@@ -8,9 +8,9 @@
  * emitters substitute the placeholders ($0 $1 $2 arguments, $s number, $k keep probability,
  * $i its inverse, $u uniform random, $t the cast target, $m the mask condition); see fusion.h.
  * fill, a constant, has no arguments at all: its expression is the literal of its "value".
- * Reductions (softmax, log_softmax, its backward, layer_norm, rms_norm) carry no expression: their
- * two-pass row statistics are written by the emitters; so does col_sum, a column group's sum
- * over the rows.
+ * Reductions (softmax, log_softmax, its backward, layer_norm, rms_norm and the backward ops of
+ * the norms) carry no expression: their two-pass row statistics are written by the emitters; so
+ * does col_sum, a column group's sum over the rows.
  */
 #include "fusion/fusion.h"
 
