@@ -4,7 +4,8 @@
 # build the samples' models (samples/gpt2_train.py's and llama_train.py's configs, dropout 0)
 # and check that apply() replaced NewGELUActivation.forward and eager_attention_forward (GPT-2),
 # LlamaRMSNorm.forward (Llama), that the first use verified them, that a forward in eval mode
-# (under no_grad; a form without a fused backward, RMSNorm's, runs only there)
+# (under no_grad; a form without a fused backward runs only there; RMSNorm's has one since
+# 2ac7818, so its train-mode check now runs the fused backward)
 # and a forward + backward in train mode under bf16 autocast match the original within
 # tolerance, and that the fused forms actually ran (counts()). Prints TAP lines. Run from the
 # repository root:
