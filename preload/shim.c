@@ -215,6 +215,7 @@ static void after_fork_child(void)
 	xla_lines_after_fork();
 	ring_reset_after_fork();
 	writer_reset_after_fork();
+	sites_after_fork();
 	if (start_ok) {
 		char path[1024];
 		if (trace_path(path, sizeof(path)) == 0)

@@ -181,6 +181,11 @@ void sites_init(int d)
 	           unw_bt ? "yes" : "no");
 }
 
+void sites_after_fork(void)
+{
+	pthread_mutex_init(&native_lock, NULL);
+}
+
 uint32_t sites_count(void)
 {
 	return atomic_load(&next_site);

@@ -29,5 +29,8 @@ size_t sites_build_id(const void *addr, char *hex, size_t hexsz);
 
 /* Sites created so far (tests). */
 uint32_t sites_count(void);
+/* In a forked child (one thread): the lock a parent's thread may have held at the fork is
+ * made free again. The tables are kept: the child's frames are the parent's. */
+void sites_after_fork(void);
 
 #endif
