@@ -3,13 +3,14 @@
 # Python, the mock driver and CUPTI of tests/mock, launches fired through the callbacks from a
 # Python frame 30 calls deep with the GIL released (tests/tools/launch_cost.py). Checks that
 # every launch is in the trace with its site, that the repeats were attributed by the stack
-# cache (AICPROF_SELFTIME=1's counters), and that the site names the Python line.
+# cache (AICPROF_SELFTIME=1's counters, printed as aicprof: lines, so AICPROF_QUIET=0 even under
+# the suite's AICPROF_QUIET=1), and that the site names the Python line.
 . "$(dirname "$0")/lib.sh"
 C=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -shared -fPIC -I"$C/include" -I"$C/targets/x86_64-linux/include" -I"$C/extras/CUPTI/include" \
 	-o "$tmp/lc.so" "$top/tests/tools/launch_cost.c" -ldl 2>"$tmp/cc.err" ||
 	{ nok "launch_cost.c builds ($(head -c 300 "$tmp/cc.err"))"; exit 0; }
-BATCHES=3 MODE=t AICPROF_SELFTIME=1 AICPROF_EAGER=1 AICPROF_CUPTI=$B/mock/libcupti.so.13 \
+BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 AICPROF_CUPTI=$B/mock/libcupti.so.13 \
 	AICPROF_OUTPUT="$tmp/t.aicp.jsonl" LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
 	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
 	>"$tmp/out" 2>"$tmp/err"
@@ -41,7 +42,7 @@ check "the site's first frame is batch() in launch_cost.py" test "$named" = 1
 # The program's first launch at module level (one Python frame, too shallow to learn the frame
 # layout from): the raw walker must still come on at a later launch. Before, it went off for
 # the whole run, and every launch took the GIL and the public API's walk.
-LC_FIRST_SHALLOW=1 BATCHES=3 MODE=t AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
+LC_FIRST_SHALLOW=1 BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
 	AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/s.aicp.jsonl" \
 	LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
 	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
