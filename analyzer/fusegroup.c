@@ -28,6 +28,13 @@
  * functor's sizeof(T) bytes; refused where a node outside the group writes into the filled
  * buffer before the group's last member (a slice's backward: the reader reads both).
  *
+ * ATen's strided loop (elementwise_kernel<nt, vt, gpu_kernel_impl[_nocast]<...>>) runs only
+ * where its TensorIterator is not contiguous. A member of it that reads no broadcast input has
+ * operands of different layouts (a transpose, a slice), whose sizes and strides (the loop's
+ * offset calculator) the trace does not hold: it is refused, as no kernel over one flat index
+ * computes it. With a broadcast input the loop is expected; that input is then read at
+ * i % numel (a broadcast over leading dimensions), which the trace cannot confirm either.
+ *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
  * the reason is one sentence that `aicprof fuse` reports as advice.
@@ -274,6 +281,36 @@ static int force_input(struct gb *g, const char *name, int vi, const char *t, ui
 		cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
 		if (cnt != g->numel)
 			cJSON_AddNumberToObject(in, "numel", (double)cnt);
+	}
+	return 0;
+}
+
+/*
+ * Whether n is ATen's strided loop: elementwise_kernel<nt, vt, gpu_kernel_impl[_nocast]<...>
+ * lambda>, which gpu_kernel launches only where its TensorIterator is not contiguous (its
+ * contiguous path is the vectorized or unrolled kernel). With an input broadcast (a stride 0)
+ * that is expected; without one, its operands' layouts differ (a transpose, a slice) or one is
+ * not dense, and the loop's sizes and strides (its offset calculator, in the closure) are not
+ * in the trace.
+ */
+static int strided_loop(const struct node *n)
+{
+	return n->sem.rule && !strcmp(n->sem.rule, "torch-elementwise") && n->full_name &&
+	       strstr(n->full_name, "gpu_kernel_impl");
+}
+
+/* Whether one of the names a[0..na) is a group input smaller than the group (broadcast). */
+static int reads_broadcast(const struct gb *g, const char *const *a, int na)
+{
+	const cJSON *in;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+		for (int k = 0; cJSON_IsString(nm) && k < na; k++)
+			if (!strcmp(nm->valuestring, a[k]) &&
+			    (cJSON_GetObjectItemCaseSensitive(in, "numel") ||
+			     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "per_row"))))
+				return 1;
 	}
 	return 0;
 }
@@ -873,11 +910,16 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			const struct value *w = &g->m->values[k];
 			if (k != rv && w->buffer == g->m->values[rv].buffer && w->writer > n->id &&
 			    w->writer <= last && !in_group(g->c, w->writer))
-				return fail(g,
-				            "node %d: its fill is partly overwritten by node %d, "
-				            "outside the group, before the group reads it: no "
-				            "constant stands for it",
-				            n->id, w->writer);
+				return fail(
+				    g,
+				    "node %d: its fill is partly overwritten by node %d, "
+				    "outside the group, before the group reads it: no "
+				    "constant stands for it%s",
+				    n->id, w->writer,
+				    strided_loop(&g->m->nodes[w->writer])
+				        ? ", nor a slice: that copy is ATen's strided loop, "
+				          "whose sizes and strides the trace does not hold"
+				        : "");
 		}
 		cJSON *o = add_op(g, "fill", a, 0, res, rsz);
 		add_value(o, v);
@@ -1204,6 +1246,14 @@ static int build(struct gb *g)
 		int r = member_ops(g, n, a, na, res, sizeof(res), &cols, &rows);
 		if (r < 0)
 			return -1;
+		if (strided_loop(n) && !reads_broadcast(g, a, na))
+			return fail(
+			    g,
+			    "node %d ('%s') is ATen's strided loop over tensors of one size: "
+			    "their layouts differ (a transpose, a slice) and the trace does not "
+			    "hold the loop's sizes and strides, so no kernel over one flat "
+			    "index computes it",
+			    n->id, n->name);
 		int rv = fusegroup_result(m, n->id);
 		if (rv < 0)
 			return fail(g, "node %d writes nothing the trace saw", n->id);
