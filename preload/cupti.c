@@ -255,6 +255,7 @@ struct fn_layout {
 	uint32_t name; /* interned kernel name */
 	int32_t err;   /* 0, or CUresult of the failed layout query */
 	int nparams;
+	int keep_raw; /* ATen's strided loop: parameters kept whole (record.h, nraw) */
 	struct fn_layout *retired;
 	uint32_t *off, *size; /* nparams each, in the same allocation */
 };
@@ -332,6 +333,9 @@ static struct fn_layout *new_layout(CUfunction f, uint32_t gen)
 	L->name = intern(name ? name : "?");
 	L->err = err;
 	L->nparams = n;
+	/* at::native::elementwise_kernel<nt, vt, func_t>: the loop ATen takes where its operands
+	 * are not one contiguous array; func_t's closure holds the offset calculator */
+	L->keep_raw = name && !strncmp(name, "_ZN2at6native18elementwise_kernelI", 34);
 	L->retired = NULL;
 	L->off = (uint32_t *)(L + 1);
 	L->size = L->off + n;
@@ -585,9 +589,19 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	selftime_add(ST_SITES, t0);
 	uint32_t coll[NCCL_MAX_IDS];
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
+	/* the whole bytes of the larger parameters, in order, while they fit (record.h) */
+	size_t nraw = 0;
+	const char *packed = l->kp ? NULL : extra_buffer(l->extra);
+	for (int i = 0; nargs && L->keep_raw && (l->kp || packed) && i < nargs; i++) {
+		if (L->size[i] <= 12)
+			continue;
+		if (nraw + L->size[i] > RAW_MAX)
+			break;
+		nraw += L->size[i];
+	}
 	size_t len =
 	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
-	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll);
+	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll + nraw);
 	struct r_launch *r = ring_reserve(len);
 	if (!r)
 		return;
@@ -610,13 +624,22 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	r->nargs = (uint16_t)nargs;
 	r->nptrs = (uint16_t)np;
 	r->ncoll = (uint16_t)ncoll;
-	r->pad = 0;
+	r->nraw = (uint16_t)nraw;
 	memcpy(r + 1, args, sizeof(struct r_arg) * (size_t)nargs);
 	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs, ptrs,
 	       sizeof(struct r_ptr) * (size_t)np);
 	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs +
 	           sizeof(struct r_ptr) * (size_t)np,
 	       coll, sizeof(uint32_t) * (size_t)ncoll);
+	char *raw = (char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs +
+	            sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll;
+	for (int i = 0, at = 0; i < nargs && (size_t)at < nraw; i++) {
+		if (L->size[i] <= 12)
+			continue;
+		const char *p = l->kp ? (const char *)l->kp[i] : packed + L->off[i];
+		memcpy(raw + at, p, L->size[i]);
+		at += (int)L->size[i];
+	}
 	ring_commit();
 }
 

@@ -76,9 +76,13 @@ struct r_launch {
 	int32_t argerr; /* 0, or the CUresult of the failed layout query (negative: other reason) */
 	uint16_t nargs, nptrs;
 	uint16_t ncoll; /* NCCL collectives this launch carries (nccl.c) */
-	uint16_t pad;
-	/* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; uint32_t coll[ncoll]; */
+	uint16_t nraw;  /* bytes of parameters kept whole (RAW_MAX at most, see below) */
+	                /* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; uint32_t coll[ncoll];
+	                 * uint8_t raw[nraw]: the bytes of each parameter of more than 12 bytes, in order, while
+	                 * they fit, for the kernels whose layout the analyzer needs (ATen's strided loop: the
+	                 * closure's offset calculator holds the operands' sizes and strides) */
 };
+#define RAW_MAX 2048
 
 struct r_kernel {
 	struct rec_hdr h;

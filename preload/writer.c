@@ -235,6 +235,9 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 	if (r->argerr)
 		jb_key(b, "argerr"), jb_i64(b, r->argerr);
 	int any_cal = 0;
+	const unsigned char *raw =
+	    (const unsigned char *)((const uint32_t *)(ptrs + r->nptrs) + r->ncoll);
+	unsigned raw_left = r->nraw;
 	jb_s(b, ",\"args\":[");
 	for (unsigned i = 0; i < r->nargs; i++) {
 		const struct r_arg *a = &args[i];
@@ -250,6 +253,17 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 			jb_key(b, "w"), jb_hex(b, a->pad);
 		} else if (a->size >= TAIL_MIN && a->nptr)
 			jb_key(b, "a"), jb_hex(b, a->val);
+		if (a->size > 12 && raw_left >= a->size) { /* the parameter's bytes, whole */
+			static const char hx[] = "0123456789abcdef";
+			jb_s(b, ",\"x\":\"");
+			for (unsigned k = 0; k < a->size; k++) {
+				char two[2] = {hx[raw[k] >> 4], hx[raw[k] & 15]};
+				jb_raw(b, two, 2);
+			}
+			jb_s(b, "\"");
+			raw += a->size;
+			raw_left -= a->size;
+		}
 		if (a->nptr) {
 			jb_s(b, ",\"p\":[");
 			for (unsigned k = 0; k < a->nptr && a->first_ptr + k < r->nptrs; k++) {

@@ -1,10 +1,12 @@
 /*
  * libcuda_mock.c - the CUDA driver as far as the shim's start needs it on a machine without a
  * GPU (built as build/mock/libcuda.so.1, never into the shim or core.a): a driver version and
- * no devices, and one kind of kernel: every CUfunction is "mock_kernel(void *a, void *b, int n)"
- * (parameters at offsets 0, 8 and 16). test-window loads it by path before the shim's
- * cupti_start() opens "libcuda.so.1", which then finds this copy by its soname. Every other
- * entry point the shim looks up is absent, as the shim allows.
+ * no devices, and two kinds of kernel: every CUfunction is "mock_kernel(void *a, void *b, int n)"
+ * (parameters at offsets 0, 8 and 16), but MOCK_LEGACY_FN, which is ATen's strided loop by name
+ * (at::native::elementwise_kernel<128, 4, ...>(int N, closure)) with a 640-byte closure at 8.
+ * test-window loads it by path before the shim's cupti_start() opens "libcuda.so.1", which then
+ * finds this copy by its soname. Every other entry point the shim looks up is absent, as the shim
+ * allows.
  */
 #include <cuda.h>
 
@@ -26,20 +28,27 @@ EXPORT CUresult cuDeviceGetCount(int *n)
 	return CUDA_SUCCESS;
 }
 
+#define MOCK_LEGACY_FN ((CUfunction)0x7000)
+
 EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
 	if (!name || !f)
 		return CUDA_ERROR_INVALID_VALUE;
-	*name = "mock_kernel";
+	*name = f == MOCK_LEGACY_FN
+	            ? "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_"
+	              "impl_nocastINS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunc"
+	              "torIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_"
+	            : "mock_kernel";
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
 	static const size_t o[] = {0, 8, 16}, n[] = {8, 8, 4};
-	if (!f || !off || !size || i >= 3)
+	static const size_t lo[] = {0, 8}, ln[] = {4, 640};
+	if (!f || !off || !size || i >= (f == MOCK_LEGACY_FN ? 2u : 3u))
 		return CUDA_ERROR_INVALID_VALUE;
-	*off = o[i];
-	*size = n[i];
+	*off = f == MOCK_LEGACY_FN ? lo[i] : o[i];
+	*size = f == MOCK_LEGACY_FN ? ln[i] : n[i];
 	return CUDA_SUCCESS;
 }

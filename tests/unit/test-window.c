@@ -6,6 +6,7 @@
  * thread, several rings' worth; the trace must end whole, with reason "duration" and every
  * record, within seconds (before the writer drained its own ring, this waited 200 ms a record),
  * and afterwards aicprof's callbacks and activity kinds are off in the (mock) CUPTI.
+ * A launch of ATen's strided loop (by name) keeps its closure's bytes whole ("x").
  * AICPROF_BENCH_LAUNCHES=N also times N launches through the callbacks (this binary is built
  * with the sanitizers, so the figure is a yardstick between versions, not the shim's cost). */
 #include <setjmp.h>
@@ -60,12 +61,13 @@ static int teardown(void **state)
 }
 
 static char launch_line[8192]; /* the trace's first launch record */
+static char legacy_line[8192]; /* the launch of ATen's strided loop (the mock's 0x7000) */
 
 /* Counts the trace's kernel lines; the end line's reason into why (or ""); the first launch
  * line into launch_line. */
 static long read_trace(char *why, size_t n, int *bad)
 {
-	launch_line[0] = 0;
+	launch_line[0] = legacy_line[0] = 0;
 	FILE *f = fopen(path, "r");
 	assert_non_null(f);
 	char line[8192];
@@ -77,6 +79,9 @@ static long read_trace(char *why, size_t n, int *bad)
 			(*bad)++;
 		if (!strncmp(line, "{\"t\":\"kernel\"", 13))
 			kernels++;
+		if (!strncmp(line, "{\"t\":\"launch\"", 13) && strstr(line, "\"x\":\"") &&
+		    !legacy_line[0])
+			snprintf(legacy_line, sizeof(legacy_line), "%s", line);
 		if (!strncmp(line, "{\"t\":\"launch\"", 13) && !launch_line[0])
 			snprintf(launch_line, sizeof(launch_line), "%s", line);
 		const char *r = strstr(line, "\"reason\":\"");
@@ -118,6 +123,19 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	uint32_t c0 = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, &lp, NULL);
 	assert_int_not_equal(c0, 0);
 	assert_int_equal(mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, &lp, &ok), c0);
+	/* ATen's strided loop (by name): its 640-byte closure is kept whole, for the analyzer to
+	 * read the offset calculator's sizes and strides; its pointers are still resolved */
+	unsigned char closure[640];
+	for (int i = 0; i < 640; i++)
+		closure[i] = (unsigned char)(i * 7 + 3);
+	uint64_t d0 = base + 512, d1 = base + 1024;
+	memcpy(closure, &d0, 8);
+	memcpy(closure + 8, &d1, 8);
+	int numel = 4096;
+	void *kl[2] = {&numel, closure};
+	cuLaunchKernel_params ll = {(CUfunction)0x7000, 32, 1, 1, 128, 1, 1, 0, NULL, kl, NULL};
+	assert_int_not_equal(mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, &ll, NULL), 0);
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, &ll, &ok);
 	/* AICPROF_BENCH_LAUNCHES=N: the shim's own cost of a launch (both callbacks, the
 	 * parameter scan, attribution by native stack, the record), timed here; not a test */
 	const char *bench = getenv("AICPROF_BENCH_LAUNCHES");
@@ -176,6 +194,17 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	assert_non_null(strstr(launch_line, "\"p\":[[0,\"0x7f0000000100\",0,256]]"));
 	assert_non_null(strstr(launch_line, "{\"i\":1,\"o\":8,\"n\":8,\"v\":\"0x1234\"}"));
 	assert_non_null(strstr(launch_line, "{\"i\":2,\"o\":16,\"n\":4,\"v\":\"0x2a\"}"));
+	/* the strided loop's closure, every byte in order, and its two pointers resolved */
+	char hex[1281];
+	for (int i = 0; i < 640; i++)
+		snprintf(hex + 2 * i, 3, "%02x", closure[i]);
+	const char *x = strstr(legacy_line, "\"x\":\"");
+	assert_non_null(x);
+	assert_memory_equal(x + 5, hex, 1280);
+	assert_int_equal(x[5 + 1280], '"');
+	assert_non_null(strstr(
+	    legacy_line, "\"p\":[[0,\"0x7f0000000200\",0,512],[8,\"0x7f0000000400\",0,1024]]"));
+	assert_null(strstr(launch_line, "\"x\":")); /* other kernels keep only their scalars */
 	/* aicprof's side is off in CUPTI: no callback, no kernel timing */
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
