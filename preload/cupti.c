@@ -591,14 +591,15 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
 	/* the whole bytes of the larger parameters, in order, while they fit (record.h) */
 	size_t nraw = 0;
-	const char *packed = l->kp ? NULL : extra_buffer(l->extra);
-	for (int i = 0; nargs && L->keep_raw && (l->kp || packed) && i < nargs; i++) {
-		if (L->size[i] <= 12)
-			continue;
-		if (nraw + L->size[i] > RAW_MAX)
-			break;
-		nraw += L->size[i];
-	}
+	const char *packed = NULL;
+	if (nargs && L->keep_raw && (l->kp || (packed = extra_buffer(l->extra))))
+		for (int i = 0; i < nargs; i++) {
+			if (L->size[i] <= 12)
+				continue;
+			if (nraw + L->size[i] > RAW_MAX)
+				break;
+			nraw += L->size[i];
+		}
 	size_t len =
 	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
 	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll + nraw);
@@ -625,20 +626,19 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	r->nptrs = (uint16_t)np;
 	r->ncoll = (uint16_t)ncoll;
 	r->nraw = (uint16_t)nraw;
-	memcpy(r + 1, args, sizeof(struct r_arg) * (size_t)nargs);
-	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs, ptrs,
-	       sizeof(struct r_ptr) * (size_t)np);
-	memcpy((char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs +
-	           sizeof(struct r_ptr) * (size_t)np,
-	       coll, sizeof(uint32_t) * (size_t)ncoll);
-	char *raw = (char *)(r + 1) + sizeof(struct r_arg) * (size_t)nargs +
-	            sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll;
-	for (int i = 0, at = 0; i < nargs && (size_t)at < nraw; i++) {
+	char *tail = (char *)(r + 1); /* args, ptrs, coll, raw: record.h */
+	memcpy(tail, args, sizeof(struct r_arg) * (size_t)nargs);
+	tail += sizeof(struct r_arg) * (size_t)nargs;
+	memcpy(tail, ptrs, sizeof(struct r_ptr) * (size_t)np);
+	tail += sizeof(struct r_ptr) * (size_t)np;
+	memcpy(tail, coll, sizeof(uint32_t) * (size_t)ncoll);
+	tail += sizeof(uint32_t) * (size_t)ncoll;
+	for (int i = 0; i < nargs && nraw; i++) {
 		if (L->size[i] <= 12)
 			continue;
-		const char *p = l->kp ? (const char *)l->kp[i] : packed + L->off[i];
-		memcpy(raw + at, p, L->size[i]);
-		at += (int)L->size[i];
+		memcpy(tail, l->kp ? (const char *)l->kp[i] : packed + L->off[i], L->size[i]);
+		tail += L->size[i];
+		nraw -= L->size[i];
 	}
 	ring_commit();
 }
@@ -1366,8 +1366,6 @@ static const char *cupti_err(CUptiResult r)
 	return s ? s : "unknown error";
 }
 
-/* Turns on (or off) every callback aicprof uses: the driver calls of its table, NVTX, and two
- * resource events. */
 /* Whether api stays on while a capture range is paused: allocations (the map must stay true)
  * and the profiler's start and stop. */
 static int kept_paused(int i)
@@ -1377,7 +1375,8 @@ static int kept_paused(int i)
 	       i == A_cuProfilerStart || i == A_cuProfilerStop;
 }
 
-/* on: the callbacks of a recording shim (rec) or of a paused one (!rec); off: none. */
+/* Turns on (or off) every callback aicprof uses: the driver calls of its table, NVTX, and two
+ * resource events; on and not rec: those of a paused capture range only. */
 static void enable_set(uint32_t on, int rec)
 {
 	for (int i = 0; i < A__COUNT; i++)
@@ -1527,8 +1526,6 @@ void cupti_header_fields(struct jbuf *b)
 
 static int yielded;
 
-/* Flushes the activity records into the rings (when flush) and disables every kind aicprof
- * enabled: the window's close and the yield to another tool. */
 /* The activity kinds of a recording shim; the kernel kind's result (the others are best
  * effort: an older CUPTI lacks MEMCPY2). */
 static CUptiResult activity_on(void)
@@ -1542,6 +1539,8 @@ static CUptiResult activity_on(void)
 	return r;
 }
 
+/* Flushes the activity records into the rings (when flush) and disables every kind aicprof
+ * enabled: the window's close, the yield to another tool, a capture range's pause. */
 static void activity_off(int flush)
 {
 	if (flush)

@@ -63,6 +63,12 @@ struct r_ptr {
 	uint64_t alloc_off;
 };
 
+/*
+ * A launch record is followed by struct r_arg args[nargs]; struct r_ptr ptrs[nptrs];
+ * uint32_t coll[ncoll]; uint8_t raw[nraw]: the bytes of each parameter of more than 12 bytes,
+ * in order, while they fit, for the kernels whose layout the analyzer needs (ATen's strided
+ * loop: the closure's offset calculator holds the operands' sizes and strides).
+ */
 struct r_launch {
 	struct rec_hdr h;
 	uint64_t seq, ts, stream;
@@ -76,11 +82,7 @@ struct r_launch {
 	int32_t argerr; /* 0, or the CUresult of the failed layout query (negative: other reason) */
 	uint16_t nargs, nptrs;
 	uint16_t ncoll; /* NCCL collectives this launch carries (nccl.c) */
-	uint16_t nraw;  /* bytes of parameters kept whole (RAW_MAX at most, see below) */
-	                /* struct r_arg args[nargs]; struct r_ptr ptrs[nptrs]; uint32_t coll[ncoll];
-	                 * uint8_t raw[nraw]: the bytes of each parameter of more than 12 bytes, in order, while
-	                 * they fit, for the kernels whose layout the analyzer needs (ATen's strided loop: the
-	                 * closure's offset calculator holds the operands' sizes and strides) */
+	uint16_t nraw;  /* bytes of parameters kept whole (RAW_MAX at most, see above) */
 };
 #define RAW_MAX 2048
 

@@ -22,8 +22,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static SHIM_TLS struct ring *my_ring;
 static SHIM_TLS uint64_t my_pending; /* head after the reserved record */
 void (*ring_wake)(void);
-long (*ring_self_drain)(void);
-long (*ring_help_drain)(void);
+long (*ring_drain_here)(void);
 static SHIM_TLS int is_reader;
 
 void ring_set_reader(void)
@@ -96,22 +95,31 @@ void *ring_reserve(size_t len)
 	uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
 	size_t pos = head % RING_SIZE, room = RING_SIZE - pos;
 	size_t need = len <= room ? len : room + len;
+	int drained = 0;
 	for (int waited = 0;; waited++) {
 		uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		if (RING_SIZE - (head - tail) >= need)
 			break;
-		if (is_reader) { /* nobody else will drain this ring: do it now, or drop */
-			if (waited == 0 && ring_self_drain && ring_self_drain() >= 0)
+		/* the reader's own ring at once (again while another thread drains); any other
+		 * after RING_HELP_US without the writer, which may be waiting for this very thread
+		 * (ring.h) */
+		if (ring_drain_here &&
+		    (is_reader ? !drained : waited && waited % (RING_HELP_US / 100) == 0)) {
+			long d = ring_drain_here();
+			if (d ==
+			    RING_DRAIN_SELF) { /* made by the drain itself: no room will come */
+				atomic_fetch_add(&dropped, 1);
+				return NULL;
+			}
+			drained = is_reader && d >= 0;
+			if (d > 0 || drained)
 				continue;
+		} else if (is_reader && drained) { /* drained it, and still no room */
 			atomic_fetch_add(&dropped, 1);
 			return NULL;
 		}
 		if (waited == 0 && ring_wake)
 			ring_wake();
-		/* the writer did not come: it may be waiting for this very thread (ring.h) */
-		if (waited && waited % (RING_HELP_US / 100) == 0 && ring_help_drain &&
-		    ring_help_drain() > 0)
-			continue;
 		if (waited >= RING_WAIT_MS * 10) {
 			atomic_fetch_add(&dropped, 1);
 			return NULL;

@@ -8,7 +8,7 @@
  * padding record fills the rest. When a ring is full the producer wakes the writer and waits
  * briefly; when the writer has not drained it after RING_HELP_US (the writer is blocked
  * elsewhere, e.g. in CUPTI's flush, which waits for CUPTI's own thread to deliver), the
- * producer drains every ring itself when no one else is draining (ring_help_drain); after
+ * producer drains every ring itself when no one else is draining (ring_drain_here); after
  * RING_WAIT_MS it drops the record and counts it, so a stalled disk can slow but never hang
  * the program. Rings of exited threads are reused once drained.
  */
@@ -54,25 +54,23 @@ uint64_t ring_dropped(void);
 /* Called by producers when a ring fills; set by the writer to its wake-up function. */
 extern void (*ring_wake)(void);
 /*
- * The reader's own records: the writer thread also produces records (CUPTI's synchronous
- * flush delivers the activity buffers on the thread that asks for it, at the window's close
- * and at a signal's final flush: up to a buffer of 8 MiB at once). Waiting for a reader there
- * would wait for itself, RING_WAIT_MS a record once its ring is full. The writer sets
- * ring_self_drain to a drain it may call from inside ring_reserve (returns lines written, or
- * -1 when it cannot drain now) and marks its thread with ring_set_reader(): a full ring on
- * that thread is drained on the spot, and a record is dropped at once when that frees nothing.
+ * A drain on the calling thread, set by the writer: every ring up to its head, when no other
+ * thread is draining. Returns the lines written, RING_DRAIN_BUSY when another thread is
+ * draining (room is coming), or RING_DRAIN_SELF when the calling thread is inside a drain
+ * already (the record was made by the drain itself: no room will come). ring_reserve calls it
+ * for two deadlocks that a wait for the writer would be:
+ *   - the writer's own records (ring_set_reader() marks its thread): CUPTI's synchronous flush
+ *     delivers up to 8 MiB of activity records on the thread that asks for it, the writer at
+ *     the window's close and at a signal's final flush; its full ring is drained at once, and
+ *     a record that still finds no room is dropped;
+ *   - any other producer whose ring stays full for RING_HELP_US: the writer's flush may be
+ *     waiting for CUPTI's worker thread to deliver its buffers, whose ring filled with the
+ *     records it delivered (seen on the H200: a close that never ended).
  */
-extern long (*ring_self_drain)(void);
+#define RING_DRAIN_BUSY (-1)
+#define RING_DRAIN_SELF (-2)
+extern long (*ring_drain_here)(void);
 void ring_set_reader(void);
-/*
- * A drain any producer may call when its ring has stayed full for RING_HELP_US: the writer
- * sets it to a drain that runs only when no other thread is draining (returns lines written,
- * or -1 when someone else is). Why: the writer thread's flush of CUPTI (the window's close,
- * a final flush) waits for CUPTI's worker thread to deliver its buffers, and that thread's
- * ring fills with the records it delivers; waiting for the writer there is a deadlock that
- * only RING_WAIT_MS a record would break (seen on the H200: a close that never ended).
- */
-extern long (*ring_help_drain)(void);
 
 /* The trace is closed and the writer gone (a final flush: the tool yielded, the context died,
  * the process exits): from now on ring_reserve drops at once instead of waiting for a reader

@@ -609,11 +609,13 @@ long writer_drain(void)
 	return n;
 }
 
-/* ring_help_drain: a producer's ring stayed full (ring.h); drains only when nobody is */
-static long help_drain(void)
+/* ring_drain_here (ring.h): a full ring's producer, or the writer thread's own records */
+static long drain_here(void)
 {
-	if (in_drain || pthread_mutex_trylock(&write_lock))
-		return -1;
+	if (in_drain)
+		return RING_DRAIN_SELF;
+	if (pthread_mutex_trylock(&write_lock))
+		return RING_DRAIN_BUSY;
 	long n = drain_locked();
 	pthread_mutex_unlock(&write_lock);
 	return n;
@@ -633,12 +635,6 @@ static const char *window_closed(void)
 		why = "duration";
 	pthread_mutex_unlock(&write_lock);
 	return why;
-}
-
-/* ring_self_drain: the writer thread's own ring is full (ring.h) */
-static long self_drain(void)
-{
-	return in_drain ? -1 : writer_drain();
 }
 
 static void *writer_main(void *arg)
@@ -729,8 +725,7 @@ int writer_start(void)
 		return 0;
 	sem_init(&final_done, 0, 0);
 	ring_wake = wake;
-	ring_self_drain = self_drain;
-	ring_help_drain = help_drain;
+	ring_drain_here = drain_here;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);

@@ -390,35 +390,10 @@ static void window_stop_flood(const char *why)
 	stops++;
 }
 
-/* The writer thread drains its own full ring instead of waiting RING_WAIT_MS a record for
- * itself: every record of the flood is in the trace, in well under the 5 s that waiting for
- * one ring's worth alone would take. */
-static void test_window_flush_on_the_writer_thread(void **state)
-{
-	(void)state;
-	stops = flood_null = 0;
-	flood_n = (int)(2 * RING_SIZE / sizeof(struct r_alloc));
-	writer_set_window(0, shim_now_ns(), window_stop_flood);
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	assert_int_equal(writer_start(), 0);
-	assert_true(wait_end());
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
-	assert_int_equal(stops, 1);
-	assert_int_equal(flood_null, 0);
-	int n, bad;
-	cJSON **v = read_lines(&n, &bad);
-	assert_int_equal(bad, 0);
-	assert_int_equal(n, flood_n + 2);
-	assert_true(secs < 4.0);
-	free_lines(v, n);
-}
-
 /* What CUPTI's flush did on the H200: the flush, on the writer thread, waits for CUPTI's own
  * worker thread to deliver the buffers, and the worker's ring fills with the records it
  * delivers. The stop function here starts such a worker (two rings' worth of records) and
- * waits for it to finish. Before ring_help_drain the worker waited RING_WAIT_MS a record for a
+ * waits for it to finish. Before ring_drain_here the worker waited RING_WAIT_MS a record for a
  * writer that was waiting for it: the close never ended. */
 static void *flood_thread(void *arg)
 {
@@ -435,12 +410,14 @@ static void window_stop_by_worker(const char *why)
 		pthread_join(t, NULL);
 }
 
-static void test_window_flush_by_another_thread(void **state)
+/* The window closes at once with stop as its stop function; every record of the flood must be
+ * in the trace, in well under the 5 s that waiting RING_WAIT_MS a record for one ring's worth
+ * alone would take. */
+static void flood_window(void (*stop)(const char *))
 {
-	(void)state;
 	stops = flood_null = 0;
 	flood_n = (int)(2 * RING_SIZE / sizeof(struct r_alloc));
-	writer_set_window(0, shim_now_ns(), window_stop_by_worker);
+	writer_set_window(0, shim_now_ns(), stop);
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	assert_int_equal(writer_start(), 0);
@@ -455,6 +432,19 @@ static void test_window_flush_by_another_thread(void **state)
 	assert_int_equal(n, flood_n + 2);
 	assert_true(secs < 4.0);
 	free_lines(v, n);
+}
+
+/* The writer thread drains its own full ring instead of waiting for itself. */
+static void test_window_flush_on_the_writer_thread(void **state)
+{
+	(void)state;
+	flood_window(window_stop_flood);
+}
+
+static void test_window_flush_by_another_thread(void **state)
+{
+	(void)state;
+	flood_window(window_stop_by_worker);
 }
 
 /* shim_stop() ends recording for good. */
