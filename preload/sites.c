@@ -97,15 +97,20 @@ static _Atomic uint32_t last_py_site; /* id + 1; 0 = none */
  * reused. Filled with the GIL held; read without it by the raw walker, so an entry is published
  * by storing its code pointer last. */
 #define CODE_TABLE (1u << 14)
-struct code_ent {
-	_Atomic(void *) code; /* == code_keys[i] once named */
+struct code_ent { /* codes[i] names the code object at code_keys[i] */
 	int user;
 	int model; /* a library frame outside torch and the standard library (see is_model_file) */
 	char file[256];
 	char name[128];
 };
 static struct code_ent *codes;
-static _Atomic(void *) *code_keys; /* codes[i].code, densely: what code_find probes */
+static _Atomic(void *) *code_keys; /* the code objects, densely: what code_find probes */
+
+/* The code object an entry names. */
+static void *code_of(const struct code_ent *ce)
+{
+	return atomic_load_explicit(&code_keys[ce - codes], memory_order_relaxed);
+}
 
 /* the stack cache (see the top of this file): whole-stack hash -> site id + 1 */
 #define STACK_TABLE (1u << 14)
@@ -298,7 +303,6 @@ static struct code_ent *code_get(void *code)
 			e->user = is_user_file(e->file);
 			e->model = !e->user && is_model_file(e->file);
 			py.IncRef(code);
-			atomic_store_explicit(&e->code, code, memory_order_release);
 			atomic_store_explicit(&code_keys[i], code, memory_order_release);
 			break;
 		}
@@ -353,7 +357,7 @@ static int site_of(struct pyframe *all, int n, uint32_t *site)
 		jb_s(&b, ",\"how\":\"python\",\"frames\":[");
 		for (int i = 0; i < k; i++) {
 			int line = -1, col = -1, eline = -1, ecol = -1;
-			void *code = atomic_load(&fr[i].ce->code);
+			void *code = code_of(fr[i].ce);
 			if (!py.Code_Addr2Location ||
 			    !py.Code_Addr2Location(code, fr[i].lasti, &line, &col, &eline, &ecol))
 				line = -1;
@@ -525,11 +529,11 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
 	if (back)
 		py.DecRef(back);
-	uintptr_t code0 = (uintptr_t)atomic_load(&api[0].ce->code);
+	uintptr_t code0 = (uintptr_t)code_of(api[0].ce);
 	if (!cur || !next)
 		RAW_FAIL;
 	raw.code_off = raw.prev_off = raw.instr_off = -1;
-	uintptr_t code1 = (uintptr_t)atomic_load(&api[1].ce->code);
+	uintptr_t code1 = (uintptr_t)code_of(api[1].ce);
 	for (int w = 0; w < 12; w++) {
 		uintptr_t v = rd(cur + (uintptr_t)w * 8);
 		if (v == code0 && raw.code_off < 0)
