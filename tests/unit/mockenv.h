@@ -1,7 +1,8 @@
 /* mockenv.h - the mock driver and CUPTI of tests/mock (build/mock), loaded for the tests that
  * run the shim's own cupti.c without a GPU (test-window, test-capture): the driver global (the
  * shim resolves cu* from the process), CUPTI local with its test hooks. Header-only: each test
- * binary includes it once. mockenv_open() returns 0, or -1 with a line on stderr. */
+ * binary includes it once. mockenv_setup() opens them, loads shim_cfg from the environment
+ * (AICPROF_QUIET=1) and names the test's trace in mockenv_path; mockenv_teardown() removes it. */
 #ifndef AICPROF_TESTS_MOCKENV_H
 #define AICPROF_TESTS_MOCKENV_H
 
@@ -11,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+#include <unistd.h>
+
+#include "preload/base.h"
+#include "preload/config.h"
 #include "preload/jbuf.h"
 
 static void *mock;
@@ -32,6 +38,8 @@ static void mockenv_header(struct jbuf *b)
 	jb_s(b, ",\"format\":1,\"test\":true");
 }
 
+static char mockenv_path[256];
+
 static int mockenv_open(void)
 {
 	const char *top = getenv("AICPROF_TOP");
@@ -52,6 +60,26 @@ static int mockenv_open(void)
 	*(void **)&mock_record = dlsym(mock, "mock_record");
 	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
 	return mock_cb_enabled && mock_kind_enabled && mock_record && mock_fire_call ? 0 : -1;
+}
+
+/* cmocka setup and teardown: the mocks, shim_cfg, a fresh trace path for test (its name) */
+static int mockenv_setup(const char *test)
+{
+	if (mockenv_open())
+		return -1;
+	setenv("AICPROF_QUIET", "1", 1);
+	config_load(&shim_cfg, mockenv_lookup, NULL);
+	snprintf(mockenv_path, sizeof(mockenv_path), "/tmp/aicprof-%s-%d.jsonl", test,
+	         (int)getpid());
+	unlink(mockenv_path);
+	return 0;
+}
+
+static int mockenv_teardown(void **state)
+{
+	(void)state;
+	unlink(mockenv_path);
+	return 0;
 }
 
 #endif

@@ -24,26 +24,11 @@
 #include "preload/writer.h"
 #include "tests/unit/mockenv.h"
 
-static char path[256];
-
 static int setup(void **state)
 {
 	(void)state;
-	if (mockenv_open())
-		return -1;
-	setenv("AICPROF_QUIET", "1", 1);
 	setenv("AICPROF_CAPTURE", "profiler-api", 1);
-	config_load(&shim_cfg, mockenv_lookup, NULL);
-	snprintf(path, sizeof(path), "/tmp/aicprof-test-capture-%d.jsonl", (int)getpid());
-	unlink(path);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return 0;
+	return mockenv_setup("test-capture");
 }
 
 static const CUresult ok = CUDA_SUCCESS;
@@ -58,7 +43,7 @@ static void test_capture_range(void **state)
 {
 	(void)state;
 	assert_int_equal(shim_cfg.capture_api, 1);
-	writer_init(path, 0, mockenv_header, cupti_api_name);
+	writer_init(mockenv_path, 0, mockenv_header, cupti_api_name);
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
 	assert_int_equal(writer_start(), 0);
@@ -102,7 +87,7 @@ static void test_capture_range(void **state)
 	assert_true(ptrmap_find(base + 256, &off) < 0);
 
 	writer_flush(1, "exit");
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(mockenv_path, "r");
 	assert_non_null(f);
 	char line[8192];
 	int launches = 0, on = 0, off_ = 0, bad = 0;
@@ -133,7 +118,7 @@ static void test_capture_range(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_capture_range, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_capture_range, setup, mockenv_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,8 +30,6 @@
 #include "preload/writer.h"
 #include "tests/unit/mockenv.h"
 
-static char path[256];
-
 static int stops;
 static void window_stop(const char *why)
 {
@@ -44,20 +42,7 @@ static void window_stop(const char *why)
 static int setup(void **state)
 {
 	(void)state;
-	if (mockenv_open())
-		return -1;
-	setenv("AICPROF_QUIET", "1", 1);
-	config_load(&shim_cfg, mockenv_lookup, NULL);
-	snprintf(path, sizeof(path), "/tmp/aicprof-test-window-%d.jsonl", (int)getpid());
-	unlink(path);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(path);
-	return 0;
+	return mockenv_setup("test-window");
 }
 
 static char launch_line[8192]; /* the trace's first launch record */
@@ -68,7 +53,7 @@ static char legacy_line[8192]; /* the launch of ATen's strided loop (the mock's 
 static long read_trace(char *why, size_t n, int *bad)
 {
 	launch_line[0] = legacy_line[0] = 0;
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(mockenv_path, "r");
 	assert_non_null(f);
 	char line[8192];
 	long kernels = 0;
@@ -99,7 +84,7 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 {
 	(void)state;
 	alarm(60); /* a hang fails the test instead of stalling the suite */
-	writer_init(path, 0, mockenv_header, cupti_api_name);
+	writer_init(mockenv_path, 0, mockenv_header, cupti_api_name);
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
 	writer_set_window(0, 0, window_stop); /* no window yet */
@@ -107,8 +92,8 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	const CUpti_CallbackId launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-	/* the launch path: a 1 MiB allocation, then a launch whose first parameter points 256
-	 * bytes into it (the second is a pointer-sized number outside every allocation) */
+	/* the launch path: a 1 MiB allocation, then a launch whose first parameter points
+	 * 256 bytes into it (the second is a pointer-sized number outside every allocation) */
 	const CUresult ok = CUDA_SUCCESS;
 	CUdeviceptr base = 0x7f0000000000ull;
 	cuMemAlloc_v2_params ap = {&base, 1 << 20};
@@ -173,7 +158,7 @@ static void test_close_flushes_on_the_writer_thread(void **state)
 	long got = 0;
 	for (int i = 0; i < 3000 && !why[0]; i++) {
 		usleep(10000);
-		if (access(path, R_OK) == 0)
+		if (access(mockenv_path, R_OK) == 0)
 			got = read_trace(why, sizeof(why), &bad);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
@@ -215,7 +200,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_close_flushes_on_the_writer_thread, setup,
-	                                    teardown),
+	                                    mockenv_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
