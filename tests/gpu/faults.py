@@ -444,19 +444,7 @@ print("value", float(x))
 def s_window():
     """AICPROF_DURATION=1 on a 4-second loop: the trace ends with reason duration, whole, and
     holds the first second's launches only; the program's output and exit are unchanged."""
-    prog = write("window.py", """
-import time, torch
-x = torch.ones(1, device="cuda")
-torch.cuda.synchronize()
-n, t = 0, time.time()
-while time.time() - t < 4:
-    for _ in range(100):
-        x.add_(1)
-    n += 100
-torch.cuda.synchronize()
-print("value", float(x) == n + 1)
-print("launched", n)
-""")
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)), "window_loop.py")
     lines = []
     trace = os.path.join(OUT, "window.aicp.jsonl")
     bare = rss_run([PY, prog], False, timeout=120)

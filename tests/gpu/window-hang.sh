@@ -14,19 +14,6 @@ STACK=
 [ -x "$D/usr/bin/eu-stack" ] && STACK="env LD_LIBRARY_PATH=$D/usr/lib/x86_64-linux-gnu $D/usr/bin/eu-stack"
 SHIM=$top/build/libaicprof.so
 PY=${PYTHON:-python3}
-cat >"$OUT/wh/window.py" <<'PYEOF'
-import time, torch
-x = torch.ones(1, device="cuda")
-torch.cuda.synchronize()
-n, t = 0, time.time()
-while time.time() - t < 4:
-    for _ in range(100):
-        x.add_(1)
-    n += 100
-torch.cuda.synchronize()
-print("value", float(x) == n + 1)
-print("launched", n)
-PYEOF
 hangs=0
 one() { # tag command...
 	tag=$1
@@ -57,7 +44,7 @@ one() { # tag command...
 }
 {
 	for r in $(seq "${WH_RUNS:-4}"); do
-		one "inplace$r" "$PY" "$OUT/wh/window.py"
+		one "inplace$r" "$PY" "$top/tests/gpu/window_loop.py"
 		BENCH_SETTLE_S=3 one "oop$r" "$PY" "$top/tests/gpu/bench_step.py" win oop
 	done
 	echo "window-hang: $hangs hangs"
