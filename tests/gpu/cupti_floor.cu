@@ -77,15 +77,31 @@ static double now_ns(void)
 }
 
 
-static double batch_ns(const void *stub, void **args, int ext, uint64_t *id)
+/* What a batch does around each launch: an external id pushed and popped (ext), the stub's
+ * CUfunction looked up every time (gf), or through a one-entry cache (cache, non-NULL). */
+struct around {
+	int ext, gf;
+	cudaFunction_t *cache;
+	uint64_t id;
+};
+
+/* CPU nanoseconds a launch over 1,000 launches; the batch is synchronised after the timing. */
+static double batch_ns(const void *stub, void **args, struct around *w)
 {
+	static const void *cached_stub;
 	double t0 = now_ns();
 	for (int i = 0; i < 1000; i++) {
-		if (ext)
+		if (w->gf || (w->cache && cached_stub != stub)) {
+			cudaFunction_t f;
+			cudaGetFuncBySymbol(&f, stub);
+			if (w->cache)
+				*w->cache = f, cached_stub = stub;
+		}
+		if (w->ext)
 			cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
-			                                       (*id)++);
+			                                       w->id++);
 		cudaLaunchKernel(stub, dim3(1), dim3(1), args, 0, 0);
-		if (ext) {
+		if (w->ext) {
 			uint64_t last;
 			cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0,
 			                                      &last);
@@ -102,7 +118,7 @@ static int run_paired(const char *m, int batches)
 	int x = 1;
 	void *args[] = {&x};
 	const void *stub = (const void *)empty_kernel;
-	uint64_t id = 1;
+	struct around w = {0, 0, NULL, 1};
 	if (!strcmp(m, "pcb"))
 		CK(cuptiSubscribe(&sub, on_cb, NULL));
 	else {
@@ -127,7 +143,8 @@ static int run_paired(const char *m, int batches)
 				else
 					cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 			}
-			t[st] = batch_ns(stub, args, !strcmp(m, "pext") && st, &id);
+			w.ext = !strcmp(m, "pext") && st;
+			t[st] = batch_ns(stub, args, &w);
 		}
 		if (b >= 20) {
 			off.push_back(t[0]);
@@ -177,34 +194,13 @@ int main(int argc, char **argv)
 	}
 	int x = 1;
 	void *args[] = {&x};
-	const void *stub = (const void *)empty_kernel;
-	const void *cached_stub = NULL;
 	cudaFunction_t cached_fn = NULL;
+	struct around w = {ext, gf, interp ? &cached_fn : NULL, 1};
 	std::vector<double> per;
-	uint64_t id = 1;
 	for (int b = 0; b < batches + 20; b++) {
-		double t0 = now_ns();
-		for (int i = 0; i < 1000; i++) {
-			if (gf || (interp && cached_stub != stub)) {
-				cudaFunction_t f;
-				cudaGetFuncBySymbol(&f, stub);
-				cached_fn = f;
-				cached_stub = stub;
-			}
-			if (ext)
-				cuptiActivityPushExternalCorrelationId(
-				    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id++);
-			cudaLaunchKernel(stub, dim3(1), dim3(1), args, 0, 0);
-			if (ext) {
-				uint64_t last;
-				cuptiActivityPopExternalCorrelationId(
-				    CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-			}
-		}
-		double t1 = now_ns();
-		CK(cudaDeviceSynchronize());
+		double ns = batch_ns((const void *)empty_kernel, args, &w);
 		if (b >= 20)
-			per.push_back((t1 - t0) / 1000.0);
+			per.push_back(ns);
 	}
 	if (interp && !cached_fn)
 		fprintf(stderr, "no CUfunction for the stub\n");
