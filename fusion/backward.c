@@ -428,21 +428,30 @@ static int own(struct bctx *x, int v)
 	return dup ? scale(x, v, 1.0) : v;
 }
 
+/* A group derived from g: its name with suffix, kind, and g's dtype, size and row shape; its
+ * arrays of nvalues, nops and nwrites entries, empty. */
+static void derive(const struct fgroup *g, struct fgroup *d, const char *suffix,
+                   enum fgroup_kind kind, int nvalues, int nops, int nwrites)
+{
+	char nm[160];
+	d->values = xcalloc(nvalues, sizeof(*d->values));
+	d->ops = xcalloc(nops, sizeof(*d->ops));
+	d->writes = xcalloc(nwrites, sizeof(*d->writes));
+	snprintf(nm, sizeof(nm), "%s%s", g->name, suffix);
+	d->name = xstrdup(nm);
+	d->kind = kind;
+	d->dtype = g->dtype;
+	d->numel = g->numel;
+	d->rows = g->rows;
+	d->cols = g->cols;
+}
+
 /* The column group c of a row backward: the col_sum of each summand (inputs), cast to the
  * row vector's type; sum_of[k] the row group g's input whose gradient summand k is. */
 static void col_backward(const struct fgroup *g, struct fgroup *c, const int *sum_of, int ns)
 {
 	char nm[160];
-	c->values = xcalloc(3 * ns, sizeof(*c->values));
-	c->ops = xcalloc(2 * ns, sizeof(*c->ops));
-	c->writes = xcalloc(ns, sizeof(*c->writes));
-	snprintf(nm, sizeof(nm), "%s_bwdc", g->name);
-	c->name = xstrdup(nm);
-	c->kind = FG_COL;
-	c->dtype = g->dtype;
-	c->numel = g->numel;
-	c->rows = g->rows;
-	c->cols = g->cols;
+	derive(g, c, "_bwdc", FG_COL, 3 * ns, 2 * ns, ns);
 	c->red = -1;
 	c->ncolsum = ns;
 	for (int k = 0; k < ns; k++) {
@@ -506,16 +515,7 @@ int fgroup_row_backward(const struct fgroup *g, struct fgroup *b, struct fgroup 
 				return why(err, "value name '%s' is taken", nm);
 	}
 	struct bctx x = {g, b, (g->nvalues + g->nwrites) * 16 + 32, 0, NULL, 0};
-	b->values = xcalloc(x.cap, sizeof(*b->values));
-	b->ops = xcalloc(x.cap, sizeof(*b->ops));
-	b->writes = xcalloc(g->ninputs + 1, sizeof(*b->writes));
-	snprintf(nm, sizeof(nm), "%s_bwd", g->name);
-	b->name = xstrdup(nm);
-	b->kind = FG_ROW;
-	b->dtype = g->dtype;
-	b->numel = g->numel;
-	b->rows = g->rows;
-	b->cols = g->cols;
+	derive(g, b, "_bwd", FG_ROW, x.cap, x.cap, g->ninputs + 1);
 	for (int i = 0; i < g->ninputs; i++) {
 		int v = add_val(&x, g->values[i].name, g->values[i].dtype, -1);
 		b->values[v].numel = g->values[i].numel;
