@@ -16,8 +16,12 @@
  * Capture range (AICPROF_CAPTURE=profiler-api): recording starts paused and follows the
  * program's cuProfilerStart (at its exit) and cuProfilerStop (at its entry). Paused, only the
  * allocation callbacks (the map must stay true), the profiler's two and the resource ones stay
- * on; the launch, copy, sync and NVTX callbacks and the activity kinds are off, so a paused
- * program pays for no launch. Each change writes a `capture` line.
+ * on; the launch, copy, sync and NVTX callbacks are off, so a paused program pays for no
+ * launch. The activity kinds stay on (their records cost the program's threads nothing
+ * measurable, docs/perf.md), and only the records whose correlation id falls inside a range
+ * are kept: a range is the ids between its start's and its stop's, which CUPTI hands out in
+ * the order of the calls. Turning the kinds on and off inside the profiler's callbacks lost
+ * every kernel record of the range on the H200. Each change writes a `capture` line.
  */
 #include "preload/cupti.h"
 #include "preload/allocguard.h"
@@ -1111,22 +1115,58 @@ static CUptiResult activity_on(void);
 static void enable_set(uint32_t on, int rec);
 static _Atomic int detached;
 
-/* A capture range's start (on) or stop, from the program's cuProfilerStart or Stop: the
- * callbacks and activity kinds of a recording shim or of a paused one, and a capture line. */
-static void capture(int on, enum api_idx api)
+/* Capture ranges as correlation ids: range i holds the ids in (cap_lo[i], cap_hi[i]), the open
+ * one's hi UINT32_MAX. Written by the profiler's callbacks, read on CUPTI's buffer thread. */
+#define CAP_RANGES 4096
+static uint32_t cap_lo[CAP_RANGES];
+static _Atomic uint32_t cap_hi[CAP_RANGES];
+static _Atomic int cap_n;
+
+/* Whether an activity record of correlation id c belongs to a capture range (always, without
+ * AICPROF_CAPTURE). Ranges come in id order, so the newest are looked at first. */
+static int in_capture(uint32_t c)
+{
+	if (!shim_cfg.capture_api)
+		return 1;
+	for (int i = atomic_load_explicit(&cap_n, memory_order_acquire) - 1; i >= 0; i--) {
+		if (c >= atomic_load_explicit(&cap_hi[i], memory_order_acquire))
+			return 0; /* after range i and before range i + 1 */
+		if (c > cap_lo[i])
+			return 1;
+	}
+	return 0;
+}
+
+/* A capture range's start (on) or stop at correlation id corr, from the program's
+ * cuProfilerStart or Stop: the callbacks of a recording shim or of a paused one, the range's
+ * ids, and a capture line. */
+static void capture(int on, enum api_idx api, uint32_t corr)
 {
 	static _Atomic int capturing;
+	static int full;
 	if (!shim_cfg.capture_api || atomic_load(&detached) ||
 	    atomic_exchange(&capturing, on) == on)
 		return;
+	int n = atomic_load(&cap_n);
 	if (on) {
+		if (n == CAP_RANGES) {
+			if (!full++)
+				shim_say(
+				    "more than %d capture ranges: the later ones are not recorded",
+				    CAP_RANGES);
+			atomic_store(&capturing, 0);
+			return;
+		}
+		cap_lo[n] = corr;
+		atomic_store(&cap_hi[n], UINT32_MAX);
+		atomic_store_explicit(&cap_n, n + 1, memory_order_release);
 		enable_set(1, 1);
-		activity_on();
 		shim_pause(0);
 	} else {
 		shim_pause(1);
 		enable_set(1, 0);
-		activity_off(0); /* no flush inside a callback: the records come with the next */
+		if (n > 0)
+			atomic_store_explicit(&cap_hi[n - 1], corr, memory_order_release);
 	}
 	char buf[160];
 	struct jbuf b = {buf, 0, sizeof(buf), 0};
@@ -1161,9 +1201,9 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
 		if (a == A_cuProfilerStart || a == A_cuProfilerStop) {
 			/* a range starts once the start returned, and stops before the stop runs */
 			if (a == A_cuProfilerStart && cb->callbackSite == CUPTI_API_EXIT)
-				capture(1, a);
+				capture(1, a, cb->correlationId);
 			else if (a == A_cuProfilerStop && cb->callbackSite == CUPTI_API_ENTER)
-				capture(0, a);
+				capture(0, a, cb->correlationId);
 		} else if (a <= A_cuLaunchCooperativeKernel_ptsz) {
 			part = ST_CB_LAUNCH;
 			if (shim_recording())
@@ -1261,10 +1301,13 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 		switch (rec->kind) {
 		case CUPTI_ACTIVITY_KIND_KERNEL:
 		case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-			put_kernel((const CUpti_ActivityKernel10 *)rec);
+			if (in_capture(((const CUpti_ActivityKernel10 *)rec)->correlationId))
+				put_kernel((const CUpti_ActivityKernel10 *)rec);
 			break;
 		case CUPTI_ACTIVITY_KIND_MEMCPY: {
 			const CUpti_ActivityMemcpy6 *m = (const void *)rec;
+			if (!in_capture(m->correlationId))
+				break;
 			put_copy(m->bytes, m->start, m->end, m->correlationId, m->deviceId,
 			         m->streamId, m->copyKind, m->srcKind, m->dstKind, -1, -1);
 			break;
@@ -1272,6 +1315,8 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 		case CUPTI_ACTIVITY_KIND_MEMCPY2: {
 			/* peer-to-peer copies come only as this kind, with both devices */
 			const CUpti_ActivityMemcpyPtoP4 *m = (const void *)rec;
+			if (!in_capture(m->correlationId))
+				break;
 			put_copy(m->bytes, m->start, m->end, m->correlationId, m->deviceId,
 			         m->streamId, m->copyKind, m->srcKind, m->dstKind,
 			         (int)m->srcDeviceId, (int)m->dstDeviceId);
@@ -1279,6 +1324,8 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 		}
 		case CUPTI_ACTIVITY_KIND_MEMSET: {
 			const CUpti_ActivityMemset4 *m = (const void *)rec;
+			if (!in_capture(m->correlationId))
+				break;
 			struct r_copy *r = ring_reserve(sizeof(*r));
 			if (!r)
 				break;
@@ -1449,7 +1496,7 @@ int cupti_start(void)
 		shim_pause(1);
 	enable_set(1, !shim_cfg.capture_api);
 	if ((r = p_cuptiActivityRegisterCallbacks(buf_request, buf_complete)) != CUPTI_SUCCESS ||
-	    (!shim_cfg.capture_api && (r = activity_on()) != CUPTI_SUCCESS)) {
+	    (r = activity_on()) != CUPTI_SUCCESS) {
 		shim_say("cannot enable CUPTI activity records (%s): not recording", cupti_err(r));
 		p_cuptiUnsubscribe(subscriber);
 		return -1;

@@ -23,6 +23,7 @@ static void *mock;
 static int (*mock_cb_enabled)(CUpti_CallbackDomain, CUpti_CallbackId);
 static int (*mock_kind_enabled)(CUpti_ActivityKind);
 static int (*mock_record)(CUpti_ActivityKind, uint32_t);
+static void (*mock_set_flush_every)(int);
 static uint32_t (*mock_fire_call)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *,
                                   const void *);
 
@@ -59,7 +60,11 @@ static int mockenv_open(void)
 	*(void **)&mock_kind_enabled = dlsym(mock, "mock_kind_enabled");
 	*(void **)&mock_record = dlsym(mock, "mock_record");
 	*(void **)&mock_fire_call = dlsym(mock, "mock_fire_call");
-	return mock_cb_enabled && mock_kind_enabled && mock_record && mock_fire_call ? 0 : -1;
+	*(void **)&mock_set_flush_every = dlsym(mock, "mock_set_flush_every");
+	return mock_cb_enabled && mock_kind_enabled && mock_record && mock_fire_call &&
+	               mock_set_flush_every
+	           ? 0
+	           : -1;
 }
 
 /* cmocka setup and teardown: the mocks, shim_cfg, a fresh trace path for test (its name) */

@@ -33,10 +33,12 @@ static int setup(void **state)
 
 static const CUresult ok = CUDA_SUCCESS;
 
-static void fire(CUpti_CallbackId id, const void *params)
+/* An API call's entry and exit; its correlation id (0 when the shim had it off). */
+static uint32_t fire(CUpti_CallbackId id, const void *params)
 {
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
+	uint32_t c = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
 	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 1, params, &ok);
+	return c;
 }
 
 static void test_capture_range(void **state)
@@ -47,10 +49,12 @@ static void test_capture_range(void **state)
 	sites_init(1);
 	assert_int_equal(cupti_start(), 0);
 	assert_int_equal(writer_start(), 0);
+	mock_set_flush_every(1); /* each activity record reaches the shim when made */
 	const CUpti_CallbackId launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
-	/* paused: no launch callback, no kernel timing; allocations and the profiler's calls on */
+	/* paused: no launch callback; allocations and the profiler's calls on; the kernel kind
+	 * stays on (its records are kept by correlation id, below) */
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
-	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	assert_true(
 	    mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2));
 	assert_true(
@@ -68,19 +72,33 @@ static void test_capture_range(void **state)
 	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
 	fire(launch, &lp); /* paused: CUPTI does not even call the shim */
 
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	uint32_t c_start = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	assert_true(c_start > 0);
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	assert_int_equal(shim_recording(), 1);
 	a1 = 0x5678;
-	fire(launch, &lp); /* the one launch inside the range */
+	uint32_t c_in = fire(launch, &lp); /* the one launch inside the range */
+	assert_true(c_in > c_start);
 
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	uint32_t c_stop = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	assert_true(c_stop > c_in);
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
-	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	assert_int_equal(shim_recording(), 0);
 	a1 = 0x9abc;
 	fire(launch, &lp);
+	/* kernels of launches made before, inside and after the range: only the one inside is
+	 * kept (CUPTI times every kernel; the shim keeps the range's ids) */
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_start - 1), 1);
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_start), 1);
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_in), 1);
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_stop), 1);
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_stop + 5), 1);
+	/* a second range: its kernel is kept too */
+	uint32_t c_start2 = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_start2 + 1), 1);
+	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
 	/* a free while paused still leaves the map */
 	cuMemFree_v2_params fp = {base};
 	fire(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &fp);
@@ -90,7 +108,10 @@ static void test_capture_range(void **state)
 	FILE *f = fopen(mockenv_path, "r");
 	assert_non_null(f);
 	char line[8192];
-	int launches = 0, on = 0, off_ = 0, bad = 0;
+	int launches = 0, on = 0, off_ = 0, bad = 0, kernels = 0;
+	char want_in[32], want_2[32];
+	snprintf(want_in, sizeof(want_in), "\"c\":%u,", c_in);
+	snprintf(want_2, sizeof(want_2), "\"c\":%u,", c_start2 + 1);
 	while (fgets(line, sizeof(line), f)) {
 		if (!strchr(line, '\n'))
 			bad++;
@@ -98,6 +119,10 @@ static void test_capture_range(void **state)
 			launches++;
 			assert_non_null(strstr(line, "\"v\":\"0x5678\""));
 			assert_non_null(strstr(line, "\"p\":[[0,\"0x7f0000000100\",0,256]]"));
+		}
+		if (!strncmp(line, "{\"t\":\"kernel\"", 13)) {
+			kernels++;
+			assert_true(strstr(line, want_in) || strstr(line, want_2));
 		}
 		if (!strncmp(line, "{\"t\":\"capture\"", 14)) {
 			if (strstr(line, "\"on\":true") &&
@@ -111,8 +136,9 @@ static void test_capture_range(void **state)
 	fclose(f);
 	assert_int_equal(bad, 0);
 	assert_int_equal(launches, 1);
-	assert_int_equal(on, 1);
-	assert_int_equal(off_, 1);
+	assert_int_equal(kernels, 2);
+	assert_int_equal(on, 2);
+	assert_int_equal(off_, 2);
 }
 
 int main(void)
