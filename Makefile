@@ -15,7 +15,7 @@ B        := build
 
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter $(if $(WERROR),-Werror)
 CFLAGS   ?= -O2 -g
-ALLCFLAGS = $(CFLAGS) -MMD -MP -std=gnu11 $(WARN) -D_GNU_SOURCE -DAICPROF_VERSION='"$(VERSION)"' -I. $(if $(HAVE_LIBDW),,-DAICPROF_NO_LIBDW) $(EXTRA_CFLAGS)
+ALLCFLAGS = $(CFLAGS) -MMD -MP -std=gnu11 $(WARN) -D_GNU_SOURCE -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -DAICPROF_VERSION='"$(VERSION)"' -I. $(if $(HAVE_LIBDW),,-DAICPROF_NO_LIBDW) $(EXTRA_CFLAGS)
 # libdw (elfutils) names native sites' lines; on the device (NO_DEPS=1) without it, sites keep
 # module+offset (analyzer/symbolize.c built with AICPROF_NO_LIBDW)
 HAVE_LIBDW := $(if $(NO_DEPS),$(shell pkg-config --exists libdw 2>/dev/null && echo 1),1)

@@ -31,6 +31,20 @@ static const char *cupy_attr(enum fdtype t)
 	return t == FD_BOOL ? "bool_" : cupy_dtype(t);
 }
 
+/* fmt into sb with each "%1$s", "%2$s", "%3$s" replaced by arg[0], [1], [2]. Not printf:
+ * a fortified printf (Ubuntu's default) aborts on a format that skips an argument number. */
+static void fill_form(struct strbuf *sb, const char *fmt, const char *const arg[3])
+{
+	for (const char *p = fmt; *p; p++) {
+		if (p[0] == '%' && p[1] >= '1' && p[1] <= '3' && p[2] == '$' && p[3] == 's') {
+			strbuf_adds(sb, arg[p[1] - '1']);
+			p += 3;
+		} else {
+			strbuf_add(sb, p, 1);
+		}
+	}
+}
+
 /* op n through CuPy, arguments named a%d, into sb; -1 when CuPy cannot spell it. */
 static int cupy_op(struct strbuf *sb, const struct fopnode *n)
 {
@@ -79,7 +93,7 @@ static int cupy_op(struct strbuf *sb, const struct fopnode *n)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(forms); i++)
 		if (!strcmp(n->op->name, forms[i].op)) {
-			strbuf_addf(sb, forms[i].fmt, a[0], a[1], num);
+			fill_form(sb, forms[i].fmt, (const char *const[3]){a[0], a[1], num});
 			return 0;
 		}
 	return -1;
