@@ -248,13 +248,28 @@ int64_t ptrmap_find(uint64_t addr, uint64_t *off)
 	return id;
 }
 
+/* A launch's words point into few allocations, again and again (a cuBLAS GEMM's 18 pointers,
+ * its TMA descriptors' among them, into 4), so the last ranges found are tried before a
+ * search. */
+#define BATCH_SEEN 4
 void ptrmap_find_batch(const uint64_t *addrs, int cnt, int64_t *ids, uint64_t *offs)
 {
+	const struct range *seen[BATCH_SEEN];
+	int ns = 0, next = 0;
 	pthread_rwlock_rdlock(&lock);
 	for (int k = 0; k < cnt; k++) {
-		const struct range *r = find(addrs[k]);
+		uint64_t a = addrs[k];
+		const struct range *r = NULL;
+		for (int j = 0; j < ns && !r; j++)
+			if (a - seen[j]->base < seen[j]->size)
+				r = seen[j];
+		if (!r && (r = find(a))) {
+			seen[next] = r;
+			next = (next + 1) % BATCH_SEEN;
+			ns += ns < BATCH_SEEN;
+		}
 		ids[k] = r ? r->id : -1;
-		offs[k] = r ? addrs[k] - r->base : 0;
+		offs[k] = r ? a - r->base : 0;
 	}
 	pthread_rwlock_unlock(&lock);
 }

@@ -222,6 +222,28 @@ static void test_batch(void **st)
 	}
 	assert_true(hits > 0 && hits < N);      /* both kinds were asked */
 	ptrmap_find_batch(addrs, 0, ids, offs); /* nothing to do, nothing touched */
+	/* a GEMM's words: few ranges again and again (the ranges the batch saw last are tried
+	 * first), and words just past a seen range's end or just before its base, which the
+	 * seen ranges must not claim */
+	int reuse = 0;
+	for (int k = 0; k < N; k++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t base = 0x100000 + ((seed >> 33) % 6) * 0x10000, o = (seed >> 8) & 0x1ff;
+		uint64_t b = 0, size = 0;
+		assert_true(ptrmap_find_range(base, &b, &size) >= 0);
+		int kind = (int)((seed >> 40) % 4);
+		addrs[k] = kind == 0 ? base - 1 - o % 4 : kind == 1 ? base + size : base + o % size;
+	}
+	ptrmap_find_batch(addrs, N, ids, offs);
+	for (int k = 0; k < N; k++) {
+		uint64_t off = 0;
+		int64_t id = ptrmap_find(addrs[k], &off);
+		assert_int_equal(ids[k], id);
+		if (id >= 0)
+			assert_int_equal(offs[k], off);
+		reuse += id >= 0;
+	}
+	assert_true(reuse > N / 3); /* half the words hit one of 6 ranges, again and again */
 	ptrmap_clear();
 }
 
