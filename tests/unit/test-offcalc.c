@@ -1,0 +1,182 @@
+/*
+ * test-offcalc.c - analyzer/offcalc.c on closures built the way ATen lays out its strided
+ * loop's lambda: an OffsetCalculator<NARGS> (dims, 25 IntDividers computed here with PyTorch's
+ * formula, written independently of the decoder's check, and 25 x NARGS byte strides) beside
+ * a data array of pointers and a functor, with the calculator before or after the pointers.
+ * Rotary embedding's `q * cos` (q a transposed view, cos broadcast over batch and heads) and
+ * a broadcast add are read back: sizes, strides, each operand's layout; a numel that is not the
+ * sizes' product, a corrupted divider and random bytes find nothing; the hex reader refuses odd
+ * lengths and non-digits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/offcalc.h"
+
+/* IntDivider<unsigned int>(d) as ATen's constructor computes it */
+static void divider(uint32_t d, uint32_t out[3])
+{
+	uint32_t shift;
+	for (shift = 0; shift < 32; shift++)
+		if ((1u << shift) >= d)
+			break;
+	uint64_t one = 1;
+	uint64_t magic = ((one << 32) * ((one << shift) - d)) / d + 1;
+	out[0] = d, out[1] = (uint32_t)magic, out[2] = shift;
+}
+
+/* A closure: pre bytes of pointers (the data array first when calc_after), then the
+ * calculator, then 8 bytes of functor. Returns its length. */
+static size_t closure(uint8_t *buf, int dims, const uint32_t *sizes, int nargs,
+                      const uint32_t *strides /* [dims][nargs] */, int calc_after)
+{
+	size_t k = 0;
+	uint64_t ptr = 0x7f0012340000ull;
+	if (calc_after)
+		for (int a = 0; a < nargs; a++, k += 8, ptr += 0x100000)
+			memcpy(buf + k, &ptr, 8);
+	uint32_t d32 = (uint32_t)dims;
+	memcpy(buf + k, &d32, 4), k += 4;
+	for (int i = 0; i < OFFCALC_DIMS; i++, k += 12) {
+		uint32_t t[3];
+		divider(i < dims ? sizes[i] : 1, t);
+		memcpy(buf + k, t, 12);
+	}
+	for (int i = 0; i < OFFCALC_DIMS; i++)
+		for (int a = 0; a < nargs; a++, k += 4) {
+			uint32_t s = i < dims ? strides[i * nargs + a] : 0;
+			memcpy(buf + k, &s, 4);
+		}
+	if (!calc_after) {
+		k = (k + 7) & ~(size_t)7;
+		for (int a = 0; a < nargs; a++, k += 8, ptr += 0x100000)
+			memcpy(buf + k, &ptr, 8);
+	}
+	float alpha = 1.0f;
+	memcpy(buf + k, &alpha, 4), k += 8;
+	return k;
+}
+
+static void test_rotary(void **st)
+{
+	(void)st;
+	/* out[b, h, s, d] = q[b, h, s, d] * cos[s, d], bf16, q = x.view(B, S, H, D).transpose(1,
+	 * 2): dims fastest first (d 64, s 256, h 4, b 2) */
+	const uint32_t sizes[4] = {64, 256, 4, 2};
+	const uint32_t strides[4 * 3] = {
+	    2,      2,      2,   /* d */
+	    128,    512,    128, /* s: out contiguous, q steps over the heads, cos rows */
+	    32768,  128,    0,   /* h */
+	    131072, 131072, 0,   /* b */
+	};
+	for (int after = 0; after < 2; after++) {
+		uint8_t buf[2048];
+		size_t n = closure(buf, 4, sizes, 3, strides, after);
+		struct offcalc oc;
+		assert_int_equal(offcalc_decode(buf, n, 3, 64 * 256 * 4 * 2, &oc), 0);
+		assert_int_equal(oc.dims, 4);
+		assert_int_equal(oc.nargs, 3);
+		for (int i = 0; i < 4; i++) {
+			assert_int_equal(oc.size[i], sizes[i]);
+			for (int a = 0; a < 3; a++)
+				assert_int_equal(oc.stride[i][a], strides[i * 3 + a]);
+		}
+		uint32_t elem;
+		long inner;
+		assert_int_equal(offcalc_kind(&oc, 0, &elem, &inner), OC_DENSE);
+		assert_int_equal(elem, 2);
+		assert_int_equal(inner, 64 * 256 * 4 * 2);
+		assert_int_equal(offcalc_kind(&oc, 1, &elem, &inner), OC_OTHER);
+		assert_int_equal(offcalc_kind(&oc, 2, &elem, &inner), OC_BROADCAST);
+		assert_int_equal(elem, 2);
+		assert_int_equal(inner, 64 * 256);
+		assert_int_equal(offcalc_kind(&oc, 3, &elem, &inner), OC_OTHER); /* no operand 3 */
+		char d[160];
+		offcalc_describe(&oc, 1, d, sizeof(d));
+		assert_string_equal(d, "sizes [64, 256, 4, 2] strides [2, 512, 128, 131072]");
+		/* numel unchecked: the same reading; a numel that is not the sizes' product,
+		 * or no operand count: nothing */
+		struct offcalc o2;
+		assert_int_equal(offcalc_decode(buf, n, 3, 0, &o2), 0);
+		assert_memory_equal(&oc, &o2, sizeof(oc));
+		assert_int_equal(offcalc_decode(buf, n, 3, 64 * 256 * 4, &o2), -1);
+		assert_int_equal(offcalc_decode(buf, n, 0, 0, &o2), -1);
+	}
+}
+
+static void test_broadcast_scalar_and_bad(void **st)
+{
+	(void)st;
+	/* out[r, c] = x[r, c] + b[c] + s, f32, coalesced: c 1024, r 4096; s a 0-dim tensor */
+	const uint32_t sizes[2] = {1024, 4096};
+	const uint32_t strides[2 * 4] = {4, 4, 4, 0, 4096, 4096, 0, 0};
+	uint8_t buf[2048];
+	size_t n = closure(buf, 2, sizes, 4, strides, 1);
+	struct offcalc oc;
+	assert_int_equal(offcalc_decode(buf, n, 4, 1024L * 4096, &oc), 0);
+	assert_int_equal(oc.nargs, 4);
+	uint32_t elem;
+	long inner;
+	assert_int_equal(offcalc_kind(&oc, 1, &elem, &inner), OC_DENSE);
+	assert_int_equal(offcalc_kind(&oc, 2, &elem, &inner), OC_BROADCAST);
+	assert_int_equal(inner, 1024);
+	assert_int_equal(offcalc_kind(&oc, 3, &elem, &inner), OC_SCALAR);
+	/* a stride after a broadcast dimension: out[c, r] = x[r, c] with x's rows broadcast is
+	 * no flat form */
+	struct offcalc t = oc;
+	t.stride[0][1] = 0;
+	assert_int_equal(offcalc_kind(&t, 1, &elem, &inner), OC_OTHER);
+	/* every second element (a slice) reads as element size 8: the caller compares it */
+	t = oc;
+	t.stride[0][1] = 8, t.stride[1][1] = 8192;
+	assert_int_equal(offcalc_kind(&t, 1, &elem, &inner), OC_DENSE);
+	assert_int_equal(elem, 8);
+	/* one divider's magic number off by one: nothing is found */
+	uint8_t bad[2048];
+	memcpy(bad, buf, n);
+	uint32_t m1;
+	memcpy(&m1, bad + 4 * 8 + 4 + 12 * 1 + 4, 4);
+	m1++;
+	memcpy(bad + 4 * 8 + 4 + 12 * 1 + 4, &m1, 4);
+	assert_int_equal(offcalc_decode(bad, n, 4, 0, &oc), -1);
+	/* a truncated closure, random bytes, no bytes */
+	assert_int_equal(offcalc_decode(buf, 300, 4, 0, &oc), -1);
+	uint64_t seed = 99;
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		bad[i] = (uint8_t)(seed >> 56);
+	}
+	for (int k = 1; k <= OFFCALC_ARGS; k++)
+		assert_int_equal(offcalc_decode(bad, sizeof(bad), k, 0, &oc), -1);
+	assert_int_equal(offcalc_decode(NULL, 0, 4, 0, &oc), -1);
+}
+
+static void test_hex(void **st)
+{
+	(void)st;
+	uint8_t b[4];
+	assert_int_equal(offcalc_hex("00ff7A", b, sizeof(b)), 3);
+	assert_int_equal(b[0], 0);
+	assert_int_equal(b[1], 255);
+	assert_int_equal(b[2], 0x7a);
+	assert_int_equal(offcalc_hex("", b, sizeof(b)), 0);
+	assert_int_equal(offcalc_hex("abc", b, sizeof(b)), -1); /* odd */
+	assert_int_equal(offcalc_hex("0g", b, sizeof(b)), -1);  /* not hex */
+	assert_int_equal(offcalc_hex("0011223344", b, 4), -1);  /* too long for the buffer */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_rotary),
+	    cmocka_unit_test(test_broadcast_scalar_and_bad),
+	    cmocka_unit_test(test_hex),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
