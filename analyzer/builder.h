@@ -73,6 +73,7 @@ struct rec {
 	int nscalars;
 	struct node_param sp[8]; /* every scalar parameter (first 8), for the group description */
 	int nsp;
+	struct offcalc *oc; /* a strided loop's offset calculator (owned), NULL none */
 	uint64_t br, bw;
 	int nptr, aptr;
 	struct ptrarg *p, pin[PIN];

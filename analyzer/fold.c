@@ -102,6 +102,10 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		nd->numel = o->numel;
 		memcpy(nd->params, o->sp, sizeof(o->sp));
 		nd->nparams = o->nsp;
+		if (o->oc) {
+			nd->oc = *o->oc;
+			nd->has_oc = 1;
+		}
 		nd->bytes_read = o->br;
 		nd->bytes_written = o->bw;
 		nd->claimed = -1;

@@ -58,6 +58,7 @@ struct gb {
 	long numel;              /* elements per full tensor */
 	enum dtype half;         /* the 16-bit type a member names, DT_UNKNOWN when none */
 	long col_rows, col_cols; /* a column group's shape (its last member's), 0 when none */
+	int layouts_checked;     /* strided loop members whose offset calculator was checked */
 	struct strbuf why;
 };
 
@@ -297,6 +298,59 @@ static int strided_loop(const struct node *n)
 {
 	return n->sem.rule && !strcmp(n->sem.rule, "torch-elementwise") && n->full_name &&
 	       strstr(n->full_name, "gpu_kernel_impl");
+}
+
+/*
+ * A strided loop member whose offset calculator the trace kept (n->oc): whether a kernel over
+ * one flat index computes it as the group describes it. Its result must be dense at the
+ * group's element size (out_es bytes); each input dense, broadcast over its outer dimensions
+ * (read at i % inner, the group's form for a smaller input) or one element; where the loop's
+ * inputs are the member's reads one to one, each read's value must hold the elements the
+ * layout steps through (a slice reads every second element of a larger tensor). 0, or
+ * fail() naming the operand and its sizes and strides.
+ */
+static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
+{
+	const struct offcalc *oc = &n->oc;
+	char d[256];
+	long prod = 1;
+	for (int i = 0; i < oc->dims; i++)
+		prod *= (long)oc->size[i];
+	if (prod != g->numel)
+		return fail(g,
+		            "node %d: its offset calculator's sizes hold %ld elements, not the "
+		            "group's %ld",
+		            n->id, prod, g->numel);
+	int by_read = n->nreads == oc->nargs - 1;
+	for (int j = 0; j < oc->nargs; j++) {
+		uint32_t elem;
+		long inner;
+		enum offcalc_layout k = offcalc_kind(oc, j, &elem, &inner);
+		offcalc_describe(oc, j, d, sizeof(d));
+		if (j == 0 && (k != OC_DENSE || elem != out_es))
+			return fail(g,
+			            "node %d ('%s') writes a strided view (%s, %zu-byte elements): "
+			            "no kernel over one flat index writes it",
+			            n->id, n->name, d, out_es);
+		if (k == OC_OTHER)
+			return fail(g,
+			            "node %d ('%s') reads its operand %d through a transpose or a "
+			            "slice (%s): no kernel over one flat index reads it",
+			            n->id, n->name, j, d);
+		if (j == 0 || !by_read || k == OC_SCALAR)
+			continue;
+		const struct value *v = &g->m->values[n->reads[j - 1]];
+		long count = k == OC_DENSE ? g->numel : inner;
+		int held = fusegroup_elem_size(v->size, (uint64_t)count);
+		if (held && (uint32_t)held != elem)
+			return fail(
+			    g,
+			    "node %d ('%s') reads its operand %d every %u bytes (%s) from value "
+			    "%d, a tensor of %d-byte elements: a slice, which no kernel over one "
+			    "flat index reads",
+			    n->id, n->name, j, elem, d, v->id, held);
+	}
+	return 0;
 }
 
 /* Whether one of the names a[0..na) is a group input smaller than the group (broadcast). */
@@ -1246,7 +1300,19 @@ static int build(struct gb *g)
 		int r = member_ops(g, n, a, na, res, sizeof(res), &cols, &rows);
 		if (r < 0)
 			return -1;
-		if (strided_loop(n) && !reads_broadcast(g, a, na))
+		if (strided_loop(n) && n->has_oc) {
+			int rv0 = fusegroup_result(m, n->id);
+			long vn0;
+			enum dtype t0 =
+			    rv0 >= 0 ? value_dtype(g, &m->values[rv0], n, &vn0) : DT_UNKNOWN;
+			if (t0 == DT_UNKNOWN)
+				return rv0 < 0
+				           ? fail(g, "node %d writes nothing the trace saw", n->id)
+				           : -1;
+			if (loop_layout_ok(g, n, dtype_size(t0)))
+				return -1;
+			g->layouts_checked++;
+		} else if (strided_loop(n) && !reads_broadcast(g, a, na))
 			return fail(
 			    g,
 			    "node %d ('%s') is ATen's strided loop over tensors of one size: "
@@ -1404,6 +1470,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 	cJSON_AddItemToObject(root, "outputs", g.outs);
 	cJSON_AddItemToObject(root, "kept", g.kept);
 	cJSON_AddItemToObject(root, "unwritten", g.unwritten);
+	if (g.layouts_checked) /* strided loops confirmed by their offset calculators */
+		cJSON_AddNumberToObject(root, "layouts_checked", g.layouts_checked);
 	cJSON_AddNumberToObject(root, "time_before_us",
 	                        (double)(long long)(c->before_us * 1000 + 0.5) / 1000);
 	for (int i = 0; i < m->nvalues; i++)

@@ -14,6 +14,7 @@
 #ifndef AICPROF_MODEL_H
 #define AICPROF_MODEL_H
 
+#include "analyzer/offcalc.h"
 #include "analyzer/semantics.h"
 
 #include <stdint.h>
@@ -68,6 +69,10 @@ struct node {
 	} params[8];
 	int nparams;
 	int reads[8]; /* values it reads, in the order of its pointer arguments (first 8) */
+	/* ATen's strided loop: its offset calculator, read from the closure bytes the trace
+	 * kept ("x"; offcalc.c), when has_oc */
+	int has_oc;
+	struct offcalc oc;
 	int nreads;
 	uint64_t seq; /* trace `seq` of the captured step's op (memplan.c's window) */
 	int site_id;  /* the trace's site id of the captured op, -1 none (lines.c) */

@@ -34,7 +34,7 @@ static int divider_ok(uint32_t d, uint32_t m1, uint32_t s)
 /* The calculator at byte offset o with nargs operands, into *oc; 0 or -1. */
 static int try_at(const uint8_t *x, size_t n, size_t o, int nargs, long numel, struct offcalc *oc)
 {
-	size_t need = 4 + 12 * OFFCALC_DIMS + 4 * (size_t)OFFCALC_DIMS * (size_t)nargs;
+	size_t need = offcalc_bytes(nargs);
 	if (o + need > n)
 		return -1;
 	uint32_t dims = u32_at(x + o);
@@ -66,6 +66,7 @@ static int try_at(const uint8_t *x, size_t n, size_t o, int nargs, long numel, s
 			return -1;
 	}
 	memset(oc, 0, sizeof(*oc));
+	oc->at = (int)o;
 	oc->dims = (int)dims;
 	oc->nargs = nargs;
 	for (uint32_t i = 0; i < dims; i++) {
@@ -74,6 +75,11 @@ static int try_at(const uint8_t *x, size_t n, size_t o, int nargs, long numel, s
 			oc->stride[i][a] = u32_at(st + 4 * ((size_t)i * (size_t)nargs + (size_t)a));
 	}
 	return 0;
+}
+
+size_t offcalc_bytes(int nargs)
+{
+	return 4 + 12 * OFFCALC_DIMS + 4 * (size_t)OFFCALC_DIMS * (size_t)nargs;
 }
 
 int offcalc_decode(const uint8_t *x, size_t n, int nargs, long numel, struct offcalc *oc)

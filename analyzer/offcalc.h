@@ -20,10 +20,11 @@
 #include <stdint.h>
 
 #define OFFCALC_DIMS 25 /* ATen's MAX_DIMS on CUDA */
-#define OFFCALC_ARGS 8  /* operands kept (NARGS is arity + 1) */
+#define OFFCALC_ARGS 4  /* operands read (NARGS is arity + 1: where's 3 inputs) */
 
 struct offcalc {
 	int dims, nargs;
+	int at; /* byte offset of the calculator in the closure */
 	uint32_t size[OFFCALC_DIMS];
 	uint32_t stride[OFFCALC_DIMS][OFFCALC_ARGS]; /* bytes */
 };
@@ -36,6 +37,10 @@ struct offcalc {
  * 0 and fills *oc, or -1 when no calculator is there (then *oc is untouched).
  */
 int offcalc_decode(const uint8_t *x, size_t n, int nargs, long numel, struct offcalc *oc);
+
+/* The calculator's size in bytes with nargs operands (where the data array beside it starts
+ * or ends). */
+size_t offcalc_bytes(int nargs);
 
 /* Decodes a hex string (two digits a byte, memory order) into at most cap bytes; returns the
  * byte count, or -1 on a character that is not a hex digit or an odd length. */

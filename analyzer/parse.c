@@ -50,6 +50,8 @@ static struct rec *rec_new(struct builder *b)
 
 void rec_free(struct builder *b, struct rec *r)
 {
+	free(r->oc);
+	r->oc = NULL;
 	r->next_free = b->pool;
 	b->pool = r;
 }
@@ -64,7 +66,8 @@ static inline int before(const struct rec *a, const struct rec *b)
 /* What a held record costs: the struct and a grown pointer array. */
 static long rec_bytes(const struct rec *r)
 {
-	return (long)sizeof(*r) + (r->p != r->pin ? (long)(r->aptr * sizeof(*r->p)) : 0);
+	return (long)sizeof(*r) + (r->p != r->pin ? (long)(r->aptr * sizeof(*r->p)) : 0) +
+	       (r->oc ? (long)sizeof(*r->oc) : 0);
 }
 
 /*
@@ -341,6 +344,50 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	return 0;
 }
 
+/* Whether word offset w of the parameter is one of r's pointers p[first..r->nptr). */
+static int ptr_word(const struct rec *r, int first, long w)
+{
+	for (int k = first; k < r->nptr; k++)
+		if (r->p[k].word == w)
+			return 1;
+	return 0;
+}
+
+/*
+ * A strided loop's closure bytes (the trace's "x", hex), whose pointers are r->p[first..
+ * r->nptr): its offset calculator into r->oc, when one is there. The operand count is the
+ * length of the data array, the run of pointer words just after the calculator (8-aligned)
+ * or just before it, with no pointer word past either end of the run: for each count the
+ * decoder tries, the run must be exactly that long where that count's calculator ends.
+ * Nothing is kept when no count fits (a closure of another layout, a count the data array
+ * does not confirm).
+ */
+static void parse_closure(struct rec *r, const char *hex, int first)
+{
+	uint8_t x[4096];
+	long n = offcalc_hex(hex, x, sizeof(x));
+	if (n <= 0 || r->oc)
+		return;
+	for (int k = 1; k <= OFFCALC_ARGS; k++) {
+		struct offcalc oc;
+		if (offcalc_decode(x, (size_t)n, k, 0, &oc))
+			continue;
+		long end = (oc.at + (long)offcalc_bytes(k) + 7) & ~7L, beg = oc.at - 8L * k;
+		int after = 1, before = beg >= 0 && oc.at % 8 == 0;
+		for (int j = 0; j < k; j++) {
+			after &= ptr_word(r, first, end + 8L * j);
+			before &= before && ptr_word(r, first, beg + 8L * j);
+		}
+		after &= !ptr_word(r, first, end + 8L * k);
+		before &= !ptr_word(r, first, beg - 8);
+		if (after || before) {
+			r->oc = xmalloc(sizeof(*r->oc));
+			*r->oc = oc;
+			return;
+		}
+	}
+}
+
 /* Keeps parameter arg's bytes (hex) as r's scalar parameter of size size, while there is room. */
 static void push_param(struct rec *r, double arg, int size, const char *hex)
 {
@@ -356,9 +403,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 	int k = 0;
 	cJSON_ArrayForEach(a, args)
 	{
-		/* one pass over the argument's fields ("i", "o", "n", "v", "w", "a", "p") */
+		/* one pass over the argument's fields ("i", "o", "n", "v", "w", "a", "x", "p") */
 		const cJSON *p = NULL, *e;
-		const char *vs = NULL, *as = NULL, *ws = NULL;
+		const char *vs = NULL, *as = NULL, *ws = NULL, *xs = NULL;
 		double pn = 0, pi = -1;
 		for (const cJSON *f = a->child; f; f = f->next) {
 			if (!f->string || f->string[1])
@@ -375,6 +422,9 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 				break;
 			case 'w':
 				ws = cJSON_IsString(f) ? f->valuestring : ws;
+				break;
+			case 'x':
+				xs = cJSON_IsString(f) ? f->valuestring : xs;
 				break;
 			case 'n':
 				pn = cJSON_IsNumber(f) ? f->valuedouble : pn;
@@ -404,6 +454,7 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			}
 			continue;
 		}
+		int first = r->nptr;
 		cJSON_ArrayForEach(e, p)
 		{
 			if (!cJSON_IsArray(e))
@@ -441,6 +492,8 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			                : -1;
 			k++;
 		}
+		if (xs)
+			parse_closure(r, xs, first);
 	}
 	return 0;
 }
