@@ -300,14 +300,54 @@ static int strided_loop(const struct node *n)
 	       strstr(n->full_name, "gpu_kernel_impl");
 }
 
+/* Why a strided loop that writes into a fill's buffer is no slice op of the group, for the
+ * fill's refusal: its layout when the trace kept it, else that the trace lacks it. */
+static const char *slice_why(const struct node *w, char *buf, size_t cap)
+{
+	if (!strided_loop(w))
+		return "";
+	if (!w->has_oc)
+		return ", nor a slice: that copy is ATen's strided loop, whose sizes and strides "
+		       "the trace does not hold";
+	char d0[128], d1[128];
+	offcalc_describe(&w->oc, 0, d0, sizeof(d0));
+	offcalc_describe(&w->oc, 1, d1, sizeof(d1));
+	snprintf(buf, cap,
+	         ", nor a slice: that copy is ATen's strided loop (its result %s, its source %s), "
+	         "which the group has no op for",
+	         d0, d1);
+	return buf;
+}
+
+/* Whether value vi is a group input; its "numel" (0: a whole tensor) and per_row. */
+static int input_form(const struct gb *g, int vi, long *numel, int *per_row)
+{
+	const char *name = g->vname[vi];
+	const cJSON *in;
+	if (!name)
+		return 0;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
+			continue;
+		const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
+		*numel = cJSON_IsNumber(ne) ? (long)ne->valuedouble : 0;
+		*per_row = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "per_row"));
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * A strided loop member whose offset calculator the trace kept (n->oc): whether a kernel over
  * one flat index computes it as the group describes it. Its result must be dense at the
  * group's element size (out_es bytes); each input dense, broadcast over its outer dimensions
- * (read at i % inner, the group's form for a smaller input) or one element; where the loop's
+ * (read at i % inner), one value a row (read at i / inner) or one element. Where the loop's
  * inputs are the member's reads one to one, each read's value must hold the elements the
- * layout steps through (a slice reads every second element of a larger tensor). 0, or
- * fail() naming the operand and its sizes and strides.
+ * layout steps through (a slice reads every second element of a larger tensor), and its form
+ * in the group must be the layout's: a broadcast input of inner elements, a per-row one of
+ * rows. 0, or fail() naming the operand and its sizes and strides.
  */
 static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 {
@@ -339,8 +379,9 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 			            n->id, n->name, j, d);
 		if (j == 0 || !by_read || k == OC_SCALAR)
 			continue;
-		const struct value *v = &g->m->values[n->reads[j - 1]];
-		long count = k == OC_DENSE ? g->numel : inner;
+		int vi = n->reads[j - 1];
+		const struct value *v = &g->m->values[vi];
+		long count = k == OC_DENSE ? g->numel : k == OC_PER_ROW ? g->numel / inner : inner;
 		int held = fusegroup_elem_size(v->size, (uint64_t)count);
 		if (held && (uint32_t)held != elem)
 			return fail(
@@ -349,6 +390,17 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 			    "%d, a tensor of %d-byte elements: a slice, which no kernel over one "
 			    "flat index reads",
 			    n->id, n->name, j, elem, d, v->id, held);
+		long in_numel = 0;
+		int per_row = 0;
+		if (input_form(g, vi, &in_numel, &per_row) && k != OC_DENSE &&
+		    (per_row != (k == OC_PER_ROW) || (k == OC_BROADCAST && in_numel != inner)))
+			return fail(
+			    g,
+			    "node %d ('%s') reads its operand %d %s (%s), which the group would "
+			    "read %s",
+			    n->id, n->name, j,
+			    k == OC_PER_ROW ? "once a row" : "as a broadcast of its inner part", d,
+			    per_row ? "once a row" : "as a broadcast of a smaller tensor");
 	}
 	return 0;
 }
@@ -956,6 +1008,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		float v = size == 4   ? fusegroup_f32((uint32_t)raw)
 		          : size == 2 ? fusegroup_f32((uint32_t)(raw & 0xffff) << 16)
 		                      : half_to_f32((uint16_t)raw);
+		char sw[400];
 		/* a constant stands for the fill only where nothing outside the group writes
 		 * into its buffer before the group's last member (a slice's backward fills zeros
 		 * and copies the slice into them: its reader reads both) */
@@ -964,16 +1017,12 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			const struct value *w = &g->m->values[k];
 			if (k != rv && w->buffer == g->m->values[rv].buffer && w->writer > n->id &&
 			    w->writer <= last && !in_group(g->c, w->writer))
-				return fail(
-				    g,
-				    "node %d: its fill is partly overwritten by node %d, "
-				    "outside the group, before the group reads it: no "
-				    "constant stands for it%s",
-				    n->id, w->writer,
-				    strided_loop(&g->m->nodes[w->writer])
-				        ? ", nor a slice: that copy is ATen's strided loop, "
-				          "whose sizes and strides the trace does not hold"
-				        : "");
+				return fail(g,
+				            "node %d: its fill is partly overwritten by node %d, "
+				            "outside the group, before the group reads it: no "
+				            "constant stands for it%s",
+				            n->id, w->writer,
+				            slice_why(&g->m->nodes[w->writer], sw, sizeof(sw)));
 		}
 		cJSON *o = add_op(g, "fill", a, 0, res, rsz);
 		add_value(o, v);

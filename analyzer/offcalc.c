@@ -1,10 +1,12 @@
 /*
  * offcalc.c - reads ATen's OffsetCalculator out of a strided loop's closure bytes (offcalc.h
  * says what it is and why). The scan tries every 4-byte-aligned offset: a count of 1 to 25
- * dimensions, then 25 (divisor, magic, shift) triples where each divisor's magic and shift are
- * recomputed the way at::cuda::detail::IntDivider does and must match, the unused ones (1, 1,
- * 0), then the strides, zero past the count. A random run of bytes passes that only by
- * accident (25 triples of exact arithmetic), so the first match is the calculator.
+ * dimensions, then that many (divisor, magic, shift) triples where each divisor's magic and
+ * shift are recomputed the way at::cuda::detail::IntDivider does and must match, and the
+ * divisors' product must be the loop's element count (its N parameter). The entries past the
+ * count are not looked at: PyTorch 2.11 leaves them unset (the H200's closures hold stack
+ * garbage there). A run of bytes passes only by accident, and the caller checks the data
+ * array beside the match too (parse.c).
  */
 #include "analyzer/offcalc.h"
 
@@ -42,20 +44,14 @@ static int try_at(const uint8_t *x, size_t n, size_t o, int nargs, long numel, s
 		return -1;
 	const uint8_t *dv = x + o + 4, *st = dv + 12 * OFFCALC_DIMS;
 	unsigned long long prod = 1;
-	for (uint32_t i = 0; i < OFFCALC_DIMS; i++) {
+	for (uint32_t i = 0; i < dims; i++) {
 		uint32_t d = u32_at(dv + 12 * i), m1 = u32_at(dv + 12 * i + 4),
 		         s = u32_at(dv + 12 * i + 8);
-		if (i >= dims ? d != 1 || m1 != 1 || s != 0 : !divider_ok(d, m1, s))
-			return -1;
-		if (i < dims && (prod *= d) > 0xffffffffull)
+		if (!divider_ok(d, m1, s) || (prod *= d) > 0xffffffffull)
 			return -1;
 	}
-	if (numel > 0 && prod != (unsigned long long)numel)
+	if (prod != (unsigned long long)numel)
 		return -1;
-	for (uint32_t i = dims; i < OFFCALC_DIMS; i++)
-		for (int a = 0; a < nargs; a++)
-			if (u32_at(st + 4 * ((size_t)i * (size_t)nargs + (size_t)a)))
-				return -1;
 	/* a dimension of more than one element that no operand steps through would have been
 	 * dropped by TensorIterator: not a calculator of this many operands */
 	for (uint32_t i = 0; i < dims; i++) {
@@ -84,7 +80,7 @@ size_t offcalc_bytes(int nargs)
 
 int offcalc_decode(const uint8_t *x, size_t n, int nargs, long numel, struct offcalc *oc)
 {
-	if (!x || nargs < 1 || nargs > OFFCALC_ARGS)
+	if (!x || nargs < 1 || nargs > OFFCALC_ARGS || numel <= 0)
 		return -1;
 	for (size_t o = 0; o + 4 <= n; o += 4)
 		if (!try_at(x, n, o, nargs, numel, oc))
@@ -118,16 +114,19 @@ enum offcalc_layout offcalc_kind(const struct offcalc *oc, int a, uint32_t *elem
 	*inner = 0;
 	if (a < 0 || a >= oc->nargs)
 		return OC_OTHER;
-	/* walk the used dimensions from the fastest: a contiguous prefix (each stride the
-	 * previous times its size), then only zeros */
-	uint64_t want = 0, count = 1;
+	/* walk the used dimensions from the fastest: zeros (a row broadcast), a contiguous run
+	 * (each stride the previous times its size), then zeros (a broadcast of the run) */
+	uint64_t want = 0, count = 1, lead = 1;
 	int zeros = 0, seen = 0;
 	for (int i = 0; i < oc->dims; i++) {
 		uint32_t sz = oc->size[i], s = oc->stride[i][a];
 		if (sz <= 1)
 			continue;
 		if (s == 0) {
-			zeros = 1;
+			if (seen)
+				zeros = 1;
+			else
+				lead *= sz;
 			continue;
 		}
 		if (zeros)
@@ -147,6 +146,12 @@ enum offcalc_layout offcalc_kind(const struct offcalc *oc, int a, uint32_t *elem
 		return OC_SCALAR;
 	if (*elem != 1 && *elem != 2 && *elem != 4 && *elem != 8 && *elem != 16)
 		return OC_OTHER;
+	if (lead > 1) {
+		if (zeros)
+			return OC_OTHER; /* broadcast on both sides */
+		*inner = (long)lead;
+		return OC_PER_ROW;
+	}
 	*inner = (long)count;
 	return zeros ? OC_BROADCAST : OC_DENSE;
 }

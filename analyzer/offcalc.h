@@ -8,8 +8,8 @@
  * coalesced them), beside the data array and the functor. The shim keeps that parameter's
  * bytes whole (the trace's "x"). The calculator is found by its signature, not by an offset
  * that a compiler's capture order could move: a count of dimensions, then dividers each
- * holding its divisor's magic number and shift exactly as IntDivider computes them (unused
- * dimensions divide by 1), then strides that are zero past the count. What it gives the
+ * holding its divisor's magic number and shift exactly as IntDivider computes them, whose
+ * product is the loop's element count (the entries past the count are unset). What it gives the
  * analyzer: each operand's layout over the loop's index, so that a fused kernel that reads an
  * operand at a flat index is known to be right (offcalc_kind()).
  */
@@ -33,8 +33,8 @@ struct offcalc {
  * Finds the offset calculator of nargs operands (1 to OFFCALC_ARGS: the data array's length,
  * the loop's arity + 1) in the n bytes of x (a closure). The count must come from outside:
  * the bytes alone do not fix it (an operand whose strides are all 0 reads as the next
- * dimension's first stride). numel, when positive, must be the product of the sizes. Returns
- * 0 and fills *oc, or -1 when no calculator is there (then *oc is untouched).
+ * dimension's first stride). numel (the loop's N, required) must be the product of the sizes.
+ * Returns 0 and fills *oc, or -1 when no calculator is there (then *oc is untouched).
  */
 int offcalc_decode(const uint8_t *x, size_t n, int nargs, long numel, struct offcalc *oc);
 
@@ -50,13 +50,16 @@ long offcalc_hex(const char *hex, uint8_t *out, size_t cap);
 enum offcalc_layout {
 	OC_DENSE,     /* offset = i * elem: contiguous in the loop's order */
 	OC_BROADCAST, /* offset = (i % inner) * elem: contiguous inner dims, stride 0 outside */
+	OC_PER_ROW,   /* offset = (i / inner) * elem: stride 0 inner dims, contiguous outside */
 	OC_SCALAR,    /* every stride 0: one element */
 	OC_OTHER      /* a transpose, a slice, a gap: no flat-index form */
 };
 
-/* Operand a's layout (a < oc->nargs); *elem its element size in bytes (the fastest used
- * dimension's stride, 0 for OC_SCALAR) and *inner the element count of its contiguous part
- * (OC_BROADCAST; the loop's numel for OC_DENSE). */
+/* Operand a's layout (a < oc->nargs); *elem its element size in bytes (the fastest stepping
+ * dimension's stride, 0 for OC_SCALAR; the caller compares it with the operand's type, since
+ * a slice of every second element looks like elements twice as wide) and *inner: the element
+ * count of its contiguous part (OC_BROADCAST; the loop's numel for OC_DENSE) or of the
+ * broadcast inner part (OC_PER_ROW: the row length). */
 enum offcalc_layout offcalc_kind(const struct offcalc *oc, int a, uint32_t *elem, long *inner);
 
 /* "sizes [64, 4, 256] strides [2, 8192, 128]" for operand a, into buf (cap bytes). */

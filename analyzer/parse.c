@@ -355,7 +355,8 @@ static int ptr_word(const struct rec *r, int first, long w)
 
 /*
  * A strided loop's closure bytes (the trace's "x", hex), whose pointers are r->p[first..
- * r->nptr): its offset calculator into r->oc, when one is there. The operand count is the
+ * r->nptr): its offset calculator into r->oc, when one is there, its sizes' product the
+ * loop's N (parameter 0, an int, already read into r->sp). The operand count is the
  * length of the data array, the run of pointer words just after the calculator (8-aligned)
  * or just before it, with no pointer word past either end of the run: for each count the
  * decoder tries, the run must be exactly that long where that count's calculator ends.
@@ -364,13 +365,17 @@ static int ptr_word(const struct rec *r, int first, long w)
  */
 static void parse_closure(struct rec *r, const char *hex, int first)
 {
+	long numel = 0;
+	for (int k = 0; k < r->nsp; k++)
+		if (r->sp[k].arg == 0 && r->sp[k].size == 4)
+			numel = (int32_t)r->sp[k].raw;
 	uint8_t x[4096];
-	long n = offcalc_hex(hex, x, sizeof(x));
-	if (n <= 0 || r->oc)
+	long n = numel > 0 && !r->oc ? offcalc_hex(hex, x, sizeof(x)) : -1;
+	if (n <= 0)
 		return;
 	for (int k = 1; k <= OFFCALC_ARGS; k++) {
 		struct offcalc oc;
-		if (offcalc_decode(x, (size_t)n, k, 0, &oc))
+		if (offcalc_decode(x, (size_t)n, k, numel, &oc))
 			continue;
 		long end = (oc.at + (long)offcalc_bytes(k) + 7) & ~7L, beg = oc.at - 8L * k;
 		int after = 1, before = beg >= 0 && oc.at % 8 == 0;
