@@ -59,6 +59,7 @@ struct gb {
 	enum dtype half;         /* the 16-bit type a member names, DT_UNKNOWN when none */
 	long col_rows, col_cols; /* a column group's shape (its last member's), 0 when none */
 	int layouts_checked;     /* strided loop members whose offset calculator was checked */
+	long row_cols; /* the row length of per-row inputs a strided loop showed, 0 none */
 	struct strbuf why;
 };
 
@@ -319,6 +320,25 @@ static const char *slice_why(const struct node *w, char *buf, size_t cap)
 	return buf;
 }
 
+/* Makes group input vi one value a row (per_row, its numel dropped); 0, or -1 if no input. */
+static int set_per_row(struct gb *g, int vi)
+{
+	const char *name = g->vname[vi];
+	cJSON *in;
+	if (!name)
+		return -1;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
+		cJSON_AddBoolToObject(in, "per_row", 1);
+		return 0;
+	}
+	return -1;
+}
+
 /* Whether value vi is a group input; its "numel" (0: a whole tensor) and per_row. */
 static int input_form(const struct gb *g, int vi, long *numel, int *per_row)
 {
@@ -392,7 +412,17 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 			    n->id, n->name, j, elem, d, v->id, held);
 		long in_numel = 0;
 		int per_row = 0;
-		if (input_form(g, vi, &in_numel, &per_row) && k != OC_DENSE &&
+		int known = input_form(g, vi, &in_numel, &per_row);
+		/* one value a row of inner elements, which the group took for a broadcast of
+		 * a smaller tensor (its count is the rows): read once a row, the group's rows
+		 * of inner elements (one row length for all) */
+		if (known && k == OC_PER_ROW && !per_row && in_numel > 0 &&
+		    in_numel * inner == g->numel && (!g->row_cols || g->row_cols == inner) &&
+		    !set_per_row(g, vi)) {
+			g->row_cols = inner;
+			per_row = 1;
+		}
+		if (known && k != OC_DENSE &&
 		    (per_row != (k == OC_PER_ROW) || (k == OC_BROADCAST && in_numel != inner)))
 			return fail(
 			    g,
@@ -1490,6 +1520,9 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 		} else if (!row)
 			cJSON_ReplaceItemInObjectCaseSensitive(
 			    root, "kind", cJSON_CreateString("elementwise-chain"));
+		if (g.row_cols && (row || g.col_cols > 0))
+			rc = fail(&g, "a per-row input (rows of %ld) in a row or column group",
+			          g.row_cols);
 		if (row && g.col_cols <= 0) {
 			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
 				const struct node *n = &m->nodes[c->nodes[i]];
@@ -1512,6 +1545,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 			cJSON_AddNumberToObject(root, "cols", cols);
 		} else if (g.col_cols <= 0) {
 			cJSON_AddNumberToObject(root, "numel", (double)g.numel);
+			if (g.row_cols) /* per-row inputs: read at i / cols */
+				cJSON_AddNumberToObject(root, "cols", (double)g.row_cols);
 		}
 	}
 	cJSON_AddItemToObject(root, "inputs", g.ins);

@@ -660,6 +660,11 @@ static void emit_chain_kernel(struct strbuf *sb, const struct fgroup *g)
 	            "template <int V>\n__device__ __forceinline__ void %s_load(const %s_args &a, "
 	            "long i, float (&x)[%d][V])\n{\n",
 	            nm, nm, g->ninputs);
+	for (int i = 0; i < g->ninputs; i++)
+		if (use[i] && g->values[i].per_row) { /* V divides cols: one row a vector */
+			strbuf_adds(sb, "\tconst long row = i / a.cols;\n");
+			break;
+		}
 	emit_loads(sb, g, use, "\t", "x[%d]");
 	strbuf_adds(sb, "}\n");
 	strbuf_addf(sb,
@@ -1130,7 +1135,7 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 			strbuf_addf(
 			    sb, "\tif (!aic_aligned(a.w_%s, (size_t)v * %d))\n\t\treturn false;\n",
 			    g->values[g->writes[w].value].name, fdtype_size(g->writes[w].dtype));
-	if (g->kind != FG_CHAIN)
+	if (fgroup_rowed(g))
 		strbuf_adds(sb, "\tif (a.cols % v)\n\t\treturn false;\n");
 	strbuf_adds(sb, "\treturn true;\n}\n");
 	strbuf_addf(
@@ -1318,7 +1323,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 			            "elements as the others\");\n",
 			            in, nm, in);
 	}
-	if (g->kind != FG_CHAIN)
+	if (fgroup_rowed(g))
 		strbuf_addf(
 		    sb,
 		    "\tTORCH_CHECK(n %% %ldL == 0, \"%s: the element count must be a multiple "
@@ -1349,7 +1354,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		            on, shp, g->values[0].name, emit_torch_type(g->writes[w].dtype), on,
 		            fdtype_ctype(g->writes[w].dtype), on, on);
 	}
-	if (g->kind != FG_CHAIN)
+	if (fgroup_rowed(g))
 		strbuf_addf(sb, "\ta.n = n;\n\ta.cols = %ldL;\n\ta.rows = n / a.cols;\n", g->cols);
 	else
 		strbuf_adds(sb, "\ta.n = n;\n\ta.rows = 1;\n\ta.cols = n;\n");

@@ -158,7 +158,7 @@ static void capi_body(struct strbuf *sb, const struct fgroup *g)
 	for (int w = 0; w < g->nwrites; w++)
 		strbuf_addf(sb, "\ta.w_%s = (%s *)out[%d];\n", g->values[g->writes[w].value].name,
 		            fdtype_ctype(g->writes[w].dtype), w);
-	if (g->kind != FG_CHAIN)
+	if (fgroup_rowed(g))
 		strbuf_addf(sb,
 		            "\tif (n %% %ldL)\n\t\treturn -1;\n\ta.n = (long)n;\n\ta.cols = %ldL;\n"
 		            "\ta.rows = a.n / a.cols;\n",

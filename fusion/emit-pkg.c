@@ -518,7 +518,7 @@ static cJSON *spec_json(const struct pkg_func *f)
 		cJSON_AddItemToArray(outs, x);
 	}
 	cJSON_AddNumberToObject(o, "numel", (double)g->numel);
-	cJSON_AddNumberToObject(o, "cols", g->kind == FG_ROW ? (double)g->cols : 0);
+	cJSON_AddNumberToObject(o, "cols", fgroup_rowed(g) ? (double)g->cols : 0);
 	cJSON_AddNumberToObject(o, "shape", shape < 0 ? 0 : shape);
 	cJSON_AddNumberToObject(o, "ndrop", g->ndrop);
 	cJSON *dp = cJSON_AddArrayToObject(o, "dropout_p");

@@ -107,8 +107,8 @@ struct fgroup {
 	char *name; /* file-name-safe: [A-Za-z0-9_] */
 	enum fgroup_kind kind;
 	enum fdtype dtype;
-	long numel; /* total elements (rows * cols for row groups) */
-	long rows, cols;
+	long numel;      /* total elements (rows * cols for row groups) */
+	long rows, cols; /* a chain: 1 and numel, or its "cols" when it has per-row inputs */
 	int ninputs;
 	struct fvalue *values; /* ninputs inputs, then one per op */
 	int nvalues;
@@ -121,6 +121,13 @@ struct fgroup {
 	int ncolsum;               /* col_sum ops of a column group (1..FGROUP_MAX_COLSUM) */
 	double recorded_before_us; /* candidate's time_before_us where known, else 0 */
 };
+
+/* Whether g's elements are rows of cols: a row or column group, or a chain with "cols" (one
+ * whose per-row inputs hold one value a row; its kernels index them at i / cols). */
+static inline int fgroup_rowed(const struct fgroup *g)
+{
+	return g->kind != FG_CHAIN || g->cols != g->numel;
+}
 
 /* A column group holds at most this many col_sum ops (its partial sums sit in shared memory). */
 #define FGROUP_MAX_COLSUM 4

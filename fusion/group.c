@@ -210,10 +210,10 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			return -1;
 		const cJSON *pr = json_get(in, "per_row");
 		int per_row = cJSON_IsTrue(pr);
-		if (per_row && g->kind == FG_CHAIN)
+		if (per_row && !fgroup_rowed(g))
 			return perr(c,
-			            "%s'%s': per_row needs a row group or a column group (kind "
-			            "\"reduction-epilogue\" or \"column-reduction\")",
+			            "%s'%s': per_row needs rows: a row group, a column group, or a "
+			            "chain with \"cols\"",
 			            path, name);
 		if (numel == -2)
 			numel = per_row ? g->rows : g->numel;
@@ -582,10 +582,19 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 	}
 	g->name = xstrdup(nm);
 	if (g->kind == FG_CHAIN) {
-		if (get_long(&c, j, "", "numel", 1, &g->numel))
+		long cols = 0;
+		if (get_long(&c, j, "", "numel", 1, &g->numel) ||
+		    get_long(&c, j, "", "cols", 0, &cols))
 			goto fail;
-		g->rows = 1;
-		g->cols = g->numel;
+		if (cols == -2) /* absent: one row */
+			cols = g->numel;
+		if (cols <= 0 || g->numel % cols) {
+			perr(&c, "cols %ld does not divide the chain's %ld elements", cols,
+			     g->numel);
+			goto fail;
+		}
+		g->cols = cols;
+		g->rows = g->numel / cols;
 	} else {
 		if (get_long(&c, j, "", "rows", 1, &g->rows) ||
 		    get_long(&c, j, "", "cols", 1, &g->cols))

@@ -476,8 +476,10 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 	const cJSON *cn = cJSON_GetObjectItemCaseSensitive(grp, "members"), *it;
 	if (!cJSON_IsArray(cn))
 		cn = cJSON_GetObjectItemCaseSensitive(pg->cand, "nodes");
-	if (g->kind != FG_CHAIN)
-		return patch_fail(why, "row groups are not rewritten in the source (yet)");
+	if (fgroup_rowed(g))
+		return patch_fail(why,
+		                  "row groups and chains with per-row inputs are not rewritten "
+		                  "in the source (yet)");
 	if (g->ninputs != 1 || g->nwrites != 1)
 		return patch_fail(
 		    why,

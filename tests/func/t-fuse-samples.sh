@@ -118,7 +118,8 @@ w = [c['group_why'] for c in s['candidates'] if 'FillFunctor<int>' in (c.get('gr
 sys.exit(not (w and all('a fill of a type fusion does not store' in x for x in w)))"
 # a fill's constant only where nothing outside the group writes into its buffer: Llama's
 # rotate_half backward (zeros, a strided copy into half of them, then add) is refused
-(cd "$top" && "$A" analyze -q --no-report samples/traces/llama_train.aicp.jsonl -o "$tmp/llama_train.a") >/dev/null 2>&1
+(cd "$top" && "$A" analyze -q --no-report samples/traces/llama_train.aicp.jsonl -o "$tmp/llama_train.a" &&
+	"$A" fuse "$tmp/llama_train.a" -o "$tmp/llama_train.f") >/dev/null 2>&1
 check "llama_train: the fill -> add chain of rotate_half's backward is refused: a copy outside the group overwrites half the fill" python3 -c "
 import json, sys
 s = json.load(open('$tmp/llama_train.a/summary.json'))
@@ -127,8 +128,9 @@ sys.exit(not (c and all(x['group'] is None and 'partly overwritten by node' in x
 # ATen's strided loop (elementwise_kernel<..., gpu_kernel_impl[_nocast]<...>>) runs only where its
 # TensorIterator is not contiguous. Where the trace kept its closure ("x": the Llama sample),
 # each such member of a group was checked against its offset calculator (layouts_checked), and
-# the candidates whose loops read through a transpose or a slice, or read a per-row value that
-# the group would read as a broadcast, are refused naming the layout. Where it did not (the
+# the candidates whose loops read through a transpose or a slice are refused naming the layout;
+# a per-row value (RMSNorm's rsqrt of the row's mean square) becomes a per-row input of a chain
+# with "cols". Where it did not (the
 # older ResNet trace), no group holds a strided member without a broadcast input, and those
 # are refused naming the loop. Args: sample, refusals without the layout, transpose or slice
 # refusals, per-row refusals.
@@ -159,8 +161,15 @@ for c in s['candidates']:
 want = [int(x) for x in sys.argv[2:5]]
 print('# refused', refused, 'want', want, 'bad', bad)
 sys.exit(0 if bad == 0 and refused == want else 1)" "$tmp/$1.a/summary.json" "$2" "$3" "$4"; }
-check "llama_train: every strided member of a group was checked against its offset calculator; 5 refused through a transpose or a slice, 8 for a per-row value read as a broadcast" strided llama_train 0 5 8
+check "llama_train: every strided member of a group was checked against its offset calculator; 5 refused through a transpose or a slice, none for a per-row value (read once a row)" strided llama_train 0 5 0
 check "resnet_train: no group holds a member of ATen's strided loop without a broadcast input; one is refused, naming it" strided resnet_train 1 0 0
+check "llama_train: RMSNorm's 8 chains read rsqrt(mean(x * x)) once a row: chains of 512-element rows, one per_row input, their kernels index it at i / cols" python3 -c "
+import json, glob, sys
+s = json.load(open('$tmp/llama_train.a/summary.json'))
+gs = [c['group'] for c in s['candidates'] if c.get('group') and c['group']['kind'] == 'elementwise-chain' and c['group'].get('cols')]
+ok = len(gs) == 8 and all(g['cols'] == 512 and sum(bool(i.get('per_row')) for i in g['inputs']) == 1 and not any(i.get('per_row') and 'numel' in i for i in g['inputs']) for g in gs)
+ks = [open(f).read() for g in gs for f in glob.glob('$tmp/llama_train.f/*/' + g['name'] + '_kernel.cu')]
+sys.exit(0 if ok and len(ks) == 8 and all('const long row = i / a.cols;' in k and 'if (a.cols % v)' in k for k in ks) else 1)"
 check "llama_train: rotate_half's neg -> copy (the slice's strided copy) is refused: its loop reads through a slice" python3 -c "
 import json, sys
 s = json.load(open('$tmp/llama_train.a/summary.json'))

@@ -394,7 +394,34 @@ static void test_parse_rules(void **state)
 	               "\"inputs\": [{\"name\": \"x\"}, {\"name\": \"m\", \"per_row\": true}], "
 	               "\"ops\": [{\"op\": \"relu\", \"args\": [\"x\"], \"out\": \"g\"}], "
 	               "\"outputs\": [{\"name\": \"g\"}]}",
-	               "per_row needs a row group");
+	               "per_row needs rows: a row group, a column group, or a chain with \"cols\"");
+	/* a chain with "cols": its per-row inputs hold one value a row */
+	parse_text_bad(HEAD "\"cols\": 7, \"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": "
+	                    "\"relu\", \"args\": [\"x\"], \"out\": \"g\"}], \"outputs\": "
+	                    "[{\"name\": \"g\"}]}",
+	               "cols 7 does not divide the chain's 64 elements");
+	parse_text_bad(HEAD "\"cols\": 16, \"inputs\": [{\"name\": \"x\"}, {\"name\": \"m\", "
+	                    "\"numel\": 8, \"per_row\": true}], \"ops\": [{\"op\": \"mul\", "
+	                    "\"args\": [\"x\", \"m\"], \"out\": \"g\"}], \"outputs\": "
+	                    "[{\"name\": \"g\"}]}",
+	               "'m' is per_row: 8 elements, not the group's 4 rows");
+	{
+		cJSON *j = cJSON_Parse(
+		    HEAD "\"cols\": 16, \"inputs\": [{\"name\": \"x\"}, {\"name\": \"m\", "
+		         "\"per_row\": true}], \"ops\": [{\"op\": \"mul\", \"args\": [\"x\", "
+		         "\"m\"], \"out\": \"g\"}], \"outputs\": [{\"name\": \"g\"}]}");
+		struct fgroup g;
+		struct strbuf err = STRBUF_INIT;
+		assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
+		assert_int_equal(g.rows, 4);
+		assert_int_equal(g.cols, 16);
+		assert_true(fgroup_rowed(&g));
+		assert_int_equal(g.values[1].per_row, 1);
+		assert_int_equal(g.values[1].numel, 4);
+		fgroup_release(&g);
+		strbuf_release(&err);
+		cJSON_Delete(j);
+	}
 	/* column groups: col_sum only there, over full-size values; after it per-column values */
 	parse_text_bad(
 	    HEAD "\"inputs\": [{\"name\": \"x\"}], \"ops\": [{\"op\": \"col_sum\", "
