@@ -14,6 +14,8 @@
 # $OUT/ncu/; compare offline with tests/tools/ncu-compare.py). GPU_CF=1 runs
 # tests/gpu/cupti-floor.sh (CUPTI's own cost a launch, CF_* settings) and GPU_WH=1
 # tests/gpu/window-hang.sh (the window's close, repeated, stacks on a hang) before the suite.
+# GPU_REC="llama_train gpt2_train" records those samples under the shim first, into
+# $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -40,6 +42,16 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			EXTRA_CFLAGS="-I$D/usr/include -I$D/usr/include/cjson -I$D/usr/include/graphviz" \
 			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
+	fi
+	if [ -n "${GPU_REC:-}" ]; then
+		rw=$(mktemp -d)
+		for s in $GPU_REC; do
+			AICPROF_OUTPUT=$rw/$s.aicp.jsonl LD_PRELOAD=$PWD/build/libaicprof.so timeout 120 \
+				python3 samples/$s.py >"$rw/$s.out" 2>"$rw/$s.err"
+			echo "# recorded $s: exit $?, $(grep -c '"t":"kernel"' "$rw/$s.aicp.jsonl") kernels, $(grep -c '"x":"' "$rw/$s.aicp.jsonl") launches with closure bytes"
+		done
+		(cd "$rw" && tar czf "$OUT/rec.tgz" *.aicp.jsonl)
+		rm -rf "$rw"
 	fi
 	[ "${GPU_CF:-0}" = 1 ] && OUT=$OUT sh tests/gpu/cupti-floor.sh
 	[ "${GPU_WH:-0}" = 1 ] && OUT=$OUT sh tests/gpu/window-hang.sh
