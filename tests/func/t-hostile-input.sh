@@ -3,7 +3,9 @@
 # and line, and times inside the range never overflow a difference (a step of 2^62 ns has a
 # positive median); (b) a header `format` that is not an integer this aicprof reads (1.5, 0, -1,
 # 99) is refused, naming it; (c) strings from the trace in messages are escaped (ESC, OSC's BEL,
-# CR shown as \x1b, \x07, \x0d): no escape byte ever reaches stderr.
+# CR shown as \x1b, \x07, \x0d): no escape byte ever reaches stderr; (d) a strided loop's closure
+# bytes ("x") that are not hex, too long, or shaped like an impossible offset calculator are
+# ignored, and the trace is read.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
 
@@ -81,3 +83,18 @@ run name-escapes "$H" '{"t":"str","id":1,"s":"_Z6\u001b]8;;http://x\u0007kernelP
 	"$L" "$K" '{"t":"pop","seq":4,"ts":1764430000000007000,"tid":1}' '{"t":"\u001b[31m"}' "$E"
 check "name-escapes: exit 0 ($rc)" test "$rc" = 0
 check "name-escapes: no escape byte on stderr" noesc name-escapes
+
+# --- (d) a strided loop's closure bytes ("x") that are not hex, of odd length, far longer than
+# the shim writes, or hex whose words look like an offset calculator with 2^31 dimensions: the
+# closure is not read (analyzer/offcalc.c), and the trace is
+xl() { # LAUNCH with parameter 1's "x" set to $1
+	printf '%s' "{\"t\":\"launch\",\"seq\":2,\"ts\":1764430000000002000,\"tid\":1,\"c\":1,\"api\":\"cuLaunchKernel\",\"fn\":1,\"grid\":[1,1,1],\"block\":[32,1,1],\"stream\":\"0x0\",\"args\":[{\"i\":0,\"o\":0,\"n\":4,\"v\":\"0x100\"},{\"i\":1,\"o\":8,\"n\":648,\"x\":\"$1\",\"p\":[[0,\"0x7f0000000000\",0,0]]}]}"
+}
+big=$(head -c 200000 /dev/zero | tr '\0' a)
+dims=$(printf 'ffffff7f%0592d' 0)
+for x in "zz" "abc" "$big" "$dims" ""; do
+	n=x-$(printf '%s' "$x" | head -c 8 | tr -c 'a-z0-9' _)-${#x}
+	run "$n" "$H" "$S" "$M" "$(xl "$x")" "$K" "$E"
+	check "$n: a hostile closure is ignored, the trace read (exit $rc)" test "$rc" = 0
+	check "$n: nothing on stderr about it" sh -c "! grep -q 'offset\|closure' '$tmp/$n.err'"
+done
