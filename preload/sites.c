@@ -506,11 +506,17 @@ static int raw_frames(uintptr_t f, struct pyframe *out, int max, int *unknown)
 	return n;
 }
 
-/* A check that fails leaves the walker to a later walk with the GIL (the stack may have been
- * too shallow, a program's first launch at module level), RAW_TRIES times in all, then off for
- * good: before, a first launch from one frame turned it off for the whole run, and every
- * launch after took the GIL and the public API's walk. */
+/* A check that fails leaves the walker to a later walk with the GIL, RAW_TRIES times in all,
+ * then off for good. A stack too shallow to learn from (fewer than three frames: launches at
+ * module level, a warm-up loop there) is no failed check and costs no try (RAW_SHALLOW):
+ * before, a module-level loop spent the tries in its first 16 launches, and every launch after
+ * took the GIL and the public API's walk (bench_step.py's oop loop on the H200: all 228,703). */
 #define RAW_TRIES 16
+#define RAW_SHALLOW                                                                                \
+	do {                                                                                       \
+		raw.state = 0;                                                                     \
+		return;                                                                            \
+	} while (0)
 #define RAW_FAIL                                                                                   \
 	do {                                                                                       \
 		raw.state = ++raw.tries < RAW_TRIES ? 0 : -1;                                      \
@@ -522,8 +528,12 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 {
 	raw.state = -1; /* while calibrating: no raw walk elsewhere */
 	raw.ntrampoline = 0;
-	if (!top || n_api < 3 || !py.Frame_GetLasti)
-		RAW_FAIL;
+	if (!py.Frame_GetLasti) {
+		raw.state = -1; /* no public lasti to check against: never */
+		return;
+	}
+	if (!top || n_api < 3)
+		RAW_SHALLOW;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);
 	PyObject *back = py.Frame_GetBack(top);
 	uintptr_t next = back ? rd((uintptr_t)back + FRAME_OBJ_F_FRAME) : 0;
@@ -531,7 +541,7 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 		py.DecRef(back);
 	uintptr_t code0 = (uintptr_t)code_of(api[0].ce);
 	if (!cur || !next)
-		RAW_FAIL;
+		RAW_SHALLOW;
 	raw.code_off = raw.prev_off = raw.instr_off = -1;
 	uintptr_t code1 = (uintptr_t)code_of(api[1].ce);
 	for (int w = 0; w < 12; w++) {

@@ -4,7 +4,9 @@
 # Python frame 30 calls deep with the GIL released (tests/tools/launch_cost.py). Checks that
 # every launch is in the trace with its site, that the repeats were attributed by the stack
 # cache (AICPROF_SELFTIME=1's counters, printed as aicprof: lines, so AICPROF_QUIET=0 even under
-# the suite's AICPROF_QUIET=1), and that the site names the Python line.
+# the suite's AICPROF_QUIET=1), and that the site names the Python line. Then the same with the
+# program's first launch, and then its first 40, at module level (too shallow for the raw walker
+# to learn the frame layout from): the walker still comes on.
 . "$(dirname "$0")/lib.sh"
 C=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -shared -fPIC -I"$C/include" -I"$C/targets/x86_64-linux/include" -I"$C/extras/CUPTI/include" \
@@ -52,4 +54,19 @@ cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/
 gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err2")
 check "first launch at module level: exit 0 ($rc)" test "$rc" = 0
 check "first launch at module level: the stack cache still attributes the repeats (${cached:-0} of 3001; API walks with the GIL taken: ${gil:-0})" \
+	test "${cached:-0}" -ge 2990
+
+# A warm-up loop of 40 launches at module level (more walks too shallow to learn from than the
+# walker's 16 tries; bench_step.py's oop loop on the H200 took the GIL's walk for all 228,703 of
+# its launches): a stack too shallow is no failed check, and the walker comes on at depth.
+LC_FIRST_SHALLOW=40 BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
+	AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/w.aicp.jsonl" \
+	LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
+	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
+	>"$tmp/out3" 2>"$tmp/err3"
+rc=$?
+cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/p' "$tmp/err3")
+gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err3")
+check "40 launches at module level first: exit 0 ($rc)" test "$rc" = 0
+check "40 launches at module level first: the stack cache attributes the repeats after them (${cached:-0} of 3040; API walks with the GIL taken: ${gil:-0})" \
 	test "${cached:-0}" -ge 2990

@@ -15,8 +15,8 @@ depth = int(os.environ.get("DEPTH", "30"))
 if lib.lc_init(sys.argv[2].encode(), ctypes.c_uint64(0x7F0000000000)):
     sys.exit("cannot open the mock CUPTI")
 lib.lc_alloc(ctypes.c_uint64(0x7F0000000000))
-if os.environ.get("LC_FIRST_SHALLOW") == "1":  # the program's first launch at module level
-    lib.lc_launch(1)
+# LC_FIRST_SHALLOW=N: the program's first N launches at module level (a warm-up loop there)
+lib.lc_launch(int(os.environ.get("LC_FIRST_SHALLOW", "0") or 0))
 
 
 def batch():
