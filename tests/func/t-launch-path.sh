@@ -41,32 +41,24 @@ check "attribution ran for every launch ($attr)" test "$attr" = 3000
 check "the stack cache attributed the repeats ($cached of $attr)" test "$cached" -ge 2990
 check "the site's first frame is batch() in launch_cost.py" test "$named" = 1
 
-# The program's first launch at module level (one Python frame, too shallow to learn the frame
-# layout from): the raw walker must still come on at a later launch. Before, it went off for
-# the whole run, and every launch took the GIL and the public API's walk.
-LC_FIRST_SHALLOW=1 BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
-	AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/s.aicp.jsonl" \
-	LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
-	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
-	>"$tmp/out2" 2>"$tmp/err2"
-rc=$?
-cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/p' "$tmp/err2")
-gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err2")
-check "first launch at module level: exit 0 ($rc)" test "$rc" = 0
-check "first launch at module level: the stack cache still attributes the repeats (${cached:-0} of 3001; API walks with the GIL taken: ${gil:-0})" \
-	test "${cached:-0}" -ge 2990
-
-# A warm-up loop of 40 launches at module level (more walks too shallow to learn from than the
-# walker's 16 tries; bench_step.py's oop loop on the H200 took the GIL's walk for all 228,703 of
-# its launches): a stack too shallow is no failed check, and the walker comes on at depth.
-LC_FIRST_SHALLOW=40 BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
-	AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/w.aicp.jsonl" \
-	LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
-	python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
-	>"$tmp/out3" 2>"$tmp/err3"
-rc=$?
-cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/p' "$tmp/err3")
-gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err3")
-check "40 launches at module level first: exit 0 ($rc)" test "$rc" = 0
-check "40 launches at module level first: the stack cache attributes the repeats after them (${cached:-0} of 3040; API walks with the GIL taken: ${gil:-0})" \
-	test "${cached:-0}" -ge 2990
+# shallow N WHAT: the program's first N launches at module level (one Python frame, too shallow
+# to learn the frame layout from), then the 3,000 from depth: the raw walker must still come on,
+# and the stack cache attribute the repeats. Before, one such launch turned it off for the whole
+# run (session 9); then a warm-up loop of more than its 16 tries did (bench_step.py's oop loop on
+# the H200 took the GIL's walk for all 228,703 of its launches): now a stack too shallow is no
+# failed check.
+shallow() {
+	LC_FIRST_SHALLOW=$1 BATCHES=3 MODE=t AICPROF_QUIET=0 AICPROF_SELFTIME=1 AICPROF_EAGER=1 \
+		AICPROF_CUPTI=$B/mock/libcupti.so.13 AICPROF_OUTPUT="$tmp/s$1.aicp.jsonl" \
+		LD_LIBRARY_PATH=$B/mock LD_PRELOAD=$B/libaicprof.so \
+		python3 "$top/tests/tools/launch_cost.py" "$tmp/lc.so" "$B/mock/libcupti.so.13" \
+		>"$tmp/out$1" 2>"$tmp/err$1"
+	rc=$?
+	cached=$(sed -n 's/.*self time: attribution: stack cache: \([0-9]*\) calls.*/\1/p' "$tmp/err$1")
+	gil=$(sed -n 's/.*self time: attribution: API walk, GIL taken: \([0-9]*\) calls.*/\1/p' "$tmp/err$1")
+	check "$2: exit 0 ($rc)" test "$rc" = 0
+	check "$2: the stack cache still attributes the repeats (${cached:-0} of $((3000 + $1)); API walks with the GIL taken: ${gil:-0})" \
+		test "${cached:-0}" -ge 2990
+}
+shallow 1 "first launch at module level"
+shallow 40 "40 launches at module level first"
