@@ -381,7 +381,7 @@ static void parse_closure(struct rec *r, const char *hex, int first)
 		int after = 1, before = beg >= 0 && oc.at % 8 == 0;
 		for (int j = 0; j < k; j++) {
 			after &= ptr_word(r, first, end + 8L * j);
-			before &= before && ptr_word(r, first, beg + 8L * j);
+			before = before && ptr_word(r, first, beg + 8L * j);
 		}
 		after &= !ptr_word(r, first, end + 8L * k);
 		before &= !ptr_word(r, first, beg - 8);
