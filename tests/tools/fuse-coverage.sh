@@ -46,6 +46,7 @@ for s in "$@"; do
 	: >"$tmp/$s.groups"
 	for gd in "$tmp/$s.f"/*/; do
 		[ -d "$gd" ] || continue
+		ls "$gd"*.cu >/dev/null 2>&1 || continue # the package (aicprof_fused/): no group
 		g=$(basename "$gd")
 		G=$(echo "$g" | tr a-z A-Z)
 		h=$(cat "$gd"*.cu "$gd"*.h | sed "s/$g/GROUP/g; s/$G/GROUP/g" | md5sum | cut -c1-32)
