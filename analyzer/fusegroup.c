@@ -29,11 +29,12 @@
  * buffer before the group's last member (a slice's backward: the reader reads both).
  *
  * ATen's strided loop (elementwise_kernel<nt, vt, gpu_kernel_impl[_nocast]<...>>) runs only
- * where its TensorIterator is not contiguous. A member of it that reads no broadcast input has
- * operands of different layouts (a transpose, a slice), whose sizes and strides (the loop's
- * offset calculator) the trace does not hold: it is refused, as no kernel over one flat index
- * computes it. With a broadcast input the loop is expected; that input is then read at
- * i % numel (a broadcast over leading dimensions), which the trace cannot confirm either.
+ * where its TensorIterator is not contiguous. Where the trace kept its closure, its offset
+ * calculator (offcalc.c) says each operand's layout, and the member is checked against it
+ * (loop_layout_ok): a dense result; inputs dense, broadcast over outer dimensions (i % numel),
+ * one value a row (which makes the chain one of rows: "cols", the input per_row) or a scalar;
+ * a transpose or a slice is refused. Where it did not (older traces), a member that reads no
+ * broadcast input is refused, and one that reads one is kept unconfirmed.
  *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
@@ -256,6 +257,21 @@ static const char *arg_name(struct gb *g, int vi, const struct node *rd)
 	return new_input(g, vi, dtype_name(t), vn != g->numel ? vn : 0, 0);
 }
 
+/* The group input called name, or NULL. */
+static cJSON *input_named(const struct gb *g, const char *name)
+{
+	cJSON *in;
+	if (!name)
+		return NULL;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+		if (cJSON_IsString(nm) && !strcmp(nm->valuestring, name))
+			return in;
+	}
+	return NULL;
+}
+
 /*
  * Sets the storage type of group input `name` (value vi) to t, of esize bytes an element, where
  * the kernel's signature says what its size alone cannot (a bool mask, a per-channel float
@@ -273,12 +289,8 @@ static int force_input(struct gb *g, const char *name, int vi, const char *t, ui
 		    "node %d: value %d (%llu bytes) is no %s tensor dividing the group's %ld "
 		    "elements",
 		    n->id, vi, (unsigned long long)v->size, t, g->numel);
-	cJSON *in;
-	cJSON_ArrayForEach(in, g->ins)
-	{
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
-			continue;
+	cJSON *in = input_named(g, name);
+	if (in) {
 		cJSON_ReplaceItemInObjectCaseSensitive(in, "dtype", cJSON_CreateString(t));
 		cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
 		if (cnt != g->numel)
@@ -290,10 +302,8 @@ static int force_input(struct gb *g, const char *name, int vi, const char *t, ui
 /*
  * Whether n is ATen's strided loop: elementwise_kernel<nt, vt, gpu_kernel_impl[_nocast]<...>
  * lambda>, which gpu_kernel launches only where its TensorIterator is not contiguous (its
- * contiguous path is the vectorized or unrolled kernel). With an input broadcast (a stride 0)
- * that is expected; without one, its operands' layouts differ (a transpose, a slice) or one is
- * not dense, and the loop's sizes and strides (its offset calculator, in the closure) are not
- * in the trace.
+ * contiguous path is the vectorized or unrolled kernel): an input broadcast, or operands laid
+ * out differently (a transpose, a slice). n->has_oc when the trace kept its layout.
  */
 static int strided_loop(const struct node *n)
 {
@@ -320,43 +330,15 @@ static const char *slice_why(const struct node *w, char *buf, size_t cap)
 	return buf;
 }
 
-/* Makes group input vi one value a row (per_row, its numel dropped); 0, or -1 if no input. */
-static int set_per_row(struct gb *g, int vi)
+/* Whether in (a group input, or NULL) is one; its "numel" (0: a whole tensor) and per_row. */
+static int input_form(const cJSON *in, long *numel, int *per_row)
 {
-	const char *name = g->vname[vi];
-	cJSON *in;
-	if (!name)
-		return -1;
-	cJSON_ArrayForEach(in, g->ins)
-	{
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
-			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
-		cJSON_AddBoolToObject(in, "per_row", 1);
+	if (!in)
 		return 0;
-	}
-	return -1;
-}
-
-/* Whether value vi is a group input; its "numel" (0: a whole tensor) and per_row. */
-static int input_form(const struct gb *g, int vi, long *numel, int *per_row)
-{
-	const char *name = g->vname[vi];
-	const cJSON *in;
-	if (!name)
-		return 0;
-	cJSON_ArrayForEach(in, g->ins)
-	{
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-		if (!cJSON_IsString(nm) || strcmp(nm->valuestring, name))
-			continue;
-		const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
-		*numel = cJSON_IsNumber(ne) ? (long)ne->valuedouble : 0;
-		*per_row = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "per_row"));
-		return 1;
-	}
-	return 0;
+	const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
+	*numel = cJSON_IsNumber(ne) ? (long)ne->valuedouble : 0;
+	*per_row = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "per_row"));
+	return 1;
 }
 
 /*
@@ -412,13 +394,15 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 			    n->id, n->name, j, elem, d, v->id, held);
 		long in_numel = 0;
 		int per_row = 0;
-		int known = input_form(g, vi, &in_numel, &per_row);
+		cJSON *in = input_named(g, g->vname[vi]);
+		int known = input_form(in, &in_numel, &per_row);
 		/* one value a row of inner elements, which the group took for a broadcast of
 		 * a smaller tensor (its count is the rows): read once a row, the group's rows
 		 * of inner elements (one row length for all) */
 		if (known && k == OC_PER_ROW && !per_row && in_numel > 0 &&
-		    in_numel * inner == g->numel && (!g->row_cols || g->row_cols == inner) &&
-		    !set_per_row(g, vi)) {
+		    in_numel * inner == g->numel && (!g->row_cols || g->row_cols == inner)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
+			cJSON_AddBoolToObject(in, "per_row", 1);
 			g->row_cols = inner;
 			per_row = 1;
 		}
@@ -438,16 +422,11 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 /* Whether one of the names a[0..na) is a group input smaller than the group (broadcast). */
 static int reads_broadcast(const struct gb *g, const char *const *a, int na)
 {
-	const cJSON *in;
-	cJSON_ArrayForEach(in, g->ins)
-	{
-		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-		for (int k = 0; cJSON_IsString(nm) && k < na; k++)
-			if (!strcmp(nm->valuestring, a[k]) &&
-			    (cJSON_GetObjectItemCaseSensitive(in, "numel") ||
-			     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(in, "per_row"))))
-				return 1;
-	}
+	long numel;
+	int per_row;
+	for (int k = 0; k < na; k++)
+		if (input_form(input_named(g, a[k]), &numel, &per_row) && (numel || per_row))
+			return 1;
 	return 0;
 }
 
@@ -781,17 +760,12 @@ static const char *col_input(struct gb *g, int vi, long cols, const struct node 
 		return NULL;
 	}
 	if (g->vname[vi]) {
-		const cJSON *in;
-		cJSON_ArrayForEach(in, g->ins)
-		{
-			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
-			const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
-			const cJSON *dt = cJSON_GetObjectItemCaseSensitive(in, "dtype");
-			if (cJSON_IsString(nm) && !strcmp(nm->valuestring, g->vname[vi]) &&
-			    cJSON_IsNumber(ne) && (long)ne->valuedouble == cols &&
-			    cJSON_IsString(dt) && !strcmp(dt->valuestring, "f32"))
-				return g->vname[vi];
-		}
+		const cJSON *in = input_named(g, g->vname[vi]);
+		const cJSON *ne = cJSON_GetObjectItemCaseSensitive(in, "numel");
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(in, "dtype");
+		if (cJSON_IsNumber(ne) && (long)ne->valuedouble == cols && cJSON_IsString(dt) &&
+		    !strcmp(dt->valuestring, "f32"))
+			return g->vname[vi];
 		fail(g, "node %d: value %d is read per channel here and otherwise elsewhere", n->id,
 		     vi);
 		return NULL;
@@ -1379,19 +1353,7 @@ static int build(struct gb *g)
 		int r = member_ops(g, n, a, na, res, sizeof(res), &cols, &rows);
 		if (r < 0)
 			return -1;
-		if (strided_loop(n) && n->has_oc) {
-			int rv0 = fusegroup_result(m, n->id);
-			long vn0;
-			enum dtype t0 =
-			    rv0 >= 0 ? value_dtype(g, &m->values[rv0], n, &vn0) : DT_UNKNOWN;
-			if (t0 == DT_UNKNOWN)
-				return rv0 < 0
-				           ? fail(g, "node %d writes nothing the trace saw", n->id)
-				           : -1;
-			if (loop_layout_ok(g, n, dtype_size(t0)))
-				return -1;
-			g->layouts_checked++;
-		} else if (strided_loop(n) && !reads_broadcast(g, a, na))
+		if (strided_loop(n) && !n->has_oc && !reads_broadcast(g, a, na))
 			return fail(
 			    g,
 			    "node %d ('%s') is ATen's strided loop over tensors of one size: "
@@ -1409,6 +1371,11 @@ static int build(struct gb *g)
 			return -1;
 		if (vn != g->numel)
 			return fail(g, "node %d's result is not a whole tensor", n->id);
+		if (strided_loop(n) && n->has_oc) {
+			if (loop_layout_ok(g, n, dtype_size(t)))
+				return -1;
+			g->layouts_checked++;
+		}
 		last = t;
 		int internal = has(c->removed, c->nremoved, rv) || has(c->kept, c->nkept, rv);
 		if (r == 1 || (internal && (t == DT_BF16 || t == DT_F16))) {
