@@ -113,7 +113,7 @@ static const char preamble[] =
 
 int emit_cupy(struct strbuf *sb, const struct fgroup *g)
 {
-	if (g->kind != FG_CHAIN || fgroup_rowed(g) || g->ndrop || g->ninputs > 64 || g->nwrites < 1)
+	if (fgroup_rowed(g) || g->ndrop || g->ninputs > 64 || g->nwrites < 1)
 		return -1;
 	for (int i = 0; i < g->nvalues; i++)
 		if (!cupy_dtype(g->values[i].dtype))

@@ -588,7 +588,7 @@ int fgroup_parse(const struct cJSON *j, const char *where, const char *name, str
 			goto fail;
 		if (cols == -2) /* absent: one row */
 			cols = g->numel;
-		if (cols <= 0 || g->numel % cols) {
+		if (g->numel % cols) {
 			perr(&c, "cols %ld does not divide the chain's %ld elements", cols,
 			     g->numel);
 			goto fail;

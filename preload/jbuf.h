@@ -71,6 +71,18 @@ static inline void jb_hex(struct jbuf *b, uint64_t v)
 	jb_raw(b, t + i, (size_t)(20 - i));
 }
 
+/* n bytes as one quoted hex string, two digits a byte in memory order */
+static inline void jb_hexbytes(struct jbuf *b, const unsigned char *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	jb_raw(b, "\"", 1);
+	for (size_t k = 0; k < n; k++) {
+		char two[2] = {d[p[k] >> 4], d[p[k] & 15]};
+		jb_raw(b, two, 2);
+	}
+	jb_raw(b, "\"", 1);
+}
+
 /* A JSON string literal, quotes included; bytes < 0x20, quote and backslash escaped. */
 static inline void jb_str(struct jbuf *b, const char *s)
 {

@@ -528,10 +528,8 @@ static void raw_calibrate(PyThreadState *ts, PyObject *top, struct pyframe *api,
 {
 	raw.state = -1; /* while calibrating: no raw walk elsewhere */
 	raw.ntrampoline = 0;
-	if (!py.Frame_GetLasti) {
-		raw.state = -1; /* no public lasti to check against: never */
-		return;
-	}
+	if (!py.Frame_GetLasti)
+		return; /* no public lasti to check against: off for good (state -1 above) */
 	if (!top || n_api < 3)
 		RAW_SHALLOW;
 	uintptr_t cur = rd((uintptr_t)top + FRAME_OBJ_F_FRAME);

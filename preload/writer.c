@@ -254,13 +254,7 @@ static void fmt_launch(struct jbuf *b, const struct r_launch *r)
 		} else if (a->size >= TAIL_MIN && a->nptr)
 			jb_key(b, "a"), jb_hex(b, a->val);
 		if (a->size > 12 && raw_left >= a->size) { /* the parameter's bytes, whole */
-			static const char hx[] = "0123456789abcdef";
-			jb_s(b, ",\"x\":\"");
-			for (unsigned k = 0; k < a->size; k++) {
-				char two[2] = {hx[raw[k] >> 4], hx[raw[k] & 15]};
-				jb_raw(b, two, 2);
-			}
-			jb_s(b, "\"");
+			jb_key(b, "x"), jb_hexbytes(b, raw, a->size);
 			raw += a->size;
 			raw_left -= a->size;
 		}
