@@ -259,7 +259,7 @@ struct fn_layout {
 	uint32_t name; /* interned kernel name */
 	int32_t err;   /* 0, or CUresult of the failed layout query */
 	int nparams;
-	int keep_raw; /* ATen's strided loop: parameters kept whole (record.h, nraw) */
+	uint32_t nraw; /* bytes of the parameters a launch keeps whole (record.h), 0 none */
 	struct fn_layout *retired;
 	uint32_t *off, *size; /* nparams each, in the same allocation */
 };
@@ -338,8 +338,12 @@ static struct fn_layout *new_layout(CUfunction f, uint32_t gen)
 	L->err = err;
 	L->nparams = n;
 	/* at::native::elementwise_kernel<nt, vt, func_t>: the loop ATen takes where its operands
-	 * are not one contiguous array; func_t's closure holds the offset calculator */
-	L->keep_raw = name && !strncmp(name, "_ZN2at6native18elementwise_kernelI", 34);
+	 * are not one contiguous array; func_t's closure holds the offset calculator. Its
+	 * parameters of more than 12 bytes are kept whole, in order, while they fit RAW_MAX */
+	int strided = name && !strncmp(name, "_ZN2at6native18elementwise_kernelI", 34);
+	L->nraw = 0;
+	for (int i = 0; strided && i < n && L->nraw + (size[i] > 12 ? size[i] : 0) <= RAW_MAX; i++)
+		L->nraw += size[i] > 12 ? size[i] : 0;
 	L->retired = NULL;
 	L->off = (uint32_t *)(L + 1);
 	L->size = L->off + n;
@@ -593,17 +597,10 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	selftime_add(ST_SITES, t0);
 	uint32_t coll[NCCL_MAX_IDS];
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
-	/* the whole bytes of the larger parameters, in order, while they fit (record.h) */
-	size_t nraw = 0;
+	/* the whole bytes of the larger parameters (new_layout chose them) */
 	const char *packed = NULL;
-	if (nargs && L->keep_raw && (l->kp || (packed = extra_buffer(l->extra))))
-		for (int i = 0; i < nargs; i++) {
-			if (L->size[i] <= 12)
-				continue;
-			if (nraw + L->size[i] > RAW_MAX)
-				break;
-			nraw += L->size[i];
-		}
+	size_t nraw =
+	    nargs && L->nraw && (l->kp || (packed = extra_buffer(l->extra))) ? L->nraw : 0;
 	size_t len =
 	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
 	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll + nraw);
