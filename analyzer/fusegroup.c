@@ -1428,6 +1428,39 @@ static int build(struct gb *g)
 }
 
 /*
+ * A row group's per-column inputs (a norm's weight and bias) held in a caching allocator's
+ * block: the block is rounded up to 512 bytes, so 192 floats (768 bytes) sit in 1,024 and
+ * value_dtype() read 256 elements. Where the block holds exactly one row of the input's
+ * dtype, the input is that row (the member rules check "cols" against it).
+ */
+static void trim_to_cols(struct gb *g, long cols)
+{
+	cJSON *in;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		long numel;
+		int per_row;
+		const cJSON *vi = cJSON_GetObjectItemCaseSensitive(in, "value");
+		const cJSON *dt = cJSON_GetObjectItemCaseSensitive(in, "dtype");
+		if (!input_form(in, &numel, &per_row) || per_row || numel <= 0 || numel == cols ||
+		    !cJSON_IsNumber(vi) || !cJSON_IsString(dt))
+			continue;
+		int v = (int)vi->valuedouble;
+		if (v < 0 || v >= g->m->nvalues)
+			continue;
+		uint64_t es = !strcmp(dt->valuestring, "f32")    ? 4
+		              : !strcmp(dt->valuestring, "bool") ? 1
+		                                                 : 2;
+		if (numel * (long)es != (long)g->m->values[v].size ||
+		    !fusegroup_block_holds(g->m->values[v].size, (uint64_t)cols * es) ||
+		    g->numel % cols)
+			continue;
+		cJSON_ReplaceItemInObjectCaseSensitive(in, "numel",
+		                                       cJSON_CreateNumber((double)cols));
+	}
+}
+
+/*
  * The group description of candidate c of model m, as a new cJSON object the caller deletes;
  * or NULL with *why set to a new string (the caller frees) saying in one sentence why the
  * candidate has none. Only "elementwise-chain" and "reduction-epilogue" candidates have one;
@@ -1510,6 +1543,8 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 			}
 			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
 			cJSON_AddNumberToObject(root, "cols", cols);
+			if (cols > 0)
+				trim_to_cols(&g, (long)cols);
 		} else if (g.col_cols <= 0) {
 			cJSON_AddNumberToObject(root, "numel", (double)g.numel);
 			if (g.row_cols) /* per-row inputs: read at i / cols */

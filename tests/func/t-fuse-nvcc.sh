@@ -19,7 +19,7 @@
 A=$B/aicprof
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 [ -x "$NVCC" ] || NVCC=$(command -v nvcc)
-SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop"
+SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop vit_train"
 
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	for s in $SAMPLES; do ok "$s: generated .cu files compile with nvcc # skip no nvcc"; done

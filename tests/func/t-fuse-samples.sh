@@ -163,6 +163,15 @@ print('# refused', refused, 'want', want, 'bad', bad)
 sys.exit(0 if bad == 0 and refused == want else 1)" "$tmp/$1.a/summary.json" "$2" "$3" "$4"; }
 check "llama_train: every strided member of a group was checked against its offset calculator; 5 refused through a transpose or a slice, none for a per-row value (read once a row)" strided llama_train 0 5 0
 check "resnet_train: no group holds a member of ATen's strided loop without a broadcast input; one is refused, naming it" strided resnet_train 1 0 0
+fuse vit_train
+check "vit_train: fuse exits 0" test $? = 0
+check "vit_train: timm ViT's layer norms of 192 columns generate, their weight and bias read as 192 elements though each lies in a 1,024-byte block of the caching allocator" python3 -c "
+import json, sys
+s = json.load(open('$tmp/vit_train.a/summary.json'))
+gs = [c['group'] for c in s['candidates'] if c.get('group') and any(o['op'] in ('layer_norm', 'layer_norm_backward') for o in c['group']['ops'])]
+ws = [i for g in gs for i in g['inputs'] if i.get('numel') and not i.get('per_row')]
+print('# groups', len(gs), 'per-column inputs', [i['numel'] for i in ws])
+sys.exit(0 if len(gs) >= 4 and ws and all(g['cols'] == 192 for g in gs) and all(i['numel'] == 192 for i in ws) else 1)"
 check "llama_train: RMSNorm's 8 chains read rsqrt(mean(x * x)) once a row: chains of 512-element rows, one per_row input, their kernels index it at i / cols" python3 -c "
 import json, glob, sys
 s = json.load(open('$tmp/llama_train.a/summary.json'))

@@ -34,7 +34,7 @@ A=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 top=$(cd "$(dirname "$0")/../.." && pwd)
-[ $# -gt 0 ] || set -- gpt2_train llama_train resnet_train mlp_train attention_train
+[ $# -gt 0 ] || set -- gpt2_train llama_train resnet_train mlp_train attention_train vit_train
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
