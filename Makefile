@@ -24,11 +24,12 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcjson -lcgraph -lgvc -lz $(if $(HAVE_LIBDW),-ldw -lelf))
 LDLIBS   := -lm -lpthread -lstdc++ $(EXTRA_LDFLAGS)
 
-SHIM_SRC := $(wildcard preload/*.c)
+# the shim links one file of lib/: rangemap.c, pure C on libc (nothing there exits or prints)
+SHIM_SRC := $(wildcard preload/*.c) lib/rangemap.c
 CORE_SRC := $(wildcard lib/*.c cli/*.c analyzer/*.c report/*.c fusion/*.c)
 SHIM_OBJ := $(SHIM_SRC:%.c=$(B)/pic/%.o)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/obj/%.o)
-SAN_OBJ  := $(CORE_SRC:%.c=$(B)/san/%.o) $(SHIM_SRC:%.c=$(B)/san/%.o)
+SAN_OBJ  := $(sort $(CORE_SRC:%.c=$(B)/san/%.o) $(SHIM_SRC:%.c=$(B)/san/%.o))
 SANFLAGS := -fsanitize=address,undefined,float-cast-overflow -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 UNIT_SRC := $(wildcard tests/unit/test-*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -126,7 +127,7 @@ REPLAY_BIN := $(FUZZ_NAMES:%=$(B)/tests/replay-%)
 FUZZ_CC  ?= clang
 FUZZ_SECONDS ?= 10
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_OBJ := $(CORE_SRC:%.c=$(B)/fuzz/%.o) $(SHIM_SRC:%.c=$(B)/fuzz/%.o)
+FUZZ_OBJ := $(sort $(CORE_SRC:%.c=$(B)/fuzz/%.o) $(SHIM_SRC:%.c=$(B)/fuzz/%.o))
 $(B)/tests/replay-%: tests/fuzz/fuzz-%.c tests/fuzz/replay.c tests/fuzz/scratch.c tests/fuzz/fuzz.h $(B)/san/core.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) $(SANFLAGS) -O1 $(PKG_CFLAGS) $(filter %.c,$^) $(B)/san/core.a -o $@ -ldl $(PKG_LIBS) $(LDLIBS)

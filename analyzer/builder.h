@@ -25,6 +25,7 @@
 #include "analyzer/steps.h"
 #include "analyzer/trace.h"
 #include "lib/hmap.h"
+#include "lib/rangemap.h"
 #include "lib/util.h"
 
 #include <cJSON.h>
@@ -83,6 +84,8 @@ struct rec {
 	/* alloc/free/ranges */
 	int64_t id;
 	uint64_t size;
+	uint64_t ptr;        /* alloc/free: the address */
+	unsigned char inner; /* alloc: a pool's block, inside its segment (resolve.c) */
 	long tid;
 	int key;
 };
@@ -225,6 +228,9 @@ struct builder {
 	uint64_t missing, missing_first; /* seqs that never arrived, the first of them */
 	long late;                       /* records that came after their seq was given up */
 	uint64_t late_seq, late_after;   /* the first of them, and the seq it came after */
+
+	struct rangemap rmap; /* the live allocations at the released seq (resolve.c) */
+	long resolved, unresolved, not_entered;
 
 	struct fninfo *fns;
 	long nfns;

@@ -12,6 +12,7 @@
  * everything the builder holds, whether or not builder_finish() ran.
  */
 #include "analyzer/builder.h"
+#include "analyzer/resolve.h"
 #include "lib/util.h"
 
 #include <stdio.h>
@@ -115,6 +116,7 @@ int builder_finish(struct builder *b, struct model *m)
 	}
 	reorder_release(b, 1);
 	reorder_warn(b);
+	resolve_finish(b);
 	if (b->locked_key < 0 && b->period == 0) {
 		int key = nvtx_rule_best(&b->nvtx);
 		if (key >= 0)
@@ -252,6 +254,7 @@ void builder_free(struct builder *b)
 	for (long i = 0; i < b->nwait; i++)
 		rec_free(b, b->wait[i]);
 	free(b->wait);
+	rangemap_clear(&b->rmap);
 	release_before(b, b->next_gi);
 	size_t it = 0;
 	uint64_t k, v;

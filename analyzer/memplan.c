@@ -107,6 +107,7 @@ static int cmp_ev(const void *a, const void *b)
 struct afrec {
 	uint64_t seq;
 	int64_t id, size; /* size -1: a free */
+	uint64_t key;     /* the address, times 2, plus 1 for a caching allocator's block; 0 none */
 };
 
 static int cmp_af(const void *a, const void *b)
@@ -357,7 +358,7 @@ static void ideal_curve(struct model *m, struct memplan *mp, const struct hmap *
 struct memlog {
 	unsigned char *af; /* alloc (size) and free (size -1) records, encoded */
 	size_t naf, aaf;
-	uint64_t last_seq, last_id;
+	uint64_t last_seq, last_id, last_key;
 	struct hostop *hop; /* sync and memcpy records */
 	int nhop, ahop;
 	struct hostop *cps; /* HtoD and DtoH copy activity: c, end, kind */
@@ -415,6 +416,19 @@ static uint64_t unzz(uint64_t z)
 	return (z >> 1) ^ (uint64_t) - (int64_t)(z & 1);
 }
 
+/* appends one allocator record: seq, id, size + 1 and key, each as the zigzag varint of its
+ * difference to the previous record's (size alone as is) */
+static void put_af(struct memlog *ml, uint64_t seq, int64_t id, int64_t size, uint64_t key)
+{
+	put_varint(ml, zz(seq - ml->last_seq));
+	put_varint(ml, zz((uint64_t)id - ml->last_id));
+	put_varint(ml, zz((uint64_t)size + 1));
+	put_varint(ml, zz(key - ml->last_key));
+	ml->last_seq = seq;
+	ml->last_id = (uint64_t)id;
+	ml->last_key = key;
+}
+
 static int memlog_record(void *ctx, const struct trace_record *r)
 {
 	struct memlog *ml = ctx;
@@ -439,14 +453,12 @@ static int memlog_record(void *ctx, const struct trace_record *r)
 		if (map && size <= 0)
 			return 0;
 		int64_t id = (int64_t)((1ULL << 62) | (a & ((1ULL << 62) - 1)));
-		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
-		put_varint(ml, zz((uint64_t)id - ml->last_id));
-		put_varint(ml, zz((uint64_t)size + 1));
-		ml->last_seq = (uint64_t)seq;
-		ml->last_id = (uint64_t)id;
+		put_af(ml, (uint64_t)seq, id, size, 0);
 	} else if (r->type == TRACE_ALLOC || r->type == TRACE_FREE) {
 		int64_t id = num(o, "id", -1);
-		if (id < 0 || seq < 0)
+		/* -2: a free the shim left to the analyzer (AICPROF_RESOLVE=offline), matched to
+		 * its allocation by address in seq order (memplan_build) */
+		if ((id < 0 && !(id == -2 && r->type == TRACE_FREE)) || seq < 0)
 			return 0;
 		/* replayed in seq order: threads' records interleave in the file */
 		const cJSON *api = cJSON_GetObjectItemCaseSensitive(o, "api");
@@ -456,11 +468,13 @@ static int memlog_record(void *ctx, const struct trace_record *r)
 		int block =
 		    cJSON_IsString(api) && !strcmp(api->valuestring, "c10::CachingAllocator");
 		int64_t size = r->type == TRACE_ALLOC ? (vmm || block ? 0 : num(o, "size", 0)) : -1;
-		put_varint(ml, zz((uint64_t)seq - ml->last_seq));
-		put_varint(ml, zz((uint64_t)id - ml->last_id));
-		put_varint(ml, zz((uint64_t)size + 1));
-		ml->last_seq = (uint64_t)seq;
-		ml->last_id = (uint64_t)id;
+		const cJSON *ptr = cJSON_GetObjectItemCaseSensitive(o, "ptr");
+		uint64_t key = 0;
+		if (cJSON_IsString(ptr)) {
+			unsigned long long a = strtoull(ptr->valuestring, NULL, 16);
+			key = a && a < (1ULL << 62) ? (uint64_t)a * 2 + (uint64_t)block : 0;
+		}
+		put_af(ml, (uint64_t)seq, id, size, key);
 	} else if (r->type == TRACE_SYNC || r->type == TRACE_MEMCPY) {
 		if (seq < 0)
 			return 0;
@@ -519,12 +533,13 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 	/* the window: allocator records before the step's end, host operations inside it */
 	struct afrec *af = NULL;
 	long naf = 0, aaf = 0;
-	uint64_t pseq = 0, pid = 0;
+	uint64_t pseq = 0, pid = 0, pkey = 0;
 	for (size_t p = 0; p < ml->naf;) {
 		struct afrec f;
 		f.seq = pseq += unzz(get_varint(ml->af, &p));
 		f.id = (int64_t)(pid += unzz(get_varint(ml->af, &p)));
 		f.size = (int64_t)(unzz(get_varint(ml->af, &p)) - 1);
+		f.key = pkey += unzz(get_varint(ml->af, &p));
 		if (f.seq < s1) {
 			ALLOC_GROW(af, naf, aaf);
 			af[naf++] = f;
@@ -553,6 +568,18 @@ int memplan_compute(struct model *m, const struct memlog *ml)
 	hmap_release(&copies);
 	if (naf)
 		qsort(af, naf, sizeof(*af), cmp_af);
+	/* frees the shim did not resolve (id -2): the allocation live at that address then */
+	struct hmap bykey;
+	hmap_init(&bykey);
+	for (long i = 0; i < naf; i++) {
+		if (!af[i].key)
+			continue;
+		if (af[i].size >= 0)
+			hmap_put(&bykey, af[i].key, (uint64_t)af[i].id);
+		else if (hmap_del(&bykey, af[i].key, &v) && af[i].id == -2)
+			af[i].id = (int64_t)v;
+	}
+	hmap_release(&bykey);
 	for (long i = 0; i < naf; i++) {
 		int in = af[i].seq >= s0;
 		int64_t d;

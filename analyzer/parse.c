@@ -17,6 +17,7 @@
  * crash.
  */
 #include "analyzer/builder.h"
+#include "analyzer/resolve.h"
 #include "analyzer/symbolize.h"
 
 #include <ctype.h>
@@ -180,7 +181,9 @@ void reorder_release(struct builder *b, int at_end)
 		} else {
 			break;
 		}
-		ring_push(b, wait_pop(b));
+		struct rec *out = wait_pop(b);
+		resolve_record(b, out);
+		ring_push(b, out);
 	}
 	if (b->nheap)
 		drain(b, 0);
@@ -482,6 +485,11 @@ static int parse_ptrs(struct builder *b, struct rec *r, const cJSON *rec)
 			struct ptrarg *pa = &r->p[r->nptr++];
 			pa->alloc = num_id(al);
 			pa->off = num_off(of);
+			if (pa->alloc == RESOLVE_OFFLINE) { /* the address, resolved on release */
+				const cJSON *ad = cJSON_GetArrayItem(e, 1);
+				pa->off =
+				    cJSON_IsString(ad) ? strtoull(ad->valuestring, NULL, 16) : 0;
+			}
 			const cJSON *cf = cJSON_IsArray(cal) ? cJSON_GetArrayItem(cal, k) : NULL;
 			pa->cal = cJSON_IsNumber(cf) ? (signed char)cf->valueint : -1;
 			pa->fp = 0;
@@ -690,11 +698,15 @@ static int parse_api_op(struct builder *b, const cJSON *rec, int kind, const cha
 		const cJSON *sa = field(rec, "src_alloc");
 		if (cJSON_IsArray(da) && cJSON_IsNumber(cJSON_GetArrayItem(da, 0))) {
 			r->dst_alloc = num_id(cJSON_GetArrayItem(da, 0));
-			r->dst_off = num_off(cJSON_GetArrayItem(da, 1));
+			r->dst_off = r->dst_alloc == RESOLVE_OFFLINE
+			                 ? get_hex(rec, "dst")
+			                 : num_off(cJSON_GetArrayItem(da, 1));
 		}
 		if (cJSON_IsArray(sa) && cJSON_IsNumber(cJSON_GetArrayItem(sa, 0))) {
 			r->src_alloc = num_id(cJSON_GetArrayItem(sa, 0));
-			r->src_off = num_off(cJSON_GetArrayItem(sa, 1));
+			r->src_off = r->src_alloc == RESOLVE_OFFLINE
+			                 ? get_hex(rec, "src")
+			                 : num_off(cJSON_GetArrayItem(sa, 1));
 		}
 	}
 	uint64_t p;
@@ -833,6 +845,11 @@ static int parse_misc(struct builder *b, const cJSON *rec, int type, const char 
 		if (!get_i64(rec, "id", &r->id)) {
 			rec_free(b, r);
 			return bad(b, what, "id");
+		}
+		r->ptr = get_hex(rec, "ptr");
+		{
+			const char *api = get_str(rec, "api");
+			r->inner = type == R_ALLOC && api && !strcmp(api, "c10::CachingAllocator");
 		}
 		break;
 	case R_PUSH:

@@ -129,6 +129,14 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		else
 			add_msg(m, "AICPROF_WRITES", v, "expected 'infer' or 'probe'");
 	}
+	if ((v = lookup("AICPROF_RESOLVE"))) {
+		if (!strcmp(v, "shim"))
+			c->resolve_shim = 1;
+		else if (!strcmp(v, "offline"))
+			c->resolve_shim = 0;
+		else
+			add_msg(m, "AICPROF_RESOLVE", v, "expected 'offline' or 'shim'");
+	}
 	if ((v = lookup("AICPROF_CAPTURE"))) {
 		if (!strcmp(v, "profiler-api"))
 			c->capture_api = 1;
@@ -154,6 +162,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->xla_lines = b;
 	if ((v = lookup("AICPROF_SELFTIME")) && !parse_bool("AICPROF_SELFTIME", v, &b, m))
 		c->selftime = b;
+	if (c->writes == WRITES_PROBE) /* calibration reads the allocation a pointer is in */
+		c->resolve_shim = 1;
 }
 
 int config_output_path(const char *pat, long pid, const char *rank, const char *host, char *out,

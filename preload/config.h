@@ -36,8 +36,11 @@ struct config {
 	int xla_lines;  /* AICPROF_XLA_LINES: 0 asks XLA for no HLO dump (xla.c), default 1 */
 	int selftime;   /* AICPROF_SELFTIME: time the shim's own parts, printed at exit */
 	int mux; /* AICPROF_MUX: share CUPTI with other tools (1, default), or yield to them (0) */
-	int capture_api; /* AICPROF_CAPTURE=profiler-api: record only between the program's
-	                  * cudaProfilerStart and cudaProfilerStop (0: "all", the default) */
+	int capture_api;  /* AICPROF_CAPTURE=profiler-api: record only between the program's
+	                   * cudaProfilerStart and cudaProfilerStop (0: "all", the default) */
+	int resolve_shim; /* AICPROF_RESOLVE: "offline" (0, the default: the analyzer resolves
+	                   * pointers to allocations, ptrmap.c) or "shim" (1: the shim's map does);
+	                   * AICPROF_WRITES=probe needs the map and sets 1 */
 };
 
 /* Up to this many messages, each at most CONFIG_MSG_LEN bytes. */

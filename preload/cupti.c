@@ -521,7 +521,7 @@ static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r
 		args[i].first_ptr = (uint16_t)np;
 		int64_t last = -1;
 		for (; k < nc && cand_arg[k] == i; k++) {
-			if (ids[k] < 0)
+			if (ids[k] < 0 && ids[k] != PTRMAP_OFFLINE) /* in no allocation */
 				continue;
 			ptrs[np++] = (struct r_ptr){cand_w[k], -1, cand[k], ids[k], offs[k]};
 			args[i].nptr++;

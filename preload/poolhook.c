@@ -75,6 +75,8 @@ static void w_report(void *ptr, int64_t size, size_t allocated, size_t reserved,
 		} else {
 			uint64_t sz = 0;
 			int64_t id = ptrmap_remove(p, &sz);
+			if (id == PTRMAP_OFFLINE) /* the report gives the size freed */
+				sz = (uint64_t)-size;
 			cupti_record_alloc(1, p, sz, id);
 		}
 		selftime_add(ST_CB_ALLOC, t0);

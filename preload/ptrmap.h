@@ -3,12 +3,21 @@
  *
  * Allocations and frees (CUDA API callbacks) take the write side of a reader-writer lock of
  * ours; the launch path takes the read side for a binary search. The program never holds this
- * lock, and nothing is called while holding it.
+ * lock, and nothing is called while holding it. Offline (ptrmap_set_offline(1)) the map holds
+ * nothing and the ids it returns are PTRMAP_OFFLINE: the analyzer resolves (ptrmap.c).
  */
 #ifndef AICPROF_PTRMAP_H
 #define AICPROF_PTRMAP_H
 
 #include <stdint.h>
+
+/* the id of a pointer, or of a free, left for the analyzer to resolve (trace-format.md) */
+#define PTRMAP_OFFLINE (-2)
+
+/* Offline: adds take ids and widen the bounds only; removes and finds return PTRMAP_OFFLINE
+ Set before the first allocation is recorded. */
+void ptrmap_set_offline(int on);
+int ptrmap_offline(void);
 
 /* Records [ptr, ptr+size) as allocation id; returns the id (ids count up from 0). */
 int64_t ptrmap_add(uint64_t ptr, uint64_t size);

@@ -133,6 +133,7 @@ static void header(struct jbuf *b)
 	jb_key(b, "capture"), jb_str(b, c->capture_api ? "profiler-api" : "all");
 	jb_key(b, "writes"), jb_str(b, c->writes == WRITES_PROBE ? "probe" : "infer");
 	jb_key(b, "probe_count"), jb_i64(b, c->probe_count);
+	jb_key(b, "resolve"), jb_str(b, c->resolve_shim ? "shim" : "offline");
 	jb_key(b, "eager"), jb_i64(b, c->eager);
 	jb_key(b, "args"), jb_i64(b, c->args);
 	jb_key(b, "activity"), jb_i64(b, c->activity);
@@ -426,6 +427,7 @@ __attribute__((constructor)) static void aicprof_init(void)
 	t_start = shim_now_ns();
 	config_load(&shim_cfg, env_lookup, &cfg_msgs);
 	selftime_on = shim_cfg.selftime;
+	ptrmap_set_offline(!shim_cfg.resolve_shim);
 	for (int i = 0; i < cfg_msgs.n; i++)
 		shim_say("%s", cfg_msgs.msg[i]);
 	if (shim_cfg.delay_s > 0)

@@ -8,6 +8,8 @@
 #   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded)
 #   alloc0     AICPROF_ALLOC_BACKEND=0 (XLA's allocator left alone too; for PyTorch as shim)
 #   alloc1     AICPROF_ALLOC_BACKEND=1 (PyTorch switched to cudaMallocAsync: the old default)
+#   rshim      AICPROF_RESOLVE=shim (the shim's locked map resolves pointers at the launch and
+#              frees at the free, as before the default became offline)
 #   args0      AICPROF_ARGS=0 (no parameter scan)
 #   attrib0    AICPROF_ATTRIB=0 (no source lines)
 #   min        all three off: CUPTI's callbacks and activity records only
@@ -54,6 +56,7 @@ run() { # mode workload...
 		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
 		alloc1) e=AICPROF_ALLOC_BACKEND=1 ;;
 		args0) e=AICPROF_ARGS=0 ;;
+		rshim) e=AICPROF_RESOLVE=shim ;;
 		attrib0) e=AICPROF_ATTRIB=0 ;;
 		min) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
 		cbonly) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0 AICPROF_ACTIVITY=0" ;;

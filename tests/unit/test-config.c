@@ -48,6 +48,31 @@ static void test_defaults(void **state)
 	assert_int_equal(c.args, 1);
 	assert_int_equal(c.eager, 0);
 	assert_int_equal(c.mux, 1);
+	assert_int_equal(c.resolve_shim, 0); /* the analyzer resolves pointers */
+}
+
+/* AICPROF_RESOLVE: offline or shim; calibration needs the shim's map whatever it says */
+static void test_resolve(void **state)
+{
+	(void)state;
+	struct config c;
+	struct config_msgs m;
+	set("AICPROF_RESOLVE", "shim");
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(c.resolve_shim, 1);
+	nenv = 0;
+	set("AICPROF_RESOLVE", "offline");
+	set("AICPROF_WRITES", "probe");
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 0);
+	assert_int_equal(c.resolve_shim, 1);
+	nenv = 0;
+	set("AICPROF_RESOLVE", "later");
+	config_load(&c, lookup, &m);
+	assert_int_equal(m.n, 1);
+	assert_non_null(strstr(m.msg[0], "AICPROF_RESOLVE"));
+	assert_int_equal(c.resolve_shim, 0);
 }
 
 /* Under torchrun every worker gets RANK: the default name carries it; AICPROF_OUTPUT wins. */
@@ -164,6 +189,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup(test_defaults, setup),
+	    cmocka_unit_test_setup(test_resolve, setup),
 	    cmocka_unit_test_setup(test_rank_default_name, setup),
 	    cmocka_unit_test_setup(test_every_variable, setup),
 	    cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),

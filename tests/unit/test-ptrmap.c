@@ -1,5 +1,6 @@
 /*
- * test-ptrmap.c - the shim's allocation map (preload/ptrmap.c): single-thread contract (add,
+ * test-ptrmap.c - the shim's allocation map (preload/ptrmap.c over lib/rangemap.c, the structure
+ * the analyzer's replay shares, analyzer/resolve.c): single-thread contract (add,
  * find at base and inside, remove, overlap replace, bounds), then threads that add and free
  * their own ranges while other threads look up addresses in them, under ASan: a lookup must
  * return either nothing or an allocation that holds the address, never garbage.
@@ -266,11 +267,47 @@ static void test_concurrent(void **st)
 	assert_int_equal(ptrmap_find(slot_base(0, 0), &off), -1);
 }
 
+/* Offline (the shim's default, AICPROF_RESOLVE=offline): the map holds nothing, ids still
+ * count up, the bounds still widen, and removes and lookups leave the answer to the analyzer. */
+static void test_offline(void **st)
+{
+	ptrmap_clear();
+	ptrmap_set_offline(1);
+	assert_true(ptrmap_offline());
+	int64_t a = ptrmap_add(0x30000, 0x1000), b = ptrmap_add_inner(0x30000, 0x100);
+	assert_int_equal(a, 0);
+	assert_int_equal(b, 1);
+	assert_int_equal(ptrmap_count(), 0);
+	uint64_t lo, hi, off = 7, size = 7;
+	ptrmap_bounds(&lo, &hi);
+	assert_int_equal(lo, 0x30000);
+	assert_int_equal(hi, 0x31000);
+	ptrmap_add(0x10000, 0x10);
+	ptrmap_bounds(&lo, &hi);
+	assert_int_equal(lo, 0x10000);
+	assert_int_equal(hi, 0x31000);
+	assert_int_equal(ptrmap_remove(0x30000, &size), PTRMAP_OFFLINE);
+	assert_int_equal(size, 0);
+	assert_int_equal(ptrmap_find(0x30010, &off), PTRMAP_OFFLINE);
+	uint64_t addrs[3] = {0x30000, 0x30010, 0x99999999};
+	int64_t ids[3];
+	uint64_t offs[3];
+	ptrmap_find_batch(addrs, 3, ids, offs);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ids[i], PTRMAP_OFFLINE);
+	ptrmap_set_offline(0);
+	ptrmap_clear();
+	assert_int_equal(ptrmap_add(0x30000, 0x1000), 0);
+	assert_int_equal(ptrmap_find(0x30010, &off), 0);
+	assert_int_equal(off, 0x10);
+	ptrmap_clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_basic), cmocka_unit_test(test_inner),
-	    cmocka_unit_test(test_random_against_model), cmocka_unit_test(test_batch),
-	    cmocka_unit_test(test_concurrent)};
+	    cmocka_unit_test(test_basic),   cmocka_unit_test(test_inner),
+	    cmocka_unit_test(test_offline), cmocka_unit_test(test_random_against_model),
+	    cmocka_unit_test(test_batch),   cmocka_unit_test(test_concurrent)};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
