@@ -155,7 +155,12 @@ def main():
         good &= tap(len(blocks) > 0, f"{path}: {len(blocks)} caching-allocator blocks, {len(segs)} other allocations")
         ids = [p[2] for r in launches for a in r.get("args", []) for p in a.get("p", [])]
         inb = sum(1 for i in ids if i in blocks)
-        good &= tap(ids and inb >= 0.95 * len(ids), f"{path}: {inb} of {len(ids)} launch pointers in blocks ({resolved} resolved from the trace's allocations, {dropped} words in none dropped)")
+        good &= tap(bool(ids) and inb >= 0.95 * len(ids), f"{path}: {inb} of {len(ids)} launch pointers in blocks ({resolved} resolved from the trace's allocations, {dropped} words in none dropped)")
+    elif check == "reserved":  # expandable segments: pointers into a cuMemAddressReserve range
+        res = [(int(r["ptr"], 16), r["size"]) for r in by_type(recs, "alloc") if r.get("api") == "cuMemAddressReserve"]
+        ptrs = [(int(p[1], 16), p[2]) for r in launches for a in r.get("args", []) for p in a.get("p", [])]
+        inr = [i for x, i in ptrs if i >= 0 and any(b <= x < b + n for b, n in res)]
+        good &= tap(bool(res and inr), f"{path}: {len(inr)} of {len(ptrs)} launch pointers resolve inside the {len(res)} reserved ranges ({resolved} resolved from the trace's allocations)")
     elif check == "yielded":
         end = recs[-1] if recs else {}
         good &= tap(end.get("reason") == "yielded", f"{path}: trace ends with reason {end.get('reason')}")
