@@ -2,8 +2,9 @@
 
 Usage: python3 bench_step.py MODE WHAT [ARGS...]
   MODE: bare | shim | profiler (the caller sets LD_PRELOAD and AICPROF_* for the shim modes;
-        profiler wraps the run in torch.profiler with CPU and CUDA activities) | paired (oop
-        and oopdeep only, under the shim with AICPROF_CAPTURE=profiler-api: rounds alternate
+        profiler wraps the run in torch.profiler with CPU and CUDA activities) | paired (oop,
+        oopdeep, and a sample's path: then samples/gpt2_train.py's model and step, one step a
+        half, BENCH_PAIRS pairs, default 30; under the shim with AICPROF_CAPTURE=profiler-api: rounds alternate
         between recording, inside torch.cuda.profiler.start()/stop(), and paused, in one
         process, and the figure is the median of the paired differences: the launch path's
         cost without the noise between processes; allocations are recorded in both)
@@ -80,6 +81,50 @@ if what in ("oop", "oopdeep"):
             rnd()
         us = deep(40) if what == "oopdeep" else statistics.median(rnd() for _ in range(200))
     print(json.dumps({"mode": mode, "what": what, "us_per_launch": round(us, 3)}))
+elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's model), paired
+    # in one process: steps alternate between recording and paused (AICPROF_CAPTURE=
+    # profiler-api), in pairs whose order alternates; the figure is the median of the paired
+    # differences, the recording path's cost a step without the noise between processes
+    # (allocations are recorded in both halves: the shim's map needs them)
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
+                     bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+
+    def step():
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) * 1e3
+
+    for rec in (True, False, True, False):  # warm-up: the first stacks, both halves
+        (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
+        step()
+    on, off, diff = [], [], []
+    for i in range(int(os.environ.get("BENCH_PAIRS", "30"))):
+        t = {}
+        for rec in ((True, False) if i % 2 else (False, True)):
+            (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
+            t[rec] = step()
+        torch.cuda.profiler.stop()
+        on.append(t[True])
+        off.append(t[False])
+        diff.append(t[True] - t[False])
+    m_on, m_off, m_d = statistics.median(on), statistics.median(off), statistics.median(diff)
+    print(json.dumps({"mode": mode, "what": what, "step_ms": round(m_on, 3),
+                      "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
+                      "pct_added": round(100 * m_d / m_off, 2)}))
 else:
     sys.argv = [what] + sys.argv[3:]
     buf = io.StringIO()

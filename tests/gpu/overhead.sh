@@ -16,9 +16,9 @@
 #   cbonly     min and AICPROF_ACTIVITY=0: CUPTI's callbacks only
 #   win        defaults with AICPROF_DURATION=OVH_WIN (default 1) seconds: measured after the
 #              window closed (GPT-2's measured steps come after it, too)
-#   paired     AICPROF_CAPTURE=profiler-api, the loops only: recording and paused rounds
-#              alternate in one process (bench_step.py paired), the median paired difference
-#              is the launch path's cost (us_added)
+#   paired     AICPROF_CAPTURE=profiler-api: recording and paused rounds (the loops) or steps
+#              (GPT-2) alternate in one process (bench_step.py paired), the median paired
+#              difference is the recording path's cost (us_added, ms_added and pct_added)
 # Every mode's loops warm up for OVH_SETTLE seconds (default OVH_WIN + 2) before they are timed
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
@@ -81,7 +81,6 @@ for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
 	for m in ${OVH_MODES:-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
 		for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
 			case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
-			[ "$m" = paired ] && [ "$w" = gpt2 ] && continue # the loops only
 			run "$m" $a 2>>"$W/err" | sed "s/^{/{\"round\":$r,/" | tee -a "$J"
 		done
 	done
