@@ -151,9 +151,7 @@ int fgroup_parse_file(const char *path, struct fgroup *g, struct strbuf *err);
 
 void fgroup_release(struct fgroup *g);
 
-/* Vector width limit in elements: for a chain, 16 bytes over the narrowest element size of the
- * tensors it reads or writes (1-byte masks aside); for a row or column group, 16 bytes over the
- * widest element size of any of its values. */
+/* Vector width limit in elements: 16 bytes over the widest tensor's element size. */
 int fgroup_max_vec(const struct fgroup *g);
 
 /* Bytes the fused kernel moves (inputs read once, writes once) and the unfused sequence moves

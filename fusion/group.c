@@ -693,23 +693,7 @@ int fgroup_max_vec(const struct fgroup *g)
 	for (int i = 0; i < g->nwrites; i++)
 		if (fdtype_size(g->writes[i].dtype) > w)
 			w = fdtype_size(g->writes[i].dtype);
-	if (g->kind != FG_CHAIN)
-		return 16 / w; /* a row kernel keeps K vectors a lane in registers */
-	/* a chain: 16-byte accesses of its narrowest tensor in memory (a bf16 input beside an f32
-	 * output: 8 elements, one 16-byte load and two 16-byte stores), masks aside; its
-	 * intermediates live in registers */
-	int nar = 0;
-	for (int i = 0; i < g->nvalues; i++) {
-		int sz = fdtype_size(g->values[i].dtype);
-		if (g->values[i].op < 0 && sz >= 2 && (!nar || sz < nar))
-			nar = sz;
-	}
-	for (int i = 0; i < g->nwrites; i++) {
-		int sz = fdtype_size(g->writes[i].dtype);
-		if (sz >= 2 && (!nar || sz < nar))
-			nar = sz;
-	}
-	return 16 / (nar ? nar : w);
+	return 16 / w;
 }
 
 /* Does any op read value v? */

@@ -196,21 +196,6 @@ static void test_parse_rows(void **state)
 	assert_int_equal(fgroup_max_vec(&g), 4);
 	assert_int_equal(g.nops, 4);
 	fgroup_release(&g);
-
-	/* a chain of a bf16 input to an f32 output (GPT-2's GELU under autocast): 8 elements a
-	 * vector, one 16-byte load of the input; its f32 intermediate is a register */
-	cJSON *j = cJSON_Parse("{\"name\": \"t\", \"kind\": \"elementwise-chain\", \"dtype\": "
-	                       "\"f32\", \"numel\": 1024, \"inputs\": [{\"name\": \"x\", "
-	                       "\"dtype\": \"bf16\"}], \"ops\": [{\"op\": \"cast\", \"args\": "
-	                       "[\"x\"], \"to\": \"f32\", \"out\": \"c\"}, {\"op\": \"tanh\", "
-	                       "\"args\": [\"c\"], \"out\": \"y\"}], \"outputs\": [{\"name\": "
-	                       "\"y\"}]}");
-	struct strbuf err = STRBUF_INIT;
-	assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
-	assert_int_equal(fgroup_max_vec(&g), 8);
-	fgroup_release(&g);
-	strbuf_release(&err);
-	cJSON_Delete(j);
 }
 
 /* A column group: layer norm's dgamma and dbeta after the cast of dy (tests/fusion/gbb.json). */
