@@ -1171,29 +1171,21 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		emit_col_launch(sb, g, maxv);
 		return;
 	} else {
-		strbuf_addf(
-		    sb,
-		    "\t(void)ept;\n"
-		    "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
-		    "\t/* a short row: one warp a row, at most block / 32 rows a block; few rows\n"
-		    "\t * take smaller blocks, at least 4 a multiprocessor where the rows\n"
-		    "\t * allow (1,024 rows in blocks of 8 warps left 4 of 132 SMs idle and\n"
-		    "\t * one block on each of the others) */\n"
-		    "\tif (a.cols <= 32L * vec * %s_WARP_K) {\n"
-		    "\t\tconst long sms = (long)aic_sm_count();\n"
-		    "\t\tlong wpb = block / 32;\n"
-		    "\t\twhile (wpb > 1 && (a.rows + wpb - 1) / wpb < 4 * sms)\n"
-		    "\t\t\twpb /= 2;\n"
-		    "\t\tconst int wblock = (int)wpb * 32;\n"
-		    "\t\tlong wgrid = (a.rows + wpb - 1) / wpb;\n"
-		    "\t\tconst long wcap = sms * (2048 / wblock) * 8;\n"
-		    "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n"
-		    "\t\tswitch (vec) {\n",
-		    nm);
+		strbuf_addf(sb,
+		            "\t(void)ept;\n"
+		            "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
+		            "\t/* a short row: one warp a row, block / 32 rows a block */\n"
+		            "\tif (a.cols <= 32L * vec * %s_WARP_K) {\n"
+		            "\t\tconst long wpb = block / 32;\n"
+		            "\t\tlong wgrid = (a.rows + wpb - 1) / wpb;\n"
+		            "\t\tconst long wcap = (long)aic_sm_count() * (2048 / block) * 8;\n"
+		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n"
+		            "\t\tswitch (vec) {\n",
+		            nm);
 		for (int v = 1; v <= maxv; v *= 2)
 			strbuf_addf(sb,
 			            "\t\tcase %d:\n"
-			            "\t\t\t%s_wkernel<%d><<<(unsigned)wgrid, wblock, 0, s>>>(a);\n"
+			            "\t\t\t%s_wkernel<%d><<<(unsigned)wgrid, block, 0, s>>>(a);\n"
 			            "\t\t\tbreak;\n",
 			            v, nm, v);
 		strbuf_adds(sb, "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"
