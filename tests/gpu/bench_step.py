@@ -30,6 +30,25 @@ if mode == "profiler":
 
     ctx = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
 
+
+def pairs(run, n):
+    """n pairs of run() recording and paused (torch.cuda.profiler.start/stop under
+    AICPROF_CAPTURE=profiler-api), the order within a pair alternating; medians of the
+    recording halves, the paused halves and the paired differences."""
+    import torch
+    on, off, diff = [], [], []
+    for i in range(n):
+        t = {}
+        for rec in ((True, False) if i % 2 else (False, True)):
+            (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
+            t[rec] = run()
+        torch.cuda.profiler.stop()
+        on.append(t[True])
+        off.append(t[False])
+        diff.append(t[True] - t[False])
+    return statistics.median(on), statistics.median(off), statistics.median(diff)
+
+
 if what in ("oop", "oopdeep"):
     import torch
 
@@ -50,17 +69,7 @@ if what in ("oop", "oopdeep"):
         return deep(k - 1) if k else statistics.median(rnd() for _ in range(200))
 
     def paired():
-        on, off, diff = [], [], []
-        for i in range(200):
-            t = {}
-            for rec in ((True, False) if i % 2 else (False, True)):
-                (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
-                t[rec] = rnd()
-            torch.cuda.profiler.stop()
-            on.append(t[True])
-            off.append(t[False])
-            diff.append(t[True] - t[False])
-        return statistics.median(on), statistics.median(off), statistics.median(diff)
+        return pairs(rnd, 200)
 
     def deep_paired(k):
         return deep_paired(k - 1) if k else paired()
@@ -111,17 +120,7 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
     for rec in (True, False, True, False):  # warm-up: the first stacks, both halves
         (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
         step()
-    on, off, diff = [], [], []
-    for i in range(int(os.environ.get("BENCH_PAIRS", "30"))):
-        t = {}
-        for rec in ((True, False) if i % 2 else (False, True)):
-            (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
-            t[rec] = step()
-        torch.cuda.profiler.stop()
-        on.append(t[True])
-        off.append(t[False])
-        diff.append(t[True] - t[False])
-    m_on, m_off, m_d = statistics.median(on), statistics.median(off), statistics.median(diff)
+    m_on, m_off, m_d = pairs(step, int(os.environ.get("BENCH_PAIRS", "30")))
     print(json.dumps({"mode": mode, "what": what, "step_ms": round(m_on, 3),
                       "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
                       "pct_added": round(100 * m_d / m_off, 2)}))
