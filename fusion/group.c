@@ -189,6 +189,88 @@ static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, 
 	}
 }
 
+int fgroup_mapped(const struct fgroup *g)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[i].map.dims)
+			return 1;
+	return 0;
+}
+
+/* An integer of a map's array (any sign, at most 2^40 in size), into *out. */
+static int map_int(struct pctx *c, const cJSON *x, const char *path, const char *key, int k,
+                   long *out)
+{
+	if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+	    fabs(x->valuedouble) > 1099511627776.0)
+		return perr(c, "%smap: %s[%d] must be an integer of at most 2^40", path, key, k);
+	*out = (long)x->valuedouble;
+	return 0;
+}
+
+/*
+ * Input `name`'s "map" (in, at path) into *m, for an input of numel elements of group g:
+ * "offset" (an integer >= 0), "sizes" (1 to FMAP_DIMS positive integers multiplying to the
+ * group's numel) and "strides" (as many integers); every offset it gives lies in [0, numel).
+ */
+static int parse_map(struct pctx *c, const cJSON *in, const char *path, const char *name,
+                     const struct fgroup *g, long numel, struct fmap *m)
+{
+	const cJSON *mp = json_get(in, "map");
+	memset(m, 0, sizeof(*m));
+	if (!mp)
+		return 0;
+	if (!cJSON_IsObject(mp))
+		return perr(c, "%s'%s': field 'map' must be an object", path, name);
+	if (g->kind != FG_CHAIN || fgroup_rowed(g))
+		return perr(c, "%s'%s': an index map is for an elementwise chain without rows",
+		            path, name);
+	if (numel < 1)
+		return perr(c,
+		            "%s'%s': an input with a map needs its 'numel' (the elements it holds)",
+		            path, name);
+	const cJSON *of = json_get(mp, "offset");
+	const cJSON *sz = json_get(mp, "sizes"), *st = json_get(mp, "strides");
+	if (!cJSON_IsArray(sz) || !cJSON_IsArray(st) || cJSON_GetArraySize(sz) < 1 ||
+	    cJSON_GetArraySize(sz) > FMAP_DIMS || cJSON_GetArraySize(st) != cJSON_GetArraySize(sz))
+		return perr(c,
+		            "%s'%s': map: 'sizes' and 'strides' must be arrays of one length, 1 to "
+		            "%d",
+		            path, name, FMAP_DIMS);
+	if (of && map_int(c, of, path, "offset", 0, &m->offset))
+		return -1;
+	if (m->offset < 0)
+		return perr(c, "%s'%s': map: 'offset' must not be negative", path, name);
+	m->dims = cJSON_GetArraySize(sz);
+	long prod = 1, lo = m->offset, hi = m->offset;
+	for (int d = 0; d < m->dims; d++) {
+		if (map_int(c, cJSON_GetArrayItem(sz, d), path, "sizes", d, &m->size[d]) ||
+		    map_int(c, cJSON_GetArrayItem(st, d), path, "strides", d, &m->stride[d]))
+			return -1;
+		if (m->size[d] < 1 || prod > g->numel / m->size[d])
+			return perr(
+			    c,
+			    "%s'%s': map: sizes[%d] must be positive, the sizes at most the "
+			    "group's %ld elements",
+			    path, name, d, g->numel);
+		prod *= m->size[d];
+		long span = (m->size[d] - 1) * m->stride[d];
+		if (span < 0)
+			lo += span;
+		else
+			hi += span;
+	}
+	if (prod != g->numel)
+		return perr(c, "%s'%s': map: its sizes hold %ld elements, not the group's %ld",
+		            path, name, prod, g->numel);
+	if (lo < 0 || hi >= numel)
+		return perr(c,
+		            "%s'%s': map: it reads offsets %ld to %ld, outside the input's %ld "
+		            "elements",
+		            path, name, lo, hi, numel);
+	return 0;
+}
+
 static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 {
 	const cJSON *arr = get_array(c, j, "", "inputs", 1);
@@ -215,12 +297,17 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			            "%s'%s': per_row needs rows: a row group, a column group, or a "
 			            "chain with \"cols\"",
 			            path, name);
+		struct fmap map;
+		if (parse_map(c, in, path, name, g, numel, &map))
+			return -1;
+		if (map.dims && per_row)
+			return perr(c, "%s'%s': an input with a map is not per_row", path, name);
 		if (numel == -2)
 			numel = per_row ? g->rows : g->numel;
 		if (per_row && numel != g->rows)
 			return perr(c, "%s'%s' is per_row: %ld elements, not the group's %ld rows",
 			            path, name, numel, g->rows);
-		if (numel > g->numel || g->numel % numel)
+		if (!map.dims && (numel > g->numel || g->numel % numel))
 			return perr(
 			    c,
 			    "%s'%s' has %ld elements, which does not divide the group's %ld "
@@ -231,6 +318,7 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 		if (add_value(c, g, path, name, get_id(in), t, numel, -1))
 			return -1;
 		g->values[g->nvalues - 1].per_row = per_row;
+		g->values[g->nvalues - 1].map = map;
 		i++;
 	}
 	if (!i)
