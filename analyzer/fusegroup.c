@@ -32,8 +32,13 @@
  * where its TensorIterator is not contiguous. Where the trace kept its closure, its offset
  * calculator (offcalc.c) says each operand's layout, and the member is checked against it
  * (loop_layout_ok): a dense result; inputs dense, broadcast over outer dimensions (i % numel),
- * one value a row (which makes the chain one of rows: "cols", the input per_row) or a scalar;
- * a transpose or a slice is refused. Where it did not (older traces), a member that reads no
+ * one value a row (which makes the chain one of rows: "cols", the input per_row) or a scalar.
+ * Where that check refuses a chain (a transpose, a slice, a broadcast over a middle dimension),
+ * the chain is built again with index maps (map_pass()): each input read through a strided map
+ * of its own ("map"), its offsets at every element of the group composed from the calculators
+ * of the strided loops between it and the group's writes and compared with the fitted map at
+ * every element (indexmap.c); operands are bound to values by their data pointers, not by read
+ * order. Where the trace did not keep the closure (older traces), a member that reads no
  * broadcast input is refused, and one that reads one is kept unconfirmed.
  *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
@@ -1637,10 +1642,18 @@ static int map_strided(struct gb *g, int i, const struct node *n, int rv, long *
 	return 0;
 }
 
-/* A member that is not a strided loop (a contiguous kernel: vectorized, unrolled, a fill):
- * each value it reads at its own index. */
+/* A member that is not a strided loop: ATen's contiguous loops (vectorized_elementwise_kernel,
+ * unrolled_elementwise_kernel: gpu_kernel launches them only where every operand is
+ * contiguous) read each value at their own index; any other kernel's layout is unknown. */
 static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long **fin)
 {
+	const char *nm = n->name ? n->name : "";
+	if (strncmp(nm, "vectorized_elementwise_kernel<", 30) &&
+	    strncmp(nm, "unrolled_elementwise_kernel<", 28))
+		return fail(g,
+		            "node %d ('%s') is no contiguous loop of ATen's and keeps no offset "
+		            "calculator: no index map for what it reads",
+		            n->id, nm);
 	for (int r = 0; r < n->nreads; r++) {
 		int vi = n->reads[r], p = member_of(g, vi), ki;
 		long numel;

@@ -180,6 +180,34 @@ want = sorted([m('bf16', 524288, [64, 256, 8, 4], [1, 512, 64, 131072])] * 2 +
               [m('bf16', 524288, [64, 8, 256, 4], [1, 16384, 64, 131072])] * 2)
 print('# maps', len(got))
 sys.exit(0 if got == want else 1)"
+# the maps come from the closure bytes, not from sizes: the trace with cos read transposed in
+# the q * cos and k * cos loops (cos's byte strides [4, 0, 256, 0] -> [1024, 0, 4, 0] in every
+# such closure) gives cos the transposed maps, sin's unchanged
+python3 - "$top/samples/traces/llama_train.aicp.jsonl" "$tmp/mut.aicp.jsonl" <<'PY'
+import sys
+old = "040000000200000004000000000100008000000000000000000800000004000000010000000008000000040000000000"
+new = "040000000200000000040000000100008000000000000000000800000004000004000000000008000000040000000000"
+n = 0
+with open(sys.argv[2], "w") as out:
+    for line in open(sys.argv[1]):
+        i = line.find(old)
+        while i >= 0:
+            x = line.rfind('"x":"', 0, i)
+            if x >= 0 and '"' not in line[x + 5:i] and (i - x - 5) % 2 == 0:
+                line = line[:i] + new + line[i + len(old):]
+                n += 1
+            i = line.find(old, i + 1)
+        out.write(line)
+print("# closures changed:", n)
+PY
+(cd "$top" && "$A" analyze -q --no-report "$tmp/mut.aicp.jsonl" -o "$tmp/mut.a")
+check "llama_train with cos's strides transposed in its loops' closures: cos's index maps follow ([256, 0, 1, 0] and [256, 1, 0]), sin's do not change" python3 -c "
+import json, sys
+s = json.load(open('$tmp/mut.a/summary.json'))
+got = sorted(json.dumps([i['map']['sizes'], i['map']['strides']]) for c in s['candidates'] if c.get('group') for i in c['group']['inputs'] if 'map' in i and i['numel'] == 16384)
+want = sorted(json.dumps(x) for x in [[[64, 256, 32], [256, 1, 0]], [[16384, 32], [1, 0]], [[64, 8, 256, 4], [256, 0, 1, 0]], [[64, 8, 256, 4], [1, 0, 64, 0]]])
+print('# cos and sin maps', got)
+sys.exit(0 if got == want else 1)"
 check "llama_train: a group with index maps writes no CuPy form and no backward, its kernel reads through the map, its module returns the recorded 524288 elements flat" sh -c "
 	n=0
 	for k in '$tmp'/llama_train.f/c*/c*_kernel.cu; do
