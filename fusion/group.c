@@ -242,7 +242,8 @@ static int parse_map(struct pctx *c, const cJSON *in, const char *path, const ch
 	if (m->offset < 0)
 		return perr(c, "%s'%s': map: 'offset' must not be negative", path, name);
 	m->dims = cJSON_GetArraySize(sz);
-	long prod = 1, lo = m->offset, hi = m->offset;
+	long prod = 1;
+	__int128 lo = m->offset, hi = m->offset; /* sizes up to 9e15 times strides up to 2^40 */
 	for (int d = 0; d < m->dims; d++) {
 		if (map_int(c, cJSON_GetArrayItem(sz, d), path, "sizes", d, &m->size[d]) ||
 		    map_int(c, cJSON_GetArrayItem(st, d), path, "strides", d, &m->stride[d]))
@@ -254,7 +255,7 @@ static int parse_map(struct pctx *c, const cJSON *in, const char *path, const ch
 			    "group's %ld elements",
 			    path, name, d, g->numel);
 		prod *= m->size[d];
-		long span = (m->size[d] - 1) * m->stride[d];
+		__int128 span = (__int128)(m->size[d] - 1) * m->stride[d];
 		if (span < 0)
 			lo += span;
 		else
@@ -265,9 +266,9 @@ static int parse_map(struct pctx *c, const cJSON *in, const char *path, const ch
 		            path, name, prod, g->numel);
 	if (lo < 0 || hi >= numel)
 		return perr(c,
-		            "%s'%s': map: it reads offsets %ld to %ld, outside the input's %ld "
+		            "%s'%s': map: it reads offsets %.0f to %.0f, outside the input's %ld "
 		            "elements",
-		            path, name, lo, hi, numel);
+		            path, name, (double)lo, (double)hi, numel);
 	return 0;
 }
 
