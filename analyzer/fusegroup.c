@@ -1625,6 +1625,17 @@ static int map_strided(struct gb *g, int i, const struct node *n, int rv, long *
 			    "confirmed as whole %llu-byte elements of value %d (no dimension "
 			    "steps by one element)",
 			    n->id, k, d, (unsigned long long)es, vi);
+		/* the type, where the kernel says it: a loop without casts reads its own type (a
+		 * size alone can mislead: a bf16 tensor of twice the group's elements has the bytes
+		 * of an f32 one) */
+		size_t own = dtype_size(n->sem.dtype);
+		if (n->full_name && strstr(n->full_name, "gpu_kernel_impl_nocast") && own &&
+		    own != es)
+			return fail(
+			    g,
+			    "node %d reads its operand %d (value %d) as %llu-byte elements, "
+			    "not the %zu-byte ones its loop without casts reads",
+			    n->id, k, vi, (unsigned long long)es, own);
 		for (long x = 0; x < N; x++) {
 			long j = phi[i][x];
 			uint64_t b = base + offcalc_offset(oc, k, (uint64_t)j);
