@@ -1524,13 +1524,25 @@ static int group_writes(const struct gb *g, int vi)
 	return 0;
 }
 
-/* Sets *slot (value vi's offsets at each group index) to f, or checks f against it. */
-static int map_merge(struct gb *g, long **slot, const long *f, int vi, const struct node *n)
+/* The loops' layouts an offset went through, from the group's index (for the CPU check's
+ * reference, docs/summary-format.md "via"); over: more than VIA_MAX, or one of more than
+ * INDEXMAP_DIMS dimensions (then none is written). */
+#define VIA_MAX 4
+struct via {
+	int n, over;
+	struct indexmap l[VIA_MAX];
+};
+
+/* Sets *slot (value vi's offsets at each group index) to f and *vs to its path vf, or checks
+ * f against *slot. */
+static int map_merge(struct gb *g, long **slot, const long *f, int vi, const struct node *n,
+                     struct via *vs, const struct via *vf)
 {
 	size_t bytes = sizeof(long) * (size_t)g->numel;
 	if (!*slot) {
 		*slot = xmalloc(bytes);
 		memcpy(*slot, f, bytes);
+		*vs = *vf;
 		return 0;
 	}
 	if (memcmp(*slot, f, bytes))
@@ -1565,7 +1577,7 @@ static int operand_value(struct gb *g, const struct node *n, int k)
  * each operand's offsets composed through its calculator, into phi (a member's result) or
  * fin (a group input). */
 static int map_strided(struct gb *g, int i, const struct node *n, int rv, long **phi, long **fin,
-                       long *tmp)
+                       long *tmp, struct via *pphi, struct via *pfin)
 {
 	const struct offcalc *oc = &n->oc;
 	const struct value *res = &g->m->values[rv];
@@ -1647,7 +1659,31 @@ static int map_strided(struct gb *g, int i, const struct node *n, int rv, long *
 				    n->id, k, d, vi, (unsigned long long)v->size);
 			tmp[x] = (long)(b / es);
 		}
-		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], tmp, vi, n))
+		/* the path: the member's, then this operand's layout (element units) unless it is
+		 * the identity */
+		struct via path = pphi[i];
+		struct indexmap l = {0};
+		long want = 1;
+		int ident = base == 0;
+		l.base = (long)(base / es);
+		for (int dd = 0; dd < oc->dims; dd++) {
+			if (oc->size[dd] <= 1)
+				continue;
+			if (l.dims == INDEXMAP_DIMS) {
+				path.over = 1;
+				break;
+			}
+			l.size[l.dims] = oc->size[dd];
+			l.stride[l.dims] = (long)(oc->stride[dd][k] / es);
+			ident &= l.stride[l.dims] == want;
+			want *= l.size[l.dims++];
+		}
+		if (!ident && !path.over && path.n < VIA_MAX)
+			path.l[path.n++] = l;
+		else if (!ident)
+			path.over = 1;
+		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], tmp, vi, n,
+		              p >= 0 ? &pphi[p] : &pfin[ki], &path))
 			return -1;
 	}
 	return 0;
@@ -1656,7 +1692,8 @@ static int map_strided(struct gb *g, int i, const struct node *n, int rv, long *
 /* A member that is not a strided loop: ATen's contiguous loops (vectorized_elementwise_kernel,
  * unrolled_elementwise_kernel: gpu_kernel launches them only where every operand is
  * contiguous) read each value at their own index; any other kernel's layout is unknown. */
-static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long **fin)
+static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long **fin,
+                     struct via *pphi, struct via *pfin)
 {
 	const char *nm = n->name ? n->name : "";
 	if (strncmp(nm, "vectorized_elementwise_kernel<", 30) &&
@@ -1676,7 +1713,8 @@ static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long
 			    "node %d ('%s') reads value %d, not a whole tensor of the group's "
 			    "%ld elements, with no offset calculator that says how",
 			    n->id, n->name, vi, g->numel);
-		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], phi[i], vi, n))
+		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], phi[i], vi, n,
+		              p >= 0 ? &pphi[p] : &pfin[ki], &pphi[i]))
 			return -1;
 	}
 	return 0;
@@ -1684,7 +1722,17 @@ static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long
 
 /* The map of input in (offsets f over the group's index), into its description: "numel" the
  * elements it reads up to (its extent), "map" the strided map. */
-static int attach_map(struct gb *g, cJSON *in, const long *f)
+static void add_layout(cJSON *o, const struct indexmap *im)
+{
+	cJSON_AddNumberToObject(o, "offset", (double)im->base);
+	cJSON *sz = cJSON_AddArrayToObject(o, "sizes"), *st = cJSON_AddArrayToObject(o, "strides");
+	for (int d = 0; d < im->dims; d++) {
+		cJSON_AddItemToArray(sz, cJSON_CreateNumber((double)im->size[d]));
+		cJSON_AddItemToArray(st, cJSON_CreateNumber((double)im->stride[d]));
+	}
+}
+
+static int attach_map(struct gb *g, cJSON *in, const long *f, const struct via *via)
 {
 	struct indexmap im;
 	const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
@@ -1698,13 +1746,14 @@ static int attach_map(struct gb *g, cJSON *in, const long *f)
 		ext = f[x] + 1 > ext ? f[x] + 1 : ext;
 	cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
 	cJSON_AddNumberToObject(in, "numel", (double)ext);
-	cJSON *mp = cJSON_AddObjectToObject(in, "map");
-	cJSON_AddNumberToObject(mp, "offset", (double)im.base);
-	cJSON *sz = cJSON_AddArrayToObject(mp, "sizes"),
-	      *st = cJSON_AddArrayToObject(mp, "strides");
-	for (int d = 0; d < im.dims; d++) {
-		cJSON_AddItemToArray(sz, cJSON_CreateNumber((double)im.size[d]));
-		cJSON_AddItemToArray(st, cJSON_CreateNumber((double)im.stride[d]));
+	add_layout(cJSON_AddObjectToObject(in, "map"), &im);
+	if (!via->over && via->n) { /* the loops' own layouts, for the CPU check's reference */
+		cJSON *va = cJSON_AddArrayToObject(in, "via");
+		for (int q = 0; q < via->n; q++) {
+			cJSON *o = cJSON_CreateObject();
+			add_layout(o, &via->l[q]);
+			cJSON_AddItemToArray(va, o);
+		}
 	}
 	return 0;
 }
@@ -1742,6 +1791,8 @@ static int map_pass(struct gb *g)
 	int nin = cJSON_GetArraySize(g->ins), rc = 0;
 	long **phi = xcalloc((size_t)c->nnodes, sizeof(long *));
 	long **fin = xcalloc((size_t)nin + 1, sizeof(long *));
+	struct via *pphi = xcalloc((size_t)c->nnodes, sizeof(*pphi)), none = {0};
+	struct via *pfin = xcalloc((size_t)nin + 1, sizeof(*pfin));
 	long *tmp = xmalloc(sizeof(long) * (size_t)N);
 	for (int i = c->nnodes - 1; i >= 0 && !rc; i--) {
 		const struct node *n = &m->nodes[c->nodes[i]];
@@ -1754,7 +1805,7 @@ static int map_pass(struct gb *g)
 		if (group_writes(g, rv)) {
 			for (long x = 0; x < N; x++)
 				tmp[x] = x;
-			if ((rc = map_merge(g, &phi[i], tmp, rv, n)))
+			if ((rc = map_merge(g, &phi[i], tmp, rv, n, &pphi[i], &none)))
 				break;
 		}
 		if (!phi[i]) {
@@ -1763,7 +1814,7 @@ static int map_pass(struct gb *g)
 			break;
 		}
 		if (strided_loop(n) && n->has_oc)
-			rc = map_strided(g, i, n, rv, phi, fin, tmp);
+			rc = map_strided(g, i, n, rv, phi, fin, tmp, pphi, pfin);
 		else if (strided_loop(n))
 			rc = fail(
 			    g,
@@ -1771,7 +1822,7 @@ static int map_pass(struct gb *g)
 			    "trace does not hold",
 			    n->id, n->name);
 		else
-			rc = map_dense(g, i, n, phi, fin);
+			rc = map_dense(g, i, n, phi, fin, pphi, pfin);
 	}
 	cJSON *in;
 	int k = 0;
@@ -1781,7 +1832,7 @@ static int map_pass(struct gb *g)
 		int per_row;
 		if (!rc && fin[k] && input_form(in, &numel, &per_row) &&
 		    (numel || !indexmap_identity(fin[k], N)))
-			rc = attach_map(g, in, fin[k]);
+			rc = attach_map(g, in, fin[k], &pfin[k]);
 		k++;
 	}
 	for (int i = 0; i < c->nnodes; i++)
@@ -1790,6 +1841,8 @@ static int map_pass(struct gb *g)
 		free(fin[i]);
 	free(phi);
 	free(fin);
+	free(pphi);
+	free(pfin);
 	free(tmp);
 	return rc;
 }

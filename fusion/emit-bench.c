@@ -1137,7 +1137,34 @@ static void cpucheck(struct strbuf *sb, const struct fgroup *g, const struct fgr
 	strbuf_adds(sb, "\t/* op by op, double */\n");
 	strbuf_addf(sb, "\tstd::vector<double> r[%d];\n", g->nvalues);
 	for (int i = 0; i < g->ninputs; i++) {
-		const struct fmap *mp = &g->values[i].map;
+		const struct fvalue *iv = &g->values[i];
+		const struct fmap *mp = &iv->map;
+		if (mp->dims && iv->nvia) {
+			/* through the strided loops' own layouts, one after the other, not the map
+			 * fitted to them */
+			strbuf_addf(sb, "\tr[%d].resize(N);\n\t{ /* %s via the loops' layouts */\n",
+			            i, iv->name);
+			for (int k = 0; k < iv->nvia; k++) {
+				const struct fmap *l = &iv->via[k];
+				strbuf_addf(sb, "\t\tstatic const long vz%d[%d] = {", k, l->dims);
+				for (int d = 0; d < l->dims; d++)
+					strbuf_addf(sb, "%s%ldL", d ? ", " : "", l->size[d]);
+				strbuf_addf(sb, "}, vt%d[%d] = {", k, l->dims);
+				for (int d = 0; d < l->dims; d++)
+					strbuf_addf(sb, "%s%ldL", d ? ", " : "", l->stride[d]);
+				strbuf_adds(sb, "};\n");
+			}
+			strbuf_adds(sb, "\t\tfor (long i = 0; i < N; i++) {\n\t\t\tlong o = i;\n");
+			for (int k = 0; k < iv->nvia; k++)
+				strbuf_addf(sb,
+				            "\t\t\t{\n\t\t\t\tlong q = o;\n\t\t\t\to = %ldL;\n"
+				            "\t\t\t\tfor (int d = 0; d < %d; d++) {\n"
+				            "\t\t\t\t\to += (q %% vz%d[d]) * vt%d[d];\n"
+				            "\t\t\t\t\tq /= vz%d[d];\n\t\t\t\t}\n\t\t\t}\n",
+				            iv->via[k].offset, iv->via[k].dims, k, k, k);
+			strbuf_addf(sb, "\t\t\tr[%d][i] = in%d[o];\n\t\t}\n\t}\n", i, i);
+			continue;
+		}
 		if (mp->dims) {
 			/* through the map as an odometer over its dimensions, not its div/mod
 			 * function: a second form of the same offsets */

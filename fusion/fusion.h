@@ -74,6 +74,7 @@ int fdtype_size(enum fdtype t);
  * an elementwise chain without per-row inputs; its sizes multiply to the group's numel, so the
  * kernels that read through one run at that numel only. */
 #define FMAP_DIMS 8
+#define FVIA_MAX  4
 struct fmap {
 	int dims; /* 0: no map */
 	long offset;
@@ -94,6 +95,11 @@ struct fvalue {
 	int per_col;       /* a column group's value after a col_sum: one element a column */
 	struct fmap map;   /* an input read through an index map (map.dims > 0): numel is then
 	                    * the elements it holds, one past the largest offset it reads */
+	/* the strided loops' layouts the map was composed from ("via"), applied in order to
+	 * the group's index (each offset the next one's index): the CPU check's reference
+	 * reads through them, not through the map; nvia 0 when the description has none */
+	int nvia;
+	struct fmap via[FVIA_MAX];
 };
 
 struct fopnode {

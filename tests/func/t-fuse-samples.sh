@@ -208,7 +208,7 @@ got = sorted(json.dumps([i['map']['sizes'], i['map']['strides']]) for c in s['ca
 want = sorted(json.dumps(x) for x in [[[64, 256, 32], [256, 1, 0]], [[16384, 32], [1, 0]], [[64, 8, 256, 4], [256, 0, 1, 0]], [[64, 8, 256, 4], [1, 0, 64, 0]]])
 print('# cos and sin maps', got)
 sys.exit(0 if got == want else 1)"
-check "llama_train: a group with index maps writes no CuPy form and no backward, its kernel reads through the map, its module returns the recorded 524288 elements flat" sh -c "
+check "llama_train: a group with index maps writes no CuPy form and no backward, its kernel reads through the map, its module returns the recorded 524288 elements flat, its CPU check's reference reads through the loops' own layouts (via)" sh -c "
 	n=0
 	for k in '$tmp'/llama_train.f/c*/c*_kernel.cu; do
 		grep -q '_map_in[0-9]*(i + j)' \"\$k\" || continue
@@ -216,6 +216,7 @@ check "llama_train: a group with index maps writes no CuPy form and no backward,
 		test ! -e \"\$d/\${g}_cupy.py\" -a ! -e \"\$d/\${g}_bwd_kernel.cu\" || exit 1
 		grep -q '^_NUMEL = 524288' \"\$d/\$g.py\" || exit 1
 		grep -q 'if (a.n != 524288L)' \"\$k\" || exit 1
+		grep -q \"via the loops' layouts\" \"\$d/\${g}_cpucheck.cu\" || exit 1
 	done
 	test \$n = 4"
 check "resnet_train: no group holds a member of ATen's strided loop without a broadcast input; one is refused, naming it" strided resnet_train 1 0 0

@@ -1004,7 +1004,10 @@ static void test_row_backward(void **state)
 	"{\"name\": \"q\", \"dtype\": \"bf16\", \"numel\": 4096, \"map\": {\"offset\": 0, "        \
 	"\"sizes\": [16, 32, 8], \"strides\": [1, 128, 16]}}, "                                    \
 	"{\"name\": \"cos\", \"numel\": 512, \"map\": {\"sizes\": [16, 8, 32], \"strides\": "      \
-	"[1, 0, 16]}}, {\"name\": \"r\"}], \"ops\": [{\"op\": \"mul\", \"args\": [\"q\", "         \
+	"[1, 0, 16]}, \"via\": [{\"sizes\": [16, 32, 8], \"strides\": [1, 128, 16]}, "             \
+	"{\"sizes\": [16, 8, 32], \"strides\": [1, 512, 16]}, {\"sizes\": [4096], "                \
+	"\"strides\": [1]}, {\"sizes\": [16, 8, 32], \"strides\": [1, 0, 16]}]}, "                 \
+	"{\"name\": \"r\"}], \"ops\": [{\"op\": \"mul\", \"args\": [\"q\", "                       \
 	"\"cos\"], \"out\": \"a\"}, {\"op\": \"add\", \"args\": [\"a\", \"r\"], \"out\": "         \
 	"\"y\"}], "                                                                                \
 	"\"outputs\": [{\"name\": \"y\"}]}"
@@ -1022,6 +1025,9 @@ static void test_index_maps(void **state)
 	assert_int_equal(g.values[1].map.stride[1], 0);
 	assert_int_equal(g.values[1].numel, 512);
 	assert_int_equal(g.values[2].map.dims, 0);
+	assert_int_equal(g.values[0].nvia, 0);
+	assert_int_equal(g.values[1].nvia, 4);
+	assert_int_equal(g.values[1].via[1].stride[1], 512);
 	char *m = emit(emit_math, &g);
 	assert_non_null(strstr(m, "AIC_HD long t_map_q(long i)\n{\n\tlong o = 0L;\n"
 	                          "\to += (i % 16L) * 1L;\n\ti /= 16L;\n\to += (i % 32L) * 128L;\n"
@@ -1044,9 +1050,14 @@ static void test_index_maps(void **state)
 	char *c = emit(emit_cpucheck, &g);
 	assert_non_null(strstr(c, "static const long N = 4096L"));
 	assert_non_null(strstr(c, "in[0] = in0[t_map_q(i)];"));
-	/* the op-by-op reference reads through an odometer over the map's dimensions */
+	/* the op-by-op reference reads through an odometer over the map's dimensions, or
+	 * through the loops' own layouts where the description has them */
 	assert_non_null(strstr(c, "static const long sz[3] = {16L, 32L, 8L}, st[3] = {1L, 128L, "
 	                          "16L};"));
+	assert_non_null(strstr(c, "{ /* cos via the loops' layouts */"));
+	assert_non_null(strstr(c, "static const long vz1[3] = {16L, 8L, 32L}, vt1[3] = {1L, 512L, "
+	                          "16L};"));
+	assert_non_null(strstr(c, "r[1][i] = in1[o];"));
 	free(c);
 	char *b = emit(emit_bench, &g);
 	assert_non_null(strstr(b, "dst[i] = src[t_map_q(i)];"));
@@ -1070,12 +1081,12 @@ static void test_index_maps(void **state)
 	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"offset\": 1, "
 	               "\"sizes\": [8, 8], \"strides\": [1, 8]}}], \"ops\": [{\"op\": \"neg\", "
 	               "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
-	               "'x': map: it reads offsets 1 to 64, outside the input's 64 elements");
+	               "'x': map: it reads offsets 1 to 64, outside [0, 64)");
 	parse_text_bad(HEAD
 	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"offset\": 6, "
 	               "\"sizes\": [8, 8], \"strides\": [-1, 8]}}], \"ops\": [{\"op\": \"neg\", "
 	               "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
-	               "'x': map: it reads offsets -1 to 62, outside");
+	               "'x': map: it reads offsets -1 to 62, outside [0, 64)");
 	parse_text_bad(HEAD
 	               "\"inputs\": [{\"name\": \"x\", \"map\": {\"sizes\": [64], \"strides\": "
 	               "[1]}}], \"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], "
@@ -1089,6 +1100,21 @@ static void test_index_maps(void **state)
 	                    "[64], \"strides\": [0.5]}}], \"ops\": [{\"op\": \"neg\", \"args\": "
 	                    "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
 	               "map: strides[0] must be an integer");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"via\": []}], \"ops\": "
+	                    "[{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": "
+	                    "[{\"name\": \"y\"}]}",
+	               "'x': 'via' needs a 'map'");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 32, \"map\": {\"sizes\": "
+	                    "[32, 2], \"strides\": [1, 0]}, \"via\": [{\"sizes\": [64], "
+	                    "\"strides\": [2]}, {\"sizes\": [32, 2], \"strides\": [1, 0]}]}], "
+	                    "\"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], "
+	                    "\"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': via[0]: it reads offsets 0 to 126, outside [0, 64)");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 32, \"map\": {\"sizes\": "
+	                    "[32, 2], \"strides\": [1, 0]}, \"via\": [{\"sizes\": [64], "
+	                    "\"strides\": [1]}]}], \"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], "
+	                    "\"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': via[0]: it reads offsets 0 to 63, outside [0, 32)");
 	parse_text_bad(ROWHEAD
 	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"sizes\": "
 	               "[64], \"strides\": [1]}}], \"ops\": [{\"op\": \"softmax\", \"args\": "
