@@ -131,6 +131,7 @@ struct val {
 	long vid;
 	long writer, created; /* writer gi (-1 external), gi at creation */
 	int64_t buffer;
+	uint64_t off; /* where in its buffer it starts */
 	uint64_t size, bw;
 	enum edge_how how;
 	long dead;  /* gi of the op that overwrote it, or the next gi at free; -1 alive */
@@ -142,7 +143,7 @@ struct val {
 
 struct iedge {
 	long from, to, vid;
-	uint64_t bytes, size;
+	uint64_t bytes, size, off; /* off: where the value starts in its buffer */
 	int64_t buffer;
 	enum edge_how how;
 };

@@ -67,7 +67,7 @@ static uint64_t touch_bytes(const struct rec *o, const struct buf *bf, uint64_t 
 	return n;
 }
 
-static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t size,
+static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t off, uint64_t size,
                       enum edge_how how, long now)
 {
 	struct val v = {0};
@@ -75,6 +75,7 @@ static long new_value(struct builder *b, struct buf *bf, long writer, uint64_t s
 	v.writer = writer;
 	v.created = now;
 	v.buffer = bf->id;
+	v.off = off;
 	v.size = size;
 	v.bw = writer >= 0 ? size : 0;
 	v.how = how;
@@ -149,7 +150,8 @@ static void add_reader(struct builder *b, struct rec *o, const struct buf *bf,
 			return;
 		}
 	}
-	struct iedge e = {sl->writer, o->gi, sl->vid, bytes, v ? v->size : bytes, bf->id, how};
+	struct iedge e = {sl->writer,           o->gi,  sl->vid, bytes, v ? v->size : bytes,
+	                  v ? v->off : sl->off, bf->id, how};
 	DEQ_PUSH(b->edges, e);
 }
 
@@ -176,7 +178,8 @@ static void do_read(struct builder *b, struct rec *o, struct buf *bf, uint64_t o
 			bytes -= end - pos;
 			break;
 		}
-		struct slot s = {pos, e, new_value(b, bf, -1, e - pos, rhow, o->gi), -1, HOW_FRESH};
+		struct slot s = {pos, e, new_value(b, bf, -1, pos, e - pos, rhow, o->gi), -1,
+		                 HOW_FRESH};
 		slot_insert(bf, i, s);
 		add_reader(b, o, bf, &bf->sl[i], e - pos, rhow);
 		pos = e;
@@ -216,7 +219,7 @@ static void do_write(struct builder *b, struct rec *o, struct buf *bf, uint64_t 
 			break;
 		}
 	}
-	struct slot ns = {off, end, new_value(b, bf, o->gi, bytes, how, o->gi), o->gi, how};
+	struct slot ns = {off, end, new_value(b, bf, o->gi, off, bytes, how, o->gi), o->gi, how};
 	slot_insert(bf, slot_at(bf, off), ns);
 	bf->written = 1;
 	o->bw += bytes;
@@ -653,7 +656,7 @@ static void process(struct builder *b, struct rec *r)
 		DEQ_PUSH(b->ops, r);
 		uint64_t w;
 		if (r->stream_h && hmap_del(&b->waits, r->stream_h, &w)) {
-			struct iedge e = {(long)w - 1, r->gi, -1, 0, 0, -1, HOW_EVENT};
+			struct iedge e = {(long)w - 1, r->gi, -1, 0, 0, 0, -1, HOW_EVENT};
 			DEQ_PUSH(b->edges, e);
 		}
 		if (r->stream_h)

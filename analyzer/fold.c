@@ -161,6 +161,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 		memset(x, 0, sizeof(*x));
 		x->id = c->nvalues;
 		x->buffer = v->buffer;
+		x->offset = v->off;
 		x->size = v->size;
 		x->writer = (int)(v->writer - st->b);
 		x->written_ago = -1;
@@ -193,6 +194,7 @@ static void capture(struct builder *b, struct cls *c, struct step *st, long si)
 			memset(x, 0, sizeof(*x));
 			x->id = c->nvalues;
 			x->buffer = e->buffer;
+			x->offset = e->off;
 			x->size = e->size;
 			x->writer = -1;
 			x->written_ago = e->from >= 0 ? st->b - e->from : -1;

@@ -32,14 +32,20 @@
  * where its TensorIterator is not contiguous. Where the trace kept its closure, its offset
  * calculator (offcalc.c) says each operand's layout, and the member is checked against it
  * (loop_layout_ok): a dense result; inputs dense, broadcast over outer dimensions (i % numel),
- * one value a row (which makes the chain one of rows: "cols", the input per_row) or a scalar;
- * a transpose or a slice is refused. Where it did not (older traces), a member that reads no
+ * one value a row (which makes the chain one of rows: "cols", the input per_row) or a scalar.
+ * Where that check refuses a chain (a transpose, a slice, a broadcast over a middle dimension),
+ * the chain is built again with index maps (map_pass()): each input read through a strided map
+ * of its own ("map"), its offsets at every element of the group composed from the calculators
+ * of the strided loops between it and the group's writes and compared with the fitted map at
+ * every element (indexmap.c); operands are bound to values by their data pointers, not by read
+ * order. Where the trace did not keep the closure (older traces), a member that reads no
  * broadcast input is refused, and one that reads one is kept unconfirmed.
  *
  * Any member with no exact rule (a kernel of unknown semantics, a backward op fusion lacks, a
  * number the trace does not hold) makes the whole group undescribable: the result is NULL and
  * the reason is one sentence that `aicprof fuse` reports as advice.
  */
+#include "analyzer/indexmap.h"
 #include "analyzer/model.h"
 #include "lib/util.h"
 
@@ -61,6 +67,10 @@ struct gb {
 	long col_rows, col_cols; /* a column group's shape (its last member's), 0 when none */
 	int layouts_checked;     /* strided loop members whose offset calculator was checked */
 	long row_cols; /* the row length of per-row inputs a strided loop showed, 0 none */
+	/* index maps (map_pass()): the second attempt at a group a strided loop's layout
+	 * refused, with each input read through its own map; layout_refused: that refusal */
+	int maps, layout_refused;
+	int *res_es; /* per member (candidate order): its result's element size */
 	struct strbuf why;
 };
 
@@ -354,6 +364,7 @@ static int input_form(const cJSON *in, long *numel, int *per_row)
 static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 {
 	const struct offcalc *oc = &n->oc;
+	g->layout_refused = 1; /* any refusal below is the layout's */
 	char d[256];
 	long prod = 1;
 	for (int i = 0; i < oc->dims; i++)
@@ -416,6 +427,7 @@ static int loop_layout_ok(struct gb *g, const struct node *n, size_t out_es)
 			    k == OC_PER_ROW ? "once a row" : "as a broadcast of its inner part", d,
 			    per_row ? "once a row" : "as a broadcast of a smaller tensor");
 	}
+	g->layout_refused = 0;
 	return 0;
 }
 
@@ -1371,8 +1383,9 @@ static int build(struct gb *g)
 			return -1;
 		if (vn != g->numel)
 			return fail(g, "node %d's result is not a whole tensor", n->id);
+		g->res_es[i] = (int)dtype_size(t);
 		if (strided_loop(n) && n->has_oc) {
-			if (loop_layout_ok(g, n, dtype_size(t)))
+			if (!g->maps && loop_layout_ok(g, n, dtype_size(t)))
 				return -1;
 			g->layouts_checked++;
 		}
@@ -1460,12 +1473,389 @@ static void trim_to_cols(struct gb *g, long cols)
 	}
 }
 
+/* ---------- index maps ---------- */
+
+/* Groups of more elements are not given index maps: each input's offsets are computed and
+ * compared element by element. */
+#define MAP_MAX_ELEMS (1L << 25)
+
+/* The element size of a group dtype name. */
+static int name_es(const char *t)
+{
+	return !strcmp(t, "f32") ? 4 : !strcmp(t, "bool") ? 1 : 2;
+}
+
+/* The member (candidate order) whose result is value vi, or -1. */
+static int member_of(const struct gb *g, int vi)
+{
+	int w = g->m->values[vi].writer;
+	for (int i = 0; w >= 0 && i < g->c->nnodes; i++)
+		if (g->c->nodes[i] == w && fusegroup_result(g->m, w) == vi)
+			return i;
+	return -1;
+}
+
+/* The group input of value vi and its index in g->ins, or NULL. */
+static cJSON *input_of(const struct gb *g, int vi, int *k)
+{
+	cJSON *in;
+	*k = 0;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(in, "value");
+		if (cJSON_IsNumber(v) && (int)v->valuedouble == vi)
+			return in;
+		(*k)++;
+	}
+	return NULL;
+}
+
+/* Whether value vi is one the group writes (an output or a kept value). */
+static int group_writes(const struct gb *g, int vi)
+{
+	const cJSON *lists[2] = {g->outs, g->kept}, *o;
+	for (int l = 0; l < 2; l++)
+		cJSON_ArrayForEach(o, lists[l])
+		{
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+			if (cJSON_IsNumber(v) && (int)v->valuedouble == vi)
+				return 1;
+		}
+	return 0;
+}
+
+/* The loops' layouts an offset went through, from the group's index (for the CPU check's
+ * reference, docs/summary-format.md "via"); over: more than VIA_MAX, or one of more than
+ * INDEXMAP_DIMS dimensions (then none is written). */
+#define VIA_MAX 4
+struct via {
+	int n, over;
+	struct indexmap l[VIA_MAX];
+};
+
+/* Sets *slot (value vi's offsets at each group index) to f and *vs to its path vf, or checks
+ * f against *slot. */
+static int map_merge(struct gb *g, long **slot, const long *f, int vi, const struct node *n,
+                     struct via *vs, const struct via *vf)
+{
+	size_t bytes = sizeof(long) * (size_t)g->numel;
+	if (!*slot) {
+		*slot = xmalloc(bytes);
+		memcpy(*slot, f, bytes);
+		*vs = *vf;
+		return 0;
+	}
+	if (memcmp(*slot, f, bytes))
+		return fail(g,
+		            "node %d reads value %d through another layout than the group's "
+		            "other reads of it: one index cannot give both",
+		            n->id, vi);
+	return 0;
+}
+
+/* The value an operand of strided loop n points into: one of its reads (its data pointer
+ * in that value's range of its allocation), or -1 after fail(). */
+static int operand_value(struct gb *g, const struct node *n, int k)
+{
+	int found = -1;
+	for (int r = 0; r < n->nreads; r++) {
+		const struct value *v = &g->m->values[n->reads[r]];
+		if (v->buffer == n->oc.alloc[k] && n->oc.off[k] >= v->offset &&
+		    n->oc.off[k] < v->offset + v->size) {
+			if (found >= 0)
+				return fail(g, "node %d: its operand %d points into two values",
+				            n->id, k);
+			found = n->reads[r];
+		}
+	}
+	if (found < 0)
+		return fail(g, "node %d: its operand %d points into no value it reads", n->id, k);
+	return found;
+}
+
+/* Strided loop member i (node n, result rv, its loop index at each group index phi[i]):
+ * each operand's offsets composed through its calculator, into phi (a member's result) or
+ * fin (a group input). */
+static int map_strided(struct gb *g, int i, const struct node *n, int rv, long **phi, long **fin,
+                       long *tmp, struct via *pphi, struct via *pfin)
+{
+	const struct offcalc *oc = &n->oc;
+	const struct value *res = &g->m->values[rv];
+	long N = g->numel, prod = 1;
+	char d[256];
+	for (int k = 0; k < oc->dims; k++)
+		prod *= (long)oc->size[k];
+	uint32_t elem;
+	long inner;
+	offcalc_describe(oc, 0, d, sizeof(d));
+	if (prod != N || offcalc_kind(oc, 0, &elem, &inner) != OC_DENSE ||
+	    elem != (uint32_t)g->res_es[i] || oc->alloc[0] != res->buffer ||
+	    oc->off[0] != res->offset)
+		return fail(g,
+		            "node %d ('%s') writes a strided view or another tensor than its "
+		            "result (%s): no index map writes it",
+		            n->id, n->name, d);
+	/* every value it reads is an operand's */
+	for (int r = 0; r < n->nreads; r++) {
+		int claimed = 0;
+		for (int k = 1; k < oc->nargs; k++)
+			claimed |= operand_value(g, n, k) == n->reads[r];
+		if (!claimed)
+			return fail(g,
+			            "node %d reads value %d, which no operand of its strided loop "
+			            "points into (an operand spanning two values)",
+			            n->id, n->reads[r]);
+	}
+	for (int k = 1; k < oc->nargs; k++) {
+		int vi = operand_value(g, n, k), p, ki;
+		if (vi < 0)
+			return -1;
+		const struct value *v = &g->m->values[vi];
+		cJSON *in = (p = member_of(g, vi)) < 0 ? input_of(g, vi, &ki) : NULL;
+		const cJSON *dt = in ? cJSON_GetObjectItemCaseSensitive(in, "dtype") : NULL;
+		if (p < 0 && !cJSON_IsString(dt))
+			return fail(g,
+			            "node %d: value %d is neither a member's result nor an input",
+			            n->id, vi);
+		uint64_t es = p >= 0 ? (uint64_t)g->res_es[p] : (uint64_t)name_es(dt->valuestring);
+		uint64_t base = oc->off[k] - v->offset;
+		/* whole elements of the value's type, which one dimension that steps by one
+		 * element confirms (a value's type comes from its size, or from the reader's
+		 * type for a smaller one: a bf16 tensor read by a float loop that casts would
+		 * step by 2 bytes); one element read everywhere: the value is that element */
+		int whole = base % es == 0, unit = 0, any = 0;
+		for (int dd = 0; dd < oc->dims; dd++) {
+			whole &= oc->stride[dd][k] % es == 0;
+			unit |= oc->size[dd] > 1 && oc->stride[dd][k] == es;
+			any |= oc->size[dd] > 1 && oc->stride[dd][k];
+		}
+		offcalc_describe(oc, k, d, sizeof(d));
+		if (!whole || (any ? !unit : v->size != es))
+			return fail(
+			    g,
+			    "node %d reads its operand %d (%s) at offsets that are not "
+			    "confirmed as whole %llu-byte elements of value %d (no dimension "
+			    "steps by one element)",
+			    n->id, k, d, (unsigned long long)es, vi);
+		/* the type, where the kernel says it: a loop without casts reads its own type (a
+		 * size alone can mislead: a bf16 tensor of twice the group's elements has the bytes
+		 * of an f32 one) */
+		size_t own = dtype_size(n->sem.dtype);
+		if (n->full_name && strstr(n->full_name, "gpu_kernel_impl_nocast") && own &&
+		    own != es)
+			return fail(
+			    g,
+			    "node %d reads its operand %d (value %d) as %llu-byte elements, "
+			    "not the %zu-byte ones its loop without casts reads",
+			    n->id, k, vi, (unsigned long long)es, own);
+		for (long x = 0; x < N; x++) {
+			long j = phi[i][x];
+			uint64_t b = base + offcalc_offset(oc, k, (uint64_t)j);
+			if (j < 0 || j >= N || b + es > v->size)
+				return fail(
+				    g,
+				    "node %d reads its operand %d (%s) past the end of value "
+				    "%d (%llu bytes)",
+				    n->id, k, d, vi, (unsigned long long)v->size);
+			tmp[x] = (long)(b / es);
+		}
+		/* the path: the member's, then this operand's layout (element units) unless it is
+		 * the identity */
+		struct via path = pphi[i];
+		struct indexmap l = {0};
+		long want = 1;
+		int ident = base == 0;
+		l.base = (long)(base / es);
+		for (int dd = 0; dd < oc->dims; dd++) {
+			if (oc->size[dd] <= 1)
+				continue;
+			if (l.dims == INDEXMAP_DIMS) {
+				path.over = 1;
+				break;
+			}
+			l.size[l.dims] = oc->size[dd];
+			l.stride[l.dims] = (long)(oc->stride[dd][k] / es);
+			ident &= l.stride[l.dims] == want;
+			want *= l.size[l.dims++];
+		}
+		if (!ident && !path.over && path.n < VIA_MAX)
+			path.l[path.n++] = l;
+		else if (!ident)
+			path.over = 1;
+		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], tmp, vi, n,
+		              p >= 0 ? &pphi[p] : &pfin[ki], &path))
+			return -1;
+	}
+	return 0;
+}
+
+/* A member that is not a strided loop: ATen's contiguous loops (vectorized_elementwise_kernel,
+ * unrolled_elementwise_kernel: gpu_kernel launches them only where every operand is
+ * contiguous) read each value at their own index; any other kernel's layout is unknown. */
+static int map_dense(struct gb *g, int i, const struct node *n, long **phi, long **fin,
+                     struct via *pphi, struct via *pfin)
+{
+	const char *nm = n->name ? n->name : "";
+	if (strncmp(nm, "vectorized_elementwise_kernel<", 30) &&
+	    strncmp(nm, "unrolled_elementwise_kernel<", 28))
+		return fail(g,
+		            "node %d ('%s') is no contiguous loop of ATen's and keeps no offset "
+		            "calculator: no index map for what it reads",
+		            n->id, nm);
+	for (int r = 0; r < n->nreads; r++) {
+		int vi = n->reads[r], p = member_of(g, vi), ki;
+		long numel;
+		int per_row;
+		cJSON *in = p < 0 ? input_of(g, vi, &ki) : NULL;
+		if (p < 0 && (!input_form(in, &numel, &per_row) || numel || per_row))
+			return fail(
+			    g,
+			    "node %d ('%s') reads value %d, not a whole tensor of the group's "
+			    "%ld elements, with no offset calculator that says how",
+			    n->id, n->name, vi, g->numel);
+		if (map_merge(g, p >= 0 ? &phi[p] : &fin[ki], phi[i], vi, n,
+		              p >= 0 ? &pphi[p] : &pfin[ki], &pphi[i]))
+			return -1;
+	}
+	return 0;
+}
+
+/* The map of input in (offsets f over the group's index), into its description: "numel" the
+ * elements it reads up to (its extent), "map" the strided map. */
+static void add_layout(cJSON *o, const struct indexmap *im)
+{
+	cJSON_AddNumberToObject(o, "offset", (double)im->base);
+	cJSON *sz = cJSON_AddArrayToObject(o, "sizes"), *st = cJSON_AddArrayToObject(o, "strides");
+	for (int d = 0; d < im->dims; d++) {
+		cJSON_AddItemToArray(sz, cJSON_CreateNumber((double)im->size[d]));
+		cJSON_AddItemToArray(st, cJSON_CreateNumber((double)im->stride[d]));
+	}
+}
+
+static int attach_map(struct gb *g, cJSON *in, const long *f, const struct via *via)
+{
+	struct indexmap im;
+	const cJSON *nm = cJSON_GetObjectItemCaseSensitive(in, "name");
+	if (indexmap_fit(f, g->numel, &im))
+		return fail(g,
+		            "input %s: its elements' offsets over the group follow no strided map "
+		            "of at most %d dimensions",
+		            cJSON_IsString(nm) ? nm->valuestring : "?", INDEXMAP_DIMS);
+	long ext = 0;
+	for (long x = 0; x < g->numel; x++)
+		ext = f[x] + 1 > ext ? f[x] + 1 : ext;
+	cJSON_DeleteItemFromObjectCaseSensitive(in, "numel");
+	cJSON_AddNumberToObject(in, "numel", (double)ext);
+	add_layout(cJSON_AddObjectToObject(in, "map"), &im);
+	if (!via->over && via->n) { /* the loops' own layouts, for the CPU check's reference */
+		cJSON *va = cJSON_AddArrayToObject(in, "via");
+		for (int q = 0; q < via->n; q++) {
+			cJSON *o = cJSON_CreateObject();
+			add_layout(o, &via->l[q]);
+			cJSON_AddItemToArray(va, o);
+		}
+	}
+	return 0;
+}
+
+/*
+ * The index maps of a chain whose strided loops read through transposes, slices or
+ * broadcasts (loop_layout_ok() refused it): the group's index i is its writes' memory order
+ * (each write is dense); walking the members from the last, a member's loop index at each i
+ * (phi: the identity for a member whose result the group writes, else what its readers read
+ * it at) gives, through its offset calculator, each operand's offset at each i; an operand
+ * that is a member's result fixes that member's index, one that is a group input its offsets.
+ * Two reads of one value at different offsets, a member whose index nothing fixes, an input
+ * whose offsets no strided map gives: refused. 0, or -1 after fail().
+ */
+static int map_pass(struct gb *g)
+{
+	const struct model *m = g->m;
+	const struct candidate *c = g->c;
+	long N = g->numel;
+	const cJSON *o;
+	if (strcmp(c->kind, "elementwise-chain") || g->row_cols || g->col_cols ||
+	    group_has_reduction(g))
+		return fail(g, "index maps are for elementwise chains only");
+	if (N > MAP_MAX_ELEMS)
+		return fail(
+		    g, "a chain of %ld elements is too large for its index maps to be checked", N);
+	cJSON_ArrayForEach(o, g->ops)
+	{
+		const cJSON *nm = cJSON_GetObjectItemCaseSensitive(o, "op");
+		if (cJSON_IsString(nm) && !strcmp(nm->valuestring, "dropout"))
+			return fail(
+			    g, "a dropout's random numbers follow its own index, which an index "
+			       "map would reorder");
+	}
+	int nin = cJSON_GetArraySize(g->ins), rc = 0;
+	long **phi = xcalloc((size_t)c->nnodes, sizeof(long *));
+	long **fin = xcalloc((size_t)nin + 1, sizeof(long *));
+	struct via *pphi = xcalloc((size_t)c->nnodes, sizeof(*pphi)), none = {0};
+	struct via *pfin = xcalloc((size_t)nin + 1, sizeof(*pfin));
+	long *tmp = xmalloc(sizeof(long) * (size_t)N);
+	for (int i = c->nnodes - 1; i >= 0 && !rc; i--) {
+		const struct node *n = &m->nodes[c->nodes[i]];
+		int rv = fusegroup_result(m, n->id);
+		if (n->numel > 0 && n->numel != N) {
+			rc = fail(g, "node %d runs over %ld elements, not the group's %ld", n->id,
+			          n->numel, N);
+			break;
+		}
+		if (group_writes(g, rv)) {
+			for (long x = 0; x < N; x++)
+				tmp[x] = x;
+			if ((rc = map_merge(g, &phi[i], tmp, rv, n, &pphi[i], &none)))
+				break;
+		}
+		if (!phi[i]) {
+			rc = fail(g, "node %d: no later member reads its result at a known index",
+			          n->id);
+			break;
+		}
+		if (strided_loop(n) && n->has_oc)
+			rc = map_strided(g, i, n, rv, phi, fin, tmp, pphi, pfin);
+		else if (strided_loop(n))
+			rc = fail(
+			    g,
+			    "node %d ('%s') is ATen's strided loop whose sizes and strides the "
+			    "trace does not hold",
+			    n->id, n->name);
+		else
+			rc = map_dense(g, i, n, phi, fin, pphi, pfin);
+	}
+	cJSON *in;
+	int k = 0;
+	cJSON_ArrayForEach(in, g->ins)
+	{
+		long numel;
+		int per_row;
+		if (!rc && fin[k] && input_form(in, &numel, &per_row) &&
+		    (numel || !indexmap_identity(fin[k], N)))
+			rc = attach_map(g, in, fin[k], &pfin[k]);
+		k++;
+	}
+	for (int i = 0; i < c->nnodes; i++)
+		free(phi[i]);
+	for (int i = 0; i < nin; i++)
+		free(fin[i]);
+	free(phi);
+	free(fin);
+	free(pphi);
+	free(pfin);
+	free(tmp);
+	return rc;
+}
+
 /*
  * The group description of candidate c of model m, as a new cJSON object the caller deletes;
  * or NULL with *why set to a new string (the caller frees) saying in one sentence why the
  * candidate has none. Only "elementwise-chain" and "reduction-epilogue" candidates have one;
  * the others (attention, GEMM epilogues, optimizers) are the library's to fuse.
  */
+static cJSON *attempt(const struct model *m, const struct candidate *c, int maps, char **why,
+                      int *layout_refused);
+
 struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, char **why)
 {
 	*why = NULL;
@@ -1477,9 +1867,36 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 		*why = sb.buf;
 		return NULL;
 	}
+	int layout;
+	cJSON *root = attempt(m, c, 0, why, &layout);
+	if (root || !layout)
+		return root;
+	/* a strided loop's layout refused it: again, each input read through an index map */
+	char *why2 = NULL;
+	root = attempt(m, c, 1, &why2, &layout);
+	if (root) {
+		free(*why);
+		*why = NULL;
+		return root;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_addf(&sb, "%s; with index maps: %s", *why, why2);
+	free(*why);
+	free(why2);
+	*why = sb.buf;
+	return NULL;
+}
+
+/* fusegroup_build()'s one attempt, with index maps (map_pass()) when maps; *layout_refused
+ * when a strided loop's layout refused it. */
+static cJSON *attempt(const struct model *m, const struct candidate *c, int maps, char **why,
+                      int *layout_refused)
+{
 	struct gb g = {0};
 	g.m = m;
 	g.c = c;
+	g.maps = maps;
+	g.res_es = xcalloc((size_t)c->nnodes + 1, sizeof(int));
 	g.why = (struct strbuf)STRBUF_INIT;
 	cJSON *root = cJSON_CreateObject();
 	struct strbuf nm = STRBUF_INIT;
@@ -1505,6 +1922,9 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 	g.vname = xcalloc(m->nvalues ? m->nvalues : 1, sizeof(char *));
 	double cols = 0;
 	int rc = build(&g);
+	*layout_refused = rc && g.layout_refused;
+	if (!rc && maps)
+		rc = map_pass(&g);
 	if (!rc) {
 		/* dtype: the first output's; sizes */
 		const cJSON *o0 = cJSON_GetArrayItem(g.outs, 0);
@@ -1563,6 +1983,7 @@ struct cJSON *fusegroup_build(const struct model *m, const struct candidate *c, 
 	for (int i = 0; i < m->nvalues; i++)
 		free(g.vname[i]);
 	free(g.vname);
+	free(g.res_es);
 	if (rc) {
 		cJSON_Delete(root);
 		*why = g.why.buf ? g.why.buf : xstrdup("no exact rule for a member");

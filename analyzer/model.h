@@ -104,10 +104,11 @@ struct edge {
 
 struct value {
 	int id;
-	long buffer;   /* allocation id */
-	uint64_t size; /* bytes of the allocation from the written offset */
-	int writer;    /* node id, -1: written before the step (or never seen written) */
-	int *readers;  /* node ids inside the step, in order; owned */
+	long buffer;     /* allocation id */
+	uint64_t offset; /* where it starts in that allocation */
+	uint64_t size;   /* bytes of the allocation from the written offset */
+	int writer;      /* node id, -1: written before the step (or never seen written) */
+	int *readers;    /* node ids inside the step, in order; owned */
 	int nreaders;
 	uint64_t bytes_written, bytes_read; /* per step */
 	int intermediate;    /* written and read inside the step, not read after it */

@@ -156,6 +156,16 @@ enum offcalc_layout offcalc_kind(const struct offcalc *oc, int a, uint32_t *elem
 	return zeros ? OC_BROADCAST : OC_DENSE;
 }
 
+uint64_t offcalc_offset(const struct offcalc *oc, int a, uint64_t j)
+{
+	uint64_t o = 0;
+	for (int d = 0; d < oc->dims; d++) {
+		o += (j % oc->size[d]) * oc->stride[d][a];
+		j /= oc->size[d];
+	}
+	return o;
+}
+
 void offcalc_describe(const struct offcalc *oc, int a, char *buf, size_t cap)
 {
 	size_t k = 0;

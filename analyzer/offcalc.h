@@ -27,6 +27,10 @@ struct offcalc {
 	int at; /* byte offset of the calculator in the closure */
 	uint32_t size[OFFCALC_DIMS];
 	uint32_t stride[OFFCALC_DIMS][OFFCALC_ARGS]; /* bytes */
+	/* each operand's data pointer (the data array beside the calculator), as the trace's
+	 * allocation id and offset in it; set by the parser (parse.c), not by offcalc_decode */
+	int64_t alloc[OFFCALC_ARGS];
+	uint64_t off[OFFCALC_ARGS];
 };
 
 /*
@@ -61,6 +65,10 @@ enum offcalc_layout {
  * count of its contiguous part (OC_BROADCAST; the loop's numel for OC_DENSE) or of the
  * broadcast inner part (OC_PER_ROW: the row length). */
 enum offcalc_layout offcalc_kind(const struct offcalc *oc, int a, uint32_t *elem, long *inner);
+
+/* Operand a's byte offset at the loop's index j (0 <= j < the product of the sizes), as the
+ * calculator computes it: j split over the sizes, dimension 0 the fastest, times the strides. */
+uint64_t offcalc_offset(const struct offcalc *oc, int a, uint64_t j);
 
 /* "sizes [64, 4, 256] strides [2, 8192, 128]" for operand a, into buf (cap bytes). */
 void offcalc_describe(const struct offcalc *oc, int a, char *buf, size_t cap);

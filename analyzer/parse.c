@@ -347,13 +347,19 @@ static int parse_header(struct builder *b, const cJSON *rec)
 	return 0;
 }
 
-/* Whether word offset w of the parameter is one of r's pointers p[first..r->nptr). */
-static int ptr_word(const struct rec *r, int first, long w)
+/* The index of r's pointer at word offset w of the parameter among p[first..r->nptr), or -1. */
+static int ptr_at(const struct rec *r, int first, long w)
 {
 	for (int k = first; k < r->nptr; k++)
 		if (r->p[k].word == w)
-			return 1;
-	return 0;
+			return k;
+	return -1;
+}
+
+/* Whether word offset w of the parameter is one of r's pointers p[first..r->nptr). */
+static int ptr_word(const struct rec *r, int first, long w)
+{
+	return ptr_at(r, first, w) >= 0;
 }
 
 /*
@@ -389,6 +395,13 @@ static void parse_closure(struct rec *r, const char *hex, int first)
 		after &= !ptr_word(r, first, end + 8L * k);
 		before &= !ptr_word(r, first, beg - 8);
 		if (after || before) {
+			/* the operands' pointers: the data array, in operand order */
+			for (int j = 0; j < k; j++) {
+				const struct ptrarg *pa =
+				    &r->p[ptr_at(r, first, (after ? end : beg) + 8L * j)];
+				oc.alloc[j] = pa->alloc;
+				oc.off[j] = pa->off;
+			}
 			r->oc = xmalloc(sizeof(*r->oc));
 			*r->oc = oc;
 			return;

@@ -15,6 +15,7 @@
  */
 #include "analyzer/resolve.h"
 #include "analyzer/builder.h"
+#include "analyzer/offcalc.h"
 
 #include <string.h>
 
@@ -66,6 +67,10 @@ void resolve_record(struct builder *b, struct rec *r)
 	case R_OP:
 		if (!r->has_api)
 			break;
+		/* a strided loop's operands (parse.c copied them from its pointers, unresolved:
+		 * the address in off) */
+		for (int j = 0; r->oc && j < r->oc->nargs && j < OFFCALC_ARGS; j++)
+			resolve_end(b, &r->oc->alloc[j], &r->oc->off[j]);
 		resolve_ptrs(b, r);
 		resolve_end(b, &r->dst_alloc, &r->dst_off);
 		resolve_end(b, &r->src_alloc, &r->src_off);

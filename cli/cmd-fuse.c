@@ -131,6 +131,11 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 			const cJSON *grp = cJSON_GetObjectItemCaseSensitive(x->spec, "group");
 			if (fgroup_parse(grp, where, name, &x->g, &err)) {
 				strbuf_addf(&msg, "%s", err.buf);
+			} else if (fgroup_mapped(&x->g)) {
+				strbuf_addf(&msg,
+				            "%s: an input is read through an index map, which the "
+				            "package does not bind to a call's tensors",
+				            where);
 			} else {
 				const cJSON *ins = cJSON_GetObjectItemCaseSensitive(b, "inputs");
 				x->kind = xcalloc(x->g.ninputs ? x->g.ninputs : 1, sizeof(char *));

@@ -304,7 +304,13 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 	if (g->ninputs + g->nwrites > 64)
 		return why(err, "more than 64 inputs and gradients");
 	for (int i = 0; i < g->ninputs; i++)
-		if (g->values[i].numel != g->numel)
+		if (g->values[i].map.dims)
+			return why(
+			    err,
+			    "input '%s' is read through an index map (its gradient would be a "
+			    "scatter through that map)",
+			    g->values[i].name);
+		else if (g->values[i].numel != g->numel)
 			return why(err, "input '%s' is broadcast (its gradient is a sum)",
 			           g->values[i].name);
 	for (int k = 0; k < g->nops; k++)
@@ -457,7 +463,7 @@ static void col_backward(const struct fgroup *g, struct fgroup *c, const int *su
 	for (int k = 0; k < ns; k++) {
 		struct fvalue *v = &c->values[c->nvalues++];
 		snprintf(nm, sizeof(nm), "s_%s", g->values[sum_of[k]].name);
-		*v = (struct fvalue){xstrdup(nm), -1, FD_F32, g->numel, -1, 0, 0};
+		*v = (struct fvalue){xstrdup(nm), -1, FD_F32, g->numel, -1, 0, 0, {0}, 0, {{0}}};
 	}
 	c->ninputs = ns;
 	for (int k = 0; k < ns; k++) {
@@ -474,7 +480,8 @@ static void col_backward(const struct fgroup *g, struct fgroup *c, const int *su
 			snprintf(nm, sizeof(nm), "%s%s", s || !cast ? "d" : "sum_", in->name);
 			n->out = c->nvalues;
 			c->values[c->nvalues++] = (struct fvalue){
-			    xstrdup(nm), -1, s ? in->dtype : FD_F32, g->cols, c->nops, 0, 1};
+			    xstrdup(nm), -1,   s ? in->dtype : FD_F32, g->cols, c->nops, 0, 1, {0},
+			    0,           {{0}}};
 			c->nops++;
 		}
 		c->writes[c->nwrites++] = (struct fwrite){c->nvalues - 1, in->dtype, 0};

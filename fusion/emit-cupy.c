@@ -113,7 +113,9 @@ static const char preamble[] =
 
 int emit_cupy(struct strbuf *sb, const struct fgroup *g)
 {
-	if (fgroup_rowed(g) || g->ndrop || g->ninputs > 64 || g->nwrites < 1)
+	/* an input read through an index map: CuPy's ElementwiseKernel reads each argument at
+	 * the element's own index (or broadcasts it); no form here */
+	if (fgroup_rowed(g) || g->ndrop || g->ninputs > 64 || g->nwrites < 1 || fgroup_mapped(g))
 		return -1;
 	for (int i = 0; i < g->nvalues; i++)
 		if (!cupy_dtype(g->values[i].dtype))

@@ -369,6 +369,30 @@ static void emit_col_math(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "}\n");
 }
 
+/* See fusion.h. */
+void emit_index_maps(struct strbuf *sb, const struct fgroup *g)
+{
+	for (int k = 0; k < g->ninputs; k++) {
+		const struct fmap *m = &g->values[k].map;
+		if (!m->dims)
+			continue;
+		strbuf_addf(
+		    sb,
+		    "\n/* %s's index map: element i of the group reads %s[%s_map_%s(i)] */\n"
+		    "AIC_HD long %s_map_%s(long i)\n{\n\tlong o = %ldL;\n",
+		    g->values[k].name, g->values[k].name, g->name, g->values[k].name, g->name,
+		    g->values[k].name, m->offset);
+		for (int d = 0; d < m->dims; d++) {
+			if (m->stride[d])
+				strbuf_addf(sb, "\to += (i %% %ldL) * %ldL;\n", m->size[d],
+				            m->stride[d]);
+			if (d + 1 < m->dims)
+				strbuf_addf(sb, "\ti /= %ldL;\n", m->size[d]);
+		}
+		strbuf_adds(sb, "\treturn o;\n}\n");
+	}
+}
+
 void emit_math(struct strbuf *sb, const struct fgroup *g)
 {
 	char up[128];
@@ -397,6 +421,7 @@ void emit_math(struct strbuf *sb, const struct fgroup *g)
 	            g->ninputs, up, g->nwrites, up, g->ndrop ? g->ndrop : 1);
 	strbuf_addf(sb, "#define %s_HAS_DROPOUT %d\n", up, g->ndrop > 0);
 	if (g->kind == FG_CHAIN) {
+		emit_index_maps(sb, g);
 		emit_chain_elem(sb, g);
 	} else if (g->kind == FG_COL) {
 		emit_col_math(sb, g);
@@ -550,7 +575,7 @@ static const char device_prelude[] =
 /* Does input i need a modulo (broadcast)? */
 int emit_bcast(const struct fgroup *g, int i)
 {
-	return g->values[i].numel != g->numel;
+	return !g->values[i].map.dims && g->values[i].numel != g->numel;
 }
 
 static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
@@ -582,6 +607,13 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\t", ind, ind);
 			strbuf_addf(sb, xfmt, i);
 			strbuf_addf(sb, "[j] = aic_to_float(a.in_%s[row]);\n", g->values[i].name);
+			continue;
+		}
+		if (g->values[i].map.dims) { /* through its index map: one element at a time */
+			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\t", ind, ind);
+			strbuf_addf(sb, xfmt, i);
+			strbuf_addf(sb, "[j] = aic_to_float(a.in_%s[%s_map_%s(i + j)]);\n",
+			            g->values[i].name, g->name, g->values[i].name);
 			continue;
 		}
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
@@ -1122,8 +1154,8 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	            "inline bool %s_can_vec(const %s_args &a, int v)\n{\n",
 	            nm, nm);
 	for (int i = 0; i < g->ninputs; i++) {
-		if (g->kind == FG_COL && g->values[i].per_row)
-			continue; /* read one value a row */
+		if ((g->kind == FG_COL && g->values[i].per_row) || g->values[i].map.dims)
+			continue; /* read one value a row, or one element at a time */
 		strbuf_addf(sb, "\tif (!aic_aligned(a.in_%s, (size_t)v * %d))\n\t\treturn false;\n",
 		            g->values[i].name, fdtype_size(g->values[i].dtype));
 		if (emit_bcast(g, i))
@@ -1151,8 +1183,11 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	    "\tif (vec < 1)\n\t\tvec = 1;\n",
 	    nm, nm, nm, nm, nm, nm);
 	if (g->kind == FG_CHAIN) {
-		strbuf_adds(sb, "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n"
-		                "\tif (a.n <= 0)\n\t\treturn cudaSuccess;\n"
+		strbuf_adds(sb, "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n");
+		if (fgroup_mapped(g)) /* the index maps hold the recorded sizes */
+			strbuf_addf(sb, "\tif (a.n != %ldL)\n\t\treturn cudaErrorInvalidValue;\n",
+			            g->numel);
+		strbuf_adds(sb, "\tif (a.n <= 0)\n\t\treturn cudaSuccess;\n"
 		                "\tconst long per = (long)block * vec * ept;\n"
 		                "\tlong grid = (a.n + per - 1) / per;\n"
 		                "\tconst long cap = (long)aic_sm_count() * (2048 / block) * 8;\n"
@@ -1287,7 +1322,7 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 	/* the full-size input whose shape the writes take */
 	int shape_from = -1;
 	for (int i = 0; i < g->ninputs && shape_from < 0; i++)
-		if (!emit_bcast(g, i))
+		if (!emit_bcast(g, i) && !g->values[i].map.dims)
 			shape_from = i;
 	strbuf_addf(sb, "\nstd::vector<torch::Tensor> %s_forward(", nm);
 	add_params(sb, g);
@@ -1311,7 +1346,13 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 		            g->numel);
 	for (int i = 0; i < g->ninputs; i++) {
 		const char *in = g->values[i].name;
-		if (emit_bcast(g, i))
+		if (g->values[i].map.dims)
+			strbuf_addf(
+			    sb,
+			    "\tTORCH_CHECK(%s.numel() == %ldL, \"%s: '%s' must hold the %ld "
+			    "elements its index map reads\");\n",
+			    in, g->values[i].numel, nm, in, g->values[i].numel);
+		else if (emit_bcast(g, i))
 			strbuf_addf(sb,
 			            "\tTORCH_CHECK(%s.numel() > 0 && n %% %s.numel() == 0, \"%s: "
 			            "'%s' (%%ld elements) does not broadcast over %%ld\", "
@@ -1323,6 +1364,11 @@ void emit_binding(struct strbuf *sb, const struct fgroup *g)
 			            "elements as the others\");\n",
 			            in, nm, in);
 	}
+	if (fgroup_mapped(g))
+		strbuf_addf(sb,
+		            "\tTORCH_CHECK(n == %ldL, \"%s: its index maps hold the recorded %ld "
+		            "elements\");\n",
+		            g->numel, nm, g->numel);
 	if (fgroup_rowed(g))
 		strbuf_addf(
 		    sb,

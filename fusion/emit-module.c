@@ -144,6 +144,10 @@ static void capi_body(struct strbuf *sb, const struct fgroup *g)
 			            "\tif (in_numel[%d] * %ldLL != n)\n\t\treturn -1;\n"
 			            "\ta.m_%s = (long)in_numel[%d];\n",
 			            i, g->cols, in, i);
+		else if (g->values[i].map.dims) /* read through its map: the recorded sizes */
+			strbuf_addf(sb,
+			            "\tif (in_numel[%d] != %ldLL || n != %ldLL)\n\t\treturn -1;\n",
+			            i, g->values[i].numel, g->numel);
 		else if (emit_bcast(g, i))
 			strbuf_addf(
 			    sb,
@@ -498,7 +502,7 @@ static const char module_common[] =
     "        if not (t.is_cuda and t.is_contiguous() and t.dtype == d):\n"
     "            raise TypeError(\"%s: inputs must be contiguous CUDA tensors of %s\" % (NAME, "
     "_IN_DTYPES))\n"
-    "    n = ins[_SHAPE].numel()\n"
+    "    n = ins[_SHAPE].numel() if _NUMEL is None else _NUMEL\n"
     "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])\n"
     "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in ins])\n"
     "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])\n"
@@ -532,7 +536,9 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	struct strbuf err = STRBUF_INIT, ref = STRBUF_INIT;
 	int fused_bwd = !get_bwd(g, &x, &err);
 	/* a column group's writes are gradients (dgamma, dbeta): no backward of its own */
-	int has_ref = !g->ndrop && g->kind != FG_COL && !emit_ref(&ref, g);
+	int mapped = fgroup_mapped(g);
+	/* through PyTorch's ops on flat tensors: not where an input is read through a map */
+	int has_ref = !g->ndrop && g->kind != FG_COL && !mapped && !emit_ref(&ref, g);
 	int shape_from = 0;
 	for (int i = 0; i < g->ninputs; i++)
 		if (!emit_bcast(g, i)) {
@@ -586,6 +592,12 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	                "import torch.nn.functional as F\n\n");
 	strbuf_addf(sb, "NAME = \"%s\"\n_NDROP = %d\n_DEFAULT = (256, %d, %d)\n_SHAPE = %d\n", nm,
 	            g->ndrop, maxv, g->kind == FG_CHAIN ? 2 : 1, shape_from);
+	/* inputs read through index maps: the recorded element count, the writes flat (their
+	 * order is the group's index, no input's shape) */
+	if (mapped)
+		strbuf_addf(sb, "_NUMEL = %ld\n", g->numel);
+	else
+		strbuf_adds(sb, "_NUMEL = None\n");
 	py_list_dtypes(sb, "_IN_DTYPES", g, 0);
 	py_list_dtypes(sb, "_OUT_DTYPES", g, 1);
 	strbuf_addf(sb, "_FUSED_BWD = %s\nHAS_BACKWARD = %s\n", fused_bwd ? "True" : "False",
@@ -659,8 +671,10 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		                "device=ins[0].device)\n            for k, d in "
 		                "enumerate(_OUT_DTYPES)]\n");
 	else
-		strbuf_adds(sb, "]\n    outs = [torch.empty(ins[_SHAPE].shape, dtype=d, "
-		                "device=ins[0].device) for d in _OUT_DTYPES]\n");
+		strbuf_addf(sb,
+		            "]\n    outs = [torch.empty(%s, dtype=d, "
+		            "device=ins[0].device) for d in _OUT_DTYPES]\n",
+		            mapped ? "(_NUMEL,)" : "ins[_SHAPE].shape");
 	strbuf_addf(sb,
 	            "    _run(_load().%s_run, ins, outs, seed, offset)\n"
 	            "    return %s\n\n\n",
@@ -672,6 +686,9 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	            g->kind == FG_COL
 	                ? "seed, offset):\n    x = %s\n    outs = [x.new_empty(_oshape(x, k), "
 	                  "dtype=d) for k, d in enumerate(_OUT_DTYPES)]\n    return %s\n\n\n"
+	            : mapped
+	                ? "seed, offset):\n    x = %s\n    outs = [x.new_empty((_NUMEL,), "
+	                  "dtype=d) for d in _OUT_DTYPES]\n    return %s\n\n\n"
 	                : "seed, offset):\n    x = %s\n    outs = [x.new_empty(x.shape, dtype=d) "
 	                  "for d in _OUT_DTYPES]\n    return %s\n\n\n",
 	            g->values[shape_from].name, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");

@@ -68,6 +68,19 @@ const char *fdtype_name(enum fdtype t);  /* "f32", "f16", "bf16", "bool" */
 const char *fdtype_ctype(enum fdtype t); /* "float", "__half", "__nv_bfloat16", "unsigned char" */
 int fdtype_size(enum fdtype t);
 
+/* An input's index map ("map"): element i of the group reads the input's element offset +
+ * sum over d of ((i / (size[0] * ... * size[d-1])) % size[d]) * stride[d], dimension 0 the
+ * fastest (a transpose, a slice, a broadcast over any dimensions; analyzer/indexmap.h). Only in
+ * an elementwise chain without per-row inputs; its sizes multiply to the group's numel, so the
+ * kernels that read through one run at that numel only. */
+#define FMAP_DIMS 8
+#define FVIA_MAX  4
+struct fmap {
+	int dims; /* 0: no map */
+	long offset;
+	long size[FMAP_DIMS], stride[FMAP_DIMS];
+};
+
 /* A named tensor of the group: an input, or a value an op defines. */
 struct fvalue {
 	char *name;
@@ -80,6 +93,13 @@ struct fvalue {
 	                    * ("per_row": a layer norm's mean and rstd), read at i / cols, not
 	                    * i % numel */
 	int per_col;       /* a column group's value after a col_sum: one element a column */
+	struct fmap map;   /* an input read through an index map (map.dims > 0): numel is then
+	                    * the elements it holds, one past the largest offset it reads */
+	/* the strided loops' layouts the map was composed from ("via"), applied in order to
+	 * the group's index (each offset the next one's index): the CPU check's reference
+	 * reads through them, not through the map; nvia 0 when the description has none */
+	int nvia;
+	struct fmap via[FVIA_MAX];
 };
 
 struct fopnode {
@@ -129,6 +149,9 @@ static inline int fgroup_rowed(const struct fgroup *g)
 	return g->kind != FG_CHAIN || g->cols != g->numel;
 }
 
+/* Whether any input of g is read through an index map. */
+int fgroup_mapped(const struct fgroup *g);
+
 /* A column group holds at most this many col_sum ops (its partial sums sit in shared memory). */
 #define FGROUP_MAX_COLSUM 4
 
@@ -172,6 +195,9 @@ char *fgroup_key(const struct fgroup *g);
  * comparing the fused math against an op-by-op double evaluation; readme: one group's section.
  */
 void emit_math(struct strbuf *sb, const struct fgroup *g);
+/* The math header's index maps: AIC_HD long <name>_map_<input>(long i) for each input read
+ * through one (the kernel, the CPU check and the bench's reference read it at that offset). */
+void emit_index_maps(struct strbuf *sb, const struct fgroup *g);
 void emit_kernel(struct strbuf *sb, const struct fgroup *g);
 void emit_binding(struct strbuf *sb, const struct fgroup *g);
 void emit_module(struct strbuf *sb, const struct fgroup *g);

@@ -189,6 +189,120 @@ static const cJSON *get_array(struct pctx *c, const cJSON *o, const char *path, 
 	}
 }
 
+int fgroup_mapped(const struct fgroup *g)
+{
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[i].map.dims)
+			return 1;
+	return 0;
+}
+
+/* An integer of a map's array (any sign, at most 2^40 in size), into *out. */
+static int map_int(struct pctx *c, const cJSON *x, const char *path, const char *key, int k,
+                   long *out)
+{
+	if (!cJSON_IsNumber(x) || x->valuedouble != floor(x->valuedouble) ||
+	    fabs(x->valuedouble) > 1099511627776.0)
+		return perr(c, "%smap: %s[%d] must be an integer of at most 2^40", path, key, k);
+	*out = (long)x->valuedouble;
+	return 0;
+}
+
+/*
+ * One strided layout mp (an object: "offset" an integer >= 0, "sizes" 1 to FMAP_DIMS positive
+ * integers multiplying to the group's numel, "strides" as many integers) of input `name` into
+ * *m; what names it in messages ("map", "via[1]"); every offset it gives must lie in [0, limit).
+ */
+static int parse_layout(struct pctx *c, const cJSON *mp, const char *path, const char *name,
+                        const char *what, const struct fgroup *g, long limit, struct fmap *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!cJSON_IsObject(mp))
+		return perr(c, "%s'%s': %s must be an object", path, name, what);
+	const cJSON *of = json_get(mp, "offset");
+	const cJSON *sz = json_get(mp, "sizes"), *st = json_get(mp, "strides");
+	if (!cJSON_IsArray(sz) || !cJSON_IsArray(st) || cJSON_GetArraySize(sz) < 1 ||
+	    cJSON_GetArraySize(sz) > FMAP_DIMS || cJSON_GetArraySize(st) != cJSON_GetArraySize(sz))
+		return perr(c,
+		            "%s'%s': %s: 'sizes' and 'strides' must be arrays of one length, 1 to "
+		            "%d",
+		            path, name, what, FMAP_DIMS);
+	if (of && map_int(c, of, path, "offset", 0, &m->offset))
+		return -1;
+	if (m->offset < 0)
+		return perr(c, "%s'%s': %s: 'offset' must not be negative", path, name, what);
+	m->dims = cJSON_GetArraySize(sz);
+	long prod = 1;
+	__int128 lo = m->offset, hi = m->offset; /* sizes up to 9e15 times strides up to 2^40 */
+	for (int d = 0; d < m->dims; d++) {
+		if (map_int(c, cJSON_GetArrayItem(sz, d), path, "sizes", d, &m->size[d]) ||
+		    map_int(c, cJSON_GetArrayItem(st, d), path, "strides", d, &m->stride[d]))
+			return -1;
+		if (m->size[d] < 1 || prod > g->numel / m->size[d])
+			return perr(c,
+			            "%s'%s': %s: sizes[%d] must be positive, the sizes at most the "
+			            "group's %ld elements",
+			            path, name, what, d, g->numel);
+		prod *= m->size[d];
+		__int128 span = (__int128)(m->size[d] - 1) * m->stride[d];
+		if (span < 0)
+			lo += span;
+		else
+			hi += span;
+	}
+	if (prod != g->numel)
+		return perr(c, "%s'%s': %s: its sizes hold %ld elements, not the group's %ld", path,
+		            name, what, prod, g->numel);
+	if (lo < 0 || hi >= limit)
+		return perr(c, "%s'%s': %s: it reads offsets %.0f to %.0f, outside [0, %ld)", path,
+		            name, what, (double)lo, (double)hi, limit);
+	return 0;
+}
+
+/*
+ * Input `name`'s "map" (in, at path) into v->map, for an input of numel elements of group g
+ * (parse_layout(): its offsets in [0, numel)), and its optional "via": 1 to FVIA_MAX layouts
+ * applied one after the other to the group's index (each offset the next one's index, in [0,
+ * numel of the group), the last's in [0, numel)), the strided loops' own, which the CPU
+ * check's reference reads through.
+ */
+static int parse_map(struct pctx *c, const cJSON *in, const char *path, const char *name,
+                     const struct fgroup *g, long numel, struct fvalue *v)
+{
+	const cJSON *mp = json_get(in, "map"), *via = json_get(in, "via");
+	memset(&v->map, 0, sizeof(v->map));
+	v->nvia = 0;
+	if (!mp) {
+		if (via)
+			return perr(c, "%s'%s': 'via' needs a 'map'", path, name);
+		return 0;
+	}
+	if (g->kind != FG_CHAIN || fgroup_rowed(g))
+		return perr(c, "%s'%s': an index map is for an elementwise chain without rows",
+		            path, name);
+	if (numel < 1)
+		return perr(c,
+		            "%s'%s': an input with a map needs its 'numel' (the elements it holds)",
+		            path, name);
+	if (parse_layout(c, mp, path, name, "map", g, numel, &v->map))
+		return -1;
+	if (!via)
+		return 0;
+	int nv = cJSON_IsArray(via) ? cJSON_GetArraySize(via) : -1;
+	if (nv < 1 || nv > FVIA_MAX)
+		return perr(c, "%s'%s': 'via' must be an array of 1 to %d layouts", path, name,
+		            FVIA_MAX);
+	for (int k = 0; k < nv; k++) {
+		char what[24];
+		snprintf(what, sizeof(what), "via[%d]", k);
+		if (parse_layout(c, cJSON_GetArrayItem(via, k), path, name, what, g,
+		                 k + 1 < nv ? g->numel : numel, &v->via[k]))
+			return -1;
+	}
+	v->nvia = nv;
+	return 0;
+}
+
 static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 {
 	const cJSON *arr = get_array(c, j, "", "inputs", 1);
@@ -215,12 +329,17 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 			            "%s'%s': per_row needs rows: a row group, a column group, or a "
 			            "chain with \"cols\"",
 			            path, name);
+		struct fvalue mv; /* its map and via */
+		if (parse_map(c, in, path, name, g, numel, &mv))
+			return -1;
+		if (mv.map.dims && per_row)
+			return perr(c, "%s'%s': an input with a map is not per_row", path, name);
 		if (numel == -2)
 			numel = per_row ? g->rows : g->numel;
 		if (per_row && numel != g->rows)
 			return perr(c, "%s'%s' is per_row: %ld elements, not the group's %ld rows",
 			            path, name, numel, g->rows);
-		if (numel > g->numel || g->numel % numel)
+		if (!mv.map.dims && (numel > g->numel || g->numel % numel))
 			return perr(
 			    c,
 			    "%s'%s' has %ld elements, which does not divide the group's %ld "
@@ -231,6 +350,9 @@ static int parse_inputs(struct pctx *c, const cJSON *j, struct fgroup *g)
 		if (add_value(c, g, path, name, get_id(in), t, numel, -1))
 			return -1;
 		g->values[g->nvalues - 1].per_row = per_row;
+		g->values[g->nvalues - 1].map = mv.map;
+		g->values[g->nvalues - 1].nvia = mv.nvia;
+		memcpy(g->values[g->nvalues - 1].via, mv.via, sizeof(mv.via));
 		i++;
 	}
 	if (!i)

@@ -480,6 +480,9 @@ static int rewrite_group(struct pctx *x, struct patch_group *pg, struct strbuf *
 		return patch_fail(why,
 		                  "row groups and chains with per-row inputs are not rewritten "
 		                  "in the source (yet)");
+	if (fgroup_mapped(g))
+		return patch_fail(why, "a group that reads an input through an index map (a "
+		                       "transpose, a slice) is not rewritten in the source");
 	if (g->ninputs != 1 || g->nwrites != 1)
 		return patch_fail(
 		    why,

@@ -161,7 +161,64 @@ for c in s['candidates']:
 want = [int(x) for x in sys.argv[2:5]]
 print('# refused', refused, 'want', want, 'bad', bad)
 sys.exit(0 if bad == 0 and refused == want else 1)" "$tmp/$1.a/summary.json" "$2" "$3" "$4"; }
-check "llama_train: every strided member of a group was checked against its offset calculator; 5 refused through a transpose or a slice, none for a per-row value (read once a row)" strided llama_train 0 5 0
+check "llama_train: every strided member of a group was checked against its offset calculator; 1 refused through a transpose or a slice (rotate_half's neg, whose slice copy writes a strided view; the other 4 read through index maps), none for a per-row value (read once a row)" strided llama_train 0 1 0
+# the index maps of Llama's rotary embedding, worked out by hand from the loops' decoded sizes
+# and strides (bytes, fastest first; the refusals before index maps printed them): q * cos with
+# q [64, 8, 256, 4] strides [2, 128, 1024, 262144] (bf16, [b, s, h, d] memory) and cos
+# strides [4, 0, 256, 0] (f32 [s, d], broadcast over the heads and the batch); rotate_half(q) *
+# sin with its own loop of [16384, 32]; their sum's loop reads that product at [4, 65536, 256,
+# 524288], i.e. [b, h, s, d] memory; the transposing copies at the end read [b, s, h, d] as
+# [b, h, s, d] (and back). A wrong composition of those layouts changes one of these maps.
+check "llama_train: the rotary chains read q, k, cos, sin and the transposes through the index maps their loops' strides give" python3 -c "
+import json, sys
+s = json.load(open('$tmp/llama_train.a/summary.json'))
+got = sorted(json.dumps([i['dtype'], i['numel'], i['map']], sort_keys=True) for c in s['candidates'] if c.get('group') for i in c['group']['inputs'] if 'map' in i)
+m = lambda t, n, sz, st: json.dumps([t, n, {'offset': 0, 'sizes': sz, 'strides': st}], sort_keys=True)
+want = sorted([m('bf16', 524288, [64, 256, 8, 4], [1, 512, 64, 131072])] * 2 +
+              [m('f32', 16384, [16384, 32], [1, 0])] * 2 +
+              [m('f32', 16384, [64, 8, 256, 4], [1, 0, 64, 0])] * 2 +
+              [m('bf16', 524288, [64, 8, 256, 4], [1, 16384, 64, 131072])] * 2)
+print('# maps', len(got))
+sys.exit(0 if got == want else 1)"
+# the maps come from the closure bytes, not from sizes: the trace with cos read transposed in
+# the q * cos and k * cos loops (cos's byte strides [4, 0, 256, 0] -> [1024, 0, 4, 0] in every
+# such closure) gives cos the transposed maps, sin's unchanged
+python3 - "$top/samples/traces/llama_train.aicp.jsonl" "$tmp/mut.aicp.jsonl" <<'PY'
+import sys
+old = "040000000200000004000000000100008000000000000000000800000004000000010000000008000000040000000000"
+new = "040000000200000000040000000100008000000000000000000800000004000004000000000008000000040000000000"
+n = 0
+with open(sys.argv[2], "w") as out:
+    for line in open(sys.argv[1]):
+        i = line.find(old)
+        while i >= 0:
+            x = line.rfind('"x":"', 0, i)
+            if x >= 0 and '"' not in line[x + 5:i] and (i - x - 5) % 2 == 0:
+                line = line[:i] + new + line[i + len(old):]
+                n += 1
+            i = line.find(old, i + 1)
+        out.write(line)
+print("# closures changed:", n)
+PY
+(cd "$top" && "$A" analyze -q --no-report "$tmp/mut.aicp.jsonl" -o "$tmp/mut.a")
+check "llama_train with cos's strides transposed in its loops' closures: cos's index maps follow ([256, 0, 1, 0] and [256, 1, 0]), sin's do not change" python3 -c "
+import json, sys
+s = json.load(open('$tmp/mut.a/summary.json'))
+got = sorted(json.dumps([i['map']['sizes'], i['map']['strides']]) for c in s['candidates'] if c.get('group') for i in c['group']['inputs'] if 'map' in i and i['numel'] == 16384)
+want = sorted(json.dumps(x) for x in [[[64, 256, 32], [256, 1, 0]], [[16384, 32], [1, 0]], [[64, 8, 256, 4], [256, 0, 1, 0]], [[64, 8, 256, 4], [1, 0, 64, 0]]])
+print('# cos and sin maps', got)
+sys.exit(0 if got == want else 1)"
+check "llama_train: a group with index maps writes no CuPy form and no backward, its kernel reads through the map, its module returns the recorded 524288 elements flat, its CPU check's reference reads through the loops' own layouts (via)" sh -c "
+	n=0
+	for k in '$tmp'/llama_train.f/c*/c*_kernel.cu; do
+		grep -q '_map_in[0-9]*(i + j)' \"\$k\" || continue
+		d=\$(dirname \"\$k\"); g=\$(basename \"\$d\"); n=\$((n + 1))
+		test ! -e \"\$d/\${g}_cupy.py\" -a ! -e \"\$d/\${g}_bwd_kernel.cu\" || exit 1
+		grep -q '^_NUMEL = 524288' \"\$d/\$g.py\" || exit 1
+		grep -q 'if (a.n != 524288L)' \"\$k\" || exit 1
+		grep -q \"via the loops' layouts\" \"\$d/\${g}_cpucheck.cu\" || exit 1
+	done
+	test \$n = 4"
 check "resnet_train: no group holds a member of ATen's strided loop without a broadcast input; one is refused, naming it" strided resnet_train 1 0 0
 fuse vit_train
 check "vit_train: fuse exits 0" test $? = 0
@@ -187,7 +244,9 @@ sys.exit(not (c and all(x['group'] is None and 'through a transpose or a slice' 
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME): the generated kernels are not compiled"
 else
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward; do
+	# the groups with index maps too: their CPU checks read the reference through an odometer
+	maps=$(grep -l '_map_in[0-9]*(i + j)' "$tmp"/llama_train.f/c*/c*_kernel.cu | xargs -n1 dirname)
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps; do
 		g=$(basename "$gd")
 		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1; echo $? >c.rc
 		 "$NVCC" -O1 -arch=sm_90 -shared -Xcompiler -fPIC -o "lib$g.so" "${g}_capi.cu" >s.log 2>&1; echo $? >s.rc
@@ -196,7 +255,7 @@ else
 		 fi) &
 	done
 	wait
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward; do
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps; do
 		g=$(basename "$gd")
 		check "$g: CPU check of the fused math passes" test "$(cat "$gd/c.rc")" = 0
 		check "$g: nvcc -arch=sm_90 builds the kernel, its backward and the C ABI into lib$g.so" \

@@ -7,7 +7,7 @@
 fx=$top/tests/fusion
 A=$B/aicprof
 
-for f in mlp:mlp_gelu_dropout_add attn:attn_softmax ln_gelu:ln_gelu f32chain:f32_chain; do
+for f in mlp:mlp_gelu_dropout_add attn:attn_softmax ln_gelu:ln_gelu f32chain:f32_chain rotary_map:rotary_map; do
 	fix=${f%%:*}; g=${f#*:}
 	"$A" fuse --group "$fx/$fix.json" -o "$tmp/$fix" >"$tmp/out" 2>&1; rc=$?
 	check "fuse $fix.json exits 0" test "$rc" = 0
@@ -17,6 +17,12 @@ for f in mlp:mlp_gelu_dropout_add attn:attn_softmax ln_gelu:ln_gelu f32chain:f32
 	check "fuse $fix.json lists the group in README.md and groups.json" sh -c \
 		"grep -q '### $g' '$tmp/$fix/README.md' && grep -q '\"$g\"' '$tmp/$fix/groups.json'"
 done
+g=rotary_map
+check "rotary_map.json (inputs read through index maps): no CuPy form, no backward, the module's writes flat of the recorded 4096 elements, its C ABI holds the sizes" sh -c "
+	test ! -e '$tmp/rotary_map/$g/${g}_cupy.py' &&
+	grep -q '^HAS_BACKWARD = False' '$tmp/rotary_map/$g/$g.py' &&
+	grep -q '^_NUMEL = 4096' '$tmp/rotary_map/$g/$g.py' &&
+	grep -q 'if (in_numel\[2\] != 8192LL || n != 4096LL)' '$tmp/rotary_map/$g/${g}_capi.cu'"
 check "README explains what of dropout is and is not bit-identical" \
 	grep -q "Not identical: the mask itself" "$tmp/mlp/README.md"
 
@@ -67,7 +73,7 @@ NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME to the CUDA toolkit): the generated code is not compiled"
 else
-	for gd in "$tmp"/mlp/*/ "$tmp"/attn/*/ "$tmp"/ln_gelu/*/ "$tmp"/f32chain/*/; do
+	for gd in "$tmp"/mlp/*/ "$tmp"/attn/*/ "$tmp"/ln_gelu/*/ "$tmp"/f32chain/*/ "$tmp"/rotary_map/*/; do
 		g=$(basename "$gd")
 		(
 			cd "$gd" || exit 1
@@ -81,7 +87,7 @@ else
 		) &
 	done
 	wait
-	for gd in "$tmp"/mlp/*/ "$tmp"/attn/*/ "$tmp"/ln_gelu/*/ "$tmp"/f32chain/*/; do
+	for gd in "$tmp"/mlp/*/ "$tmp"/attn/*/ "$tmp"/ln_gelu/*/ "$tmp"/f32chain/*/ "$tmp"/rotary_map/*/; do
 		g=$(basename "$gd")
 		check "$g: nvcc -arch=sm_90 -c of the kernel" test "$(cat "$gd/kernel.rc")" = 0
 		check "$g: nvcc full build of the bench harness" test "$(cat "$gd/bench.rc")" = 0

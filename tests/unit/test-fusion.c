@@ -3,7 +3,8 @@
  * tests/fusion (good ones parse to the expected structure; each bad one fails with a message
  * naming the file and the fault), and the emitted code (vectorised path, kept values written,
  * dropout's keep probability and scaling, alignment fallback, the reference and the checks of
- * the bench harness).
+ * the bench harness); index maps: their parse rules, the map function, the kernel's loads,
+ * the CPU check's second form and the refusals of the forms that cannot read through one.
  */
 #include "fusion/fusion.h"
 
@@ -997,16 +998,140 @@ static void test_row_backward(void **state)
 	strbuf_release(&err);
 }
 
+/* q * cos + r: q a transposed view, cos [s, d] broadcast over the heads (a middle dimension) */
+#define MAPGROUP                                                                                   \
+	"{\"kind\": \"elementwise-chain\", \"dtype\": \"f32\", \"numel\": 4096, \"inputs\": ["     \
+	"{\"name\": \"q\", \"dtype\": \"bf16\", \"numel\": 4096, \"map\": {\"offset\": 0, "        \
+	"\"sizes\": [16, 32, 8], \"strides\": [1, 128, 16]}}, "                                    \
+	"{\"name\": \"cos\", \"numel\": 512, \"map\": {\"sizes\": [16, 8, 32], \"strides\": "      \
+	"[1, 0, 16]}, \"via\": [{\"sizes\": [16, 32, 8], \"strides\": [1, 128, 16]}, "             \
+	"{\"sizes\": [16, 8, 32], \"strides\": [1, 512, 16]}, {\"sizes\": [4096], "                \
+	"\"strides\": [1]}, {\"sizes\": [16, 8, 32], \"strides\": [1, 0, 16]}]}, "                 \
+	"{\"name\": \"r\"}], \"ops\": [{\"op\": \"mul\", \"args\": [\"q\", "                       \
+	"\"cos\"], \"out\": \"a\"}, {\"op\": \"add\", \"args\": [\"a\", \"r\"], \"out\": "         \
+	"\"y\"}], "                                                                                \
+	"\"outputs\": [{\"name\": \"y\"}]}"
+
+static void test_index_maps(void **state)
+{
+	(void)state;
+	cJSON *j = cJSON_Parse(MAPGROUP);
+	struct fgroup g;
+	struct strbuf err = STRBUF_INIT;
+	assert_int_equal(fgroup_parse(j, "t.json", "t", &g, &err), 0);
+	cJSON_Delete(j);
+	assert_true(fgroup_mapped(&g));
+	assert_int_equal(g.values[0].map.dims, 3);
+	assert_int_equal(g.values[1].map.stride[1], 0);
+	assert_int_equal(g.values[1].numel, 512);
+	assert_int_equal(g.values[2].map.dims, 0);
+	assert_int_equal(g.values[0].nvia, 0);
+	assert_int_equal(g.values[1].nvia, 4);
+	assert_int_equal(g.values[1].via[1].stride[1], 512);
+	char *m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "AIC_HD long t_map_q(long i)\n{\n\tlong o = 0L;\n"
+	                          "\to += (i % 16L) * 1L;\n\ti /= 16L;\n\to += (i % 32L) * 128L;\n"
+	                          "\ti /= 32L;\n\to += (i % 8L) * 16L;\n\treturn o;\n}\n"));
+	/* a broadcast dimension adds nothing */
+	assert_non_null(strstr(m, "AIC_HD long t_map_cos(long i)\n{\n\tlong o = 0L;\n"
+	                          "\to += (i % 16L) * 1L;\n\ti /= 16L;\n\ti /= 8L;\n"
+	                          "\to += (i % 32L) * 16L;\n\treturn o;\n}\n"));
+	free(m);
+	char *k = emit(emit_kernel, &g);
+	/* one element at a time through the map, no modulo, no alignment check for it; the
+	 * launcher holds the recorded size */
+	assert_non_null(strstr(k, "aic_to_float(a.in_q[t_map_q(i + j)])"));
+	assert_non_null(strstr(k, "aic_to_float(a.in_cos[t_map_cos(i + j)])"));
+	assert_null(strstr(k, "m_cos"));
+	assert_null(strstr(k, "aic_aligned(a.in_q"));
+	assert_non_null(strstr(k, "aic_aligned(a.in_r"));
+	assert_non_null(strstr(k, "if (a.n != 4096L)\n\t\treturn cudaErrorInvalidValue;"));
+	free(k);
+	char *c = emit(emit_cpucheck, &g);
+	assert_non_null(strstr(c, "static const long N = 4096L"));
+	assert_non_null(strstr(c, "in[0] = in0[t_map_q(i)];"));
+	/* the op-by-op reference reads through an odometer over the map's dimensions, or
+	 * through the loops' own layouts where the description has them */
+	assert_non_null(strstr(c, "static const long sz[3] = {16L, 32L, 8L}, st[3] = {1L, 128L, "
+	                          "16L};"));
+	assert_non_null(strstr(c, "{ /* cos via the loops' layouts */"));
+	assert_non_null(strstr(c, "static const long vz1[3] = {16L, 8L, 32L}, vt1[3] = {1L, 512L, "
+	                          "16L};"));
+	assert_non_null(strstr(c, "r[1][i] = in1[o];"));
+	free(c);
+	char *b = emit(emit_bench, &g);
+	assert_non_null(strstr(b, "dst[i] = src[t_map_q(i)];"));
+	assert_non_null(strstr(b, "const int mis_ok = 1;")); /* no misaligned run */
+	free(b);
+	struct strbuf cu = STRBUF_INIT;
+	assert_int_equal(emit_cupy(&cu, &g), -1);
+	strbuf_release(&cu);
+	struct fgroup bw;
+	int grad_of[64];
+	assert_int_equal(fgroup_backward(&g, &bw, grad_of, &err), -1);
+	assert_non_null(strstr(err.buf, "input 'q' is read through an index map"));
+	strbuf_release(&err);
+	fgroup_release(&g);
+	/* the rules */
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"sizes\": "
+	                    "[8, 4], \"strides\": [1, 8]}}], \"ops\": [{\"op\": \"neg\", \"args\": "
+	                    "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': map: its sizes hold 32 elements, not the group's 64");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"offset\": 1, "
+	               "\"sizes\": [8, 8], \"strides\": [1, 8]}}], \"ops\": [{\"op\": \"neg\", "
+	               "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': map: it reads offsets 1 to 64, outside [0, 64)");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"offset\": 6, "
+	               "\"sizes\": [8, 8], \"strides\": [-1, 8]}}], \"ops\": [{\"op\": \"neg\", "
+	               "\"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': map: it reads offsets -1 to 62, outside [0, 64)");
+	parse_text_bad(HEAD
+	               "\"inputs\": [{\"name\": \"x\", \"map\": {\"sizes\": [64], \"strides\": "
+	               "[1]}}], \"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], "
+	               "\"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': an input with a map needs its 'numel'");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"sizes\": "
+	                    "[64], \"strides\": [1, 2]}}], \"ops\": [{\"op\": \"neg\", \"args\": "
+	                    "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "map: 'sizes' and 'strides' must be arrays of one length");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"sizes\": "
+	                    "[64], \"strides\": [0.5]}}], \"ops\": [{\"op\": \"neg\", \"args\": "
+	                    "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "map: strides[0] must be an integer");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"via\": []}], \"ops\": "
+	                    "[{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], \"outputs\": "
+	                    "[{\"name\": \"y\"}]}",
+	               "'x': 'via' needs a 'map'");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 32, \"map\": {\"sizes\": "
+	                    "[32, 2], \"strides\": [1, 0]}, \"via\": [{\"sizes\": [64], "
+	                    "\"strides\": [2]}, {\"sizes\": [32, 2], \"strides\": [1, 0]}]}], "
+	                    "\"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], \"out\": \"y\"}], "
+	                    "\"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': via[0]: it reads offsets 0 to 126, outside [0, 64)");
+	parse_text_bad(HEAD "\"inputs\": [{\"name\": \"x\", \"numel\": 32, \"map\": {\"sizes\": "
+	                    "[32, 2], \"strides\": [1, 0]}, \"via\": [{\"sizes\": [64], "
+	                    "\"strides\": [1]}]}], \"ops\": [{\"op\": \"neg\", \"args\": [\"x\"], "
+	                    "\"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "'x': via[0]: it reads offsets 0 to 63, outside [0, 32)");
+	parse_text_bad(ROWHEAD
+	               "\"inputs\": [{\"name\": \"x\", \"numel\": 64, \"map\": {\"sizes\": "
+	               "[64], \"strides\": [1]}}], \"ops\": [{\"op\": \"softmax\", \"args\": "
+	               "[\"x\"], \"out\": \"y\"}], \"outputs\": [{\"name\": \"y\"}]}",
+	               "an index map is for an elementwise chain without rows");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_optable),      cmocka_unit_test(test_parse_mlp),
-	    cmocka_unit_test(test_parse_rows),   cmocka_unit_test(test_parse_bad),
-	    cmocka_unit_test(test_parse_rules),  cmocka_unit_test(test_emit_chain),
-	    cmocka_unit_test(test_emit_rows),    cmocka_unit_test(test_write_group),
-	    cmocka_unit_test(test_backward),     cmocka_unit_test(test_model_ops),
-	    cmocka_unit_test(test_parse_cols),   cmocka_unit_test(test_emit_cols),
-	    cmocka_unit_test(test_row_backward),
+	    cmocka_unit_test(test_index_maps),  cmocka_unit_test(test_optable),
+	    cmocka_unit_test(test_parse_mlp),   cmocka_unit_test(test_parse_rows),
+	    cmocka_unit_test(test_parse_bad),   cmocka_unit_test(test_parse_rules),
+	    cmocka_unit_test(test_emit_chain),  cmocka_unit_test(test_emit_rows),
+	    cmocka_unit_test(test_write_group), cmocka_unit_test(test_backward),
+	    cmocka_unit_test(test_model_ops),   cmocka_unit_test(test_parse_cols),
+	    cmocka_unit_test(test_emit_cols),   cmocka_unit_test(test_row_backward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,9 @@
  * Rotary embedding's `q * cos` (q a transposed view, cos broadcast over batch and heads) and
  * a broadcast add are read back: sizes, strides, each operand's layout; a numel that is not the
  * sizes' product, a corrupted divider and random bytes find nothing; the hex reader refuses odd
- * lengths and non-digits.
+ * lengths and non-digits. offcalc_offset() gives the rotary loop's byte offsets, and
+ * analyzer/indexmap.c fits strided maps to offsets computed here by nested loops (a transpose,
+ * a broadcast over a middle dimension, a slice at an offset), refusing offsets no map gives.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/indexmap.h"
 #include "analyzer/offcalc.h"
 
 /* IntDivider<unsigned int>(d) as ATen's constructor computes it */
@@ -190,11 +193,111 @@ static void test_hex(void **st)
 	assert_int_equal(offcalc_hex("0011223344", b, 4), -1);  /* too long for the buffer */
 }
 
+/* offcalc_offset() on the rotary loop: q's byte offset of out[b, h, s, d], by the formula */
+static void test_offset(void **st)
+{
+	(void)st;
+	const uint32_t sizes[4] = {64, 256, 4, 2};
+	const uint32_t strides[4 * 3] = {2, 2, 2, 128, 512, 128, 32768, 128, 0, 131072, 131072, 0};
+	uint8_t buf[2048];
+	size_t n = closure(buf, 4, sizes, 3, strides, 1);
+	struct offcalc oc;
+	assert_int_equal(offcalc_decode(buf, n, 3, 64 * 256 * 4 * 2, &oc), 0);
+	for (uint64_t b = 0; b < 2; b++)
+		for (uint64_t h = 0; h < 4; h++)
+			for (uint64_t s = 0; s < 256; s += 17)
+				for (uint64_t d = 0; d < 64; d += 5) {
+					uint64_t j = d + 64 * (s + 256 * (h + 4 * b));
+					assert_int_equal(offcalc_offset(&oc, 0, j), 2 * j);
+					assert_int_equal(offcalc_offset(&oc, 1, j),
+					                 2 * (d + 64 * (h + 4 * (s + 256 * b))));
+					assert_int_equal(offcalc_offset(&oc, 2, j),
+					                 2 * (d + 64 * s));
+				}
+}
+
+/* Offsets of a view of sizes sz[4] (fastest first) and element strides st[4] from base, by
+ * nested loops, into f (the element's index over the view in row-major order, fastest first).
+ */
+static void view_offsets(long *f, const long *sz, const long *st, long base)
+{
+	long i = 0;
+	for (long c3 = 0; c3 < sz[3]; c3++)
+		for (long c2 = 0; c2 < sz[2]; c2++)
+			for (long c1 = 0; c1 < sz[1]; c1++)
+				for (long c0 = 0; c0 < sz[0]; c0++)
+					f[i++] = base + c0 * st[0] + c1 * st[1] + c2 * st[2] +
+					         c3 * st[3];
+}
+
+static void test_indexmap(void **st)
+{
+	(void)st;
+	enum { N = 64 * 8 * 16 * 2 };
+	long *f = malloc(sizeof(long) * N);
+	struct indexmap m;
+	/* q.transpose(1, 2) read in [b, h, s, d] order: [b, s, h, d] memory */
+	const long sz[4] = {64, 16, 8, 2}, tr[4] = {1, 512, 64, 8192};
+	view_offsets(f, sz, tr, 0);
+	assert_int_equal(indexmap_fit(f, N, &m), 0);
+	assert_int_equal(m.dims, 4);
+	assert_int_equal(m.base, 0);
+	for (int d = 0; d < 4; d++) {
+		assert_int_equal(m.size[d], sz[d]);
+		assert_int_equal(m.stride[d], tr[d]);
+	}
+	for (long i = 0; i < N; i += 7)
+		assert_int_equal(indexmap_at(&m, i), f[i]);
+	assert_false(indexmap_identity(f, N));
+	/* cos[s, d] broadcast over the heads (a middle dimension) and the batch: the two
+	 * broadcast dimensions around s stay apart */
+	const long bs[4] = {64, 8, 16, 2}, bst[4] = {1, 0, 64, 0};
+	view_offsets(f, bs, bst, 0);
+	assert_int_equal(indexmap_fit(f, N, &m), 0);
+	assert_int_equal(m.dims, 4);
+	assert_int_equal(m.stride[1], 0);
+	assert_int_equal(m.stride[2], 64);
+	for (long i = 0; i < N; i++)
+		assert_int_equal(indexmap_at(&m, i), f[i]);
+	/* rotate_half's x[..., 32:]: the second half of each 64-element row, from element 32;
+	 * contiguous rows merge into one dimension of stride 64 */
+	const long hs[4] = {32, 16, 8, 4}, hst[4] = {1, 64, 1024, 8192};
+	view_offsets(f, hs, hst, 32);
+	assert_int_equal(indexmap_fit(f, N, &m), 0);
+	assert_int_equal(m.base, 32);
+	assert_int_equal(m.dims, 2);
+	assert_int_equal(m.size[0], 32);
+	assert_int_equal(m.size[1], N / 32);
+	assert_int_equal(m.stride[1], 64);
+	/* dense: the identity, one dimension */
+	for (long i = 0; i < N; i++)
+		f[i] = i;
+	assert_true(indexmap_identity(f, N));
+	assert_int_equal(indexmap_fit(f, N, &m), 0);
+	assert_int_equal(m.dims, 1);
+	/* offsets no strided map gives: a swap of two elements, a reversal inside a run */
+	f[5] = 6, f[6] = 5;
+	assert_int_equal(indexmap_fit(f, N, &m), -1);
+	for (long i = 0; i < N; i++)
+		f[i] = (i / 64) * 64 + (i % 64 < 32 ? i % 64 : 95 - i % 64);
+	assert_int_equal(indexmap_fit(f, N, &m), -1);
+	/* more dimensions than a map holds: nine of size 2 with strides that never merge */
+	long st9[9] = {1, 3, 7, 19, 41, 97, 211, 499, 1009};
+	for (long i = 0; i < 512; i++) {
+		f[i] = 0;
+		for (int d = 0; d < 9; d++)
+			f[i] += ((i >> d) & 1) * st9[d];
+	}
+	assert_int_equal(indexmap_fit(f, 512, &m), -1);
+	assert_int_equal(indexmap_fit(f, 0, &m), -1);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rotary),
-	    cmocka_unit_test(test_broadcast_scalar_and_bad),
+	    cmocka_unit_test(test_offset), cmocka_unit_test(test_indexmap),
+	    cmocka_unit_test(test_rotary), cmocka_unit_test(test_broadcast_scalar_and_bad),
 	    cmocka_unit_test(test_hex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
