@@ -1440,6 +1440,12 @@ static int build(struct gb *g)
 	return 0;
 }
 
+/* The element size of a group dtype name. */
+static int name_es(const char *t)
+{
+	return !strcmp(t, "f32") ? 4 : !strcmp(t, "bool") ? 1 : 2;
+}
+
 /*
  * A row group's per-column inputs (a norm's weight and bias) held in a caching allocator's
  * block: the block is rounded up to 512 bytes, so 192 floats (768 bytes) sit in 1,024 and
@@ -1448,6 +1454,8 @@ static int build(struct gb *g)
  */
 static void trim_to_cols(struct gb *g, long cols)
 {
+	if (g->numel % cols)
+		return;
 	cJSON *in;
 	cJSON_ArrayForEach(in, g->ins)
 	{
@@ -1461,12 +1469,9 @@ static void trim_to_cols(struct gb *g, long cols)
 		int v = (int)vi->valuedouble;
 		if (v < 0 || v >= g->m->nvalues)
 			continue;
-		uint64_t es = !strcmp(dt->valuestring, "f32")    ? 4
-		              : !strcmp(dt->valuestring, "bool") ? 1
-		                                                 : 2;
+		uint64_t es = (uint64_t)name_es(dt->valuestring);
 		if (numel * (long)es != (long)g->m->values[v].size ||
-		    !fusegroup_block_holds(g->m->values[v].size, (uint64_t)cols * es) ||
-		    g->numel % cols)
+		    !fusegroup_block_holds(g->m->values[v].size, (uint64_t)cols * es))
 			continue;
 		cJSON_ReplaceItemInObjectCaseSensitive(in, "numel",
 		                                       cJSON_CreateNumber((double)cols));
@@ -1478,12 +1483,6 @@ static void trim_to_cols(struct gb *g, long cols)
 /* Groups of more elements are not given index maps: each input's offsets are computed and
  * compared element by element. */
 #define MAP_MAX_ELEMS (1L << 25)
-
-/* The element size of a group dtype name. */
-static int name_es(const char *t)
-{
-	return !strcmp(t, "f32") ? 4 : !strcmp(t, "bool") ? 1 : 2;
-}
 
 /* The member (candidate order) whose result is value vi, or -1. */
 static int member_of(const struct gb *g, int vi)
