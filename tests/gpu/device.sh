@@ -16,6 +16,8 @@
 # tests/gpu/window-hang.sh (the window's close, repeated, stacks on a hang) before the suite.
 # GPU_REC="llama_train gpt2_train" records those samples under the shim first, into
 # $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
+# GPU_FB="TRACE.aicp.jsonl G.json ..." fuses each and runs `aicprof bench` on it (bench.json
+# files into $OUT/fb.tgz).
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -55,6 +57,25 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	fi
 	[ "${GPU_CF:-0}" = 1 ] && OUT=$OUT sh tests/gpu/cupti-floor.sh
 	[ "${GPU_WH:-0}" = 1 ] && OUT=$OUT sh tests/gpu/window-hang.sh
+	# GPU_FB="TRACE.aicp.jsonl G.json ...": fuse each trace (analyze first) or group file and
+	# `aicprof bench` the result; the tables go to gpu.log, the bench.json files to $OUT/fb.tgz
+	if [ -n "${GPU_FB:-}" ]; then
+		fb=$(mktemp -d)
+		for f in $GPU_FB; do
+			n=$(basename "$f" | sed 's/\.aicp\.jsonl$//; s/\.json$//')
+			case $f in
+			*.aicp.jsonl) build/aicprof analyze "$f" -o "$fb/$n.a" >/dev/null 2>&1 &&
+				build/aicprof fuse "$fb/$n.a" -o "$fb/$n" --src /nonexistent >/dev/null 2>&1 ;;
+			*) build/aicprof fuse --group "$f" -o "$fb/$n" >/dev/null 2>&1 ;;
+			esac
+			echo "== aicprof bench $n (fuse exit $?)"
+			timeout 240 build/aicprof bench "$fb/$n" 2>&1 | grep -v '^aicprof: \(building\|running\)'
+			echo "# bench $n: exit $?"
+			cp "$fb/$n/bench.json" "$fb/$n.bench.json" 2>/dev/null
+		done
+		(cd "$fb" && tar czf "$OUT/fb.tgz" *.bench.json 2>/dev/null)
+		rm -rf "$fb"
+	fi
 	# GPU_PAR: t-*.sh files run on the second GPU while the suite runs on the first
 	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 	par=
