@@ -872,6 +872,26 @@ static int pro_slots(const struct fgroup *g)
  * statistics: no shared memory, no __syncthreads. The launcher picks the warp kernel when the
  * row fits (cols <= 32 * V * <name>_WARP_K).
  */
+/* Row vectors (weight, bias: numel == cols, read at column c) the warp kernel's epilogue reads
+ * and the prologue does not: loaded once a warp before its rows (they depend on the column
+ * alone), so their latency overlaps the row's own loads instead of following the statistics.
+ * Only while they fit beside the row in registers: K * V floats each, at most 64 in all. */
+static int warp_hoisted(const struct fgroup *g, const int *pro, const int *epi, int *hoist)
+{
+	int n = 0;
+	for (int i = 0; i < g->ninputs; i++) {
+		hoist[i] = epi[i] && !pro[i] && !g->values[i].per_row && !g->values[i].map.dims &&
+		           g->values[i].numel == g->cols && g->rows > 1;
+		n += hoist[i];
+	}
+	if (!n || n * ROW_WARP_K * fgroup_max_vec(g) > 64) {
+		for (int i = 0; i < g->ninputs; i++)
+			hoist[i] = 0;
+		return 0;
+	}
+	return n;
+}
+
 static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int warp)
 {
 	const char *nm = g->name;
@@ -886,6 +906,17 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	for (int k = 1; lnb && k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
 		pro[r->arg[k]] = 1;
 	epi_inputs_used(g, epi);
+	int hoist[64] = {0};
+	struct strbuf hoisted = STRBUF_INIT;
+	if (warp && warp_hoisted(g, pro, epi, hoist)) {
+		strbuf_addf(&hoisted, "\tfloat xw[K][%d][V];\n\t(void)xw;\n#pragma unroll\n"
+		                      "\tfor (int q = 0; q < K; q++) {\n"
+		                      "\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		                      "\t\tif (c >= cols)\n\t\t\tcontinue;\n",
+		            g->ninputs);
+		emit_loads(&hoisted, g, hoist, "\t\t", "xw[q][%d]");
+		strbuf_adds(&hoisted, "\t}\n");
+	}
 	const char *t = warp ? "\t\t\t\t" : "\t\t\t"; /* the per-vector body's indent */
 	const char *t1 = warp ? "\t\t\t\t\t" : "\t\t\t\t";
 	if (warp)
@@ -900,6 +931,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\tconst long cols = a.cols;\n"
 		    "\tconst int lane = threadIdx.x & 31;\n"
 		    "\tconst long wpb = blockDim.x >> 5;\n"
+		    "%s"
 		    "\tfor (long row = (long)blockIdx.x * wpb + (threadIdx.x >> 5); row < a.rows;\n"
 		    "\t     row += (long)gridDim.x * wpb) {\n"
 		    "\t\tconst long rb = row * cols;\n"
@@ -912,7 +944,8 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t\t\t{\n"
 		    "\t\t\t\tconst long i = rb + c;\n"
 		    "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
-		    rn, nm, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+		    rn, nm, nm, nm, hoisted.len ? hoisted.buf : "", softmax ? "-INFINITY" : "0.f",
+		    g->ninputs);
 	else
 		strbuf_addf(
 		    sb,
@@ -969,7 +1002,15 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t\t\tconst long i = rb + c;\n"
 		    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
 		    g->ninputs);
-	emit_loads(sb, g, epi, t, "x[%d]");
+	int rest[64];
+	for (int i = 0; i < g->ninputs; i++)
+		rest[i] = epi[i] && !hoist[i];
+	emit_loads(sb, g, rest, t, "x[%d]");
+	for (int i = 0; i < g->ninputs; i++)
+		if (hoist[i])
+			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\tx[%d][j] = xw[q][%d][j];\n",
+			            t, t, i, i);
+	strbuf_release(&hoisted);
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, g->red + 1, g->nops, t);
 	strbuf_addf(sb, "%sfloat y[%d][V];\n#pragma unroll\n%sfor (int j = 0; j < V; j++) {\n", t,

@@ -1,10 +1,11 @@
 """Kernel against kernel on the device: the package's fused forms against eager PyTorch and
 torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples.
 
-  python3 tests/gpu/kbench.py [--pkg-gpt2 FUSEDDIR] [--pkg-llama FUSEDDIR] [--iters 50]
+  python3 tests/gpu/kbench.py [--pkg-gpt2 FUSEDDIR] [--pkg-llama FUSEDDIR] [--iters 50] [--large]
 
 For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
-LlamaRMSNorm.forward at the Llama sample's) and each form (eager: the library's code; fused:
+LlamaRMSNorm.forward at the Llama sample's; with --large also at a size whose copy runs from
+HBM, not the L2) and each form (eager: the library's code; fused:
 after aicprof_fused.apply(); compile: torch.compile of the module, default mode), runs the
 forward and backward `iters` times under torch.profiler and sums the GPU time of the kernels of
 each iteration (CUPTI's kernel durations: launch overhead is not in them), split into forward
@@ -125,11 +126,14 @@ def main():
     ap.add_argument("--pkg-llama")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--only", default="gelu,rmsnorm")
+    ap.add_argument("--large", action="store_true",
+                    help="also each function at a size past the 60 MB L2 (HBM-bound copy)")
     a = ap.parse_args()
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if "," in a.only:  # one process per function: each imports its own aicprof_fused
         for one in a.only.split(","):
             cmd = [sys.executable, os.path.abspath(__file__), "--only", one, "--iters", str(a.iters)]
+            cmd += ["--large"] if a.large else []
             for k in ("pkg_gpt2", "pkg_llama"):
                 if getattr(a, k):
                     cmd += ["--" + k.replace("_", "-"), getattr(a, k)]
@@ -143,12 +147,18 @@ def main():
         # the GPT-2 sample: batch 8 x 256 tokens, 4 x 512 inner width, bf16 autocast
         bench("NewGELUActivation.forward", NewGELUActivation, (8, 256, 2048), torch.bfloat16,
               a.iters, pkg)
+        if a.large:  # 64 MiB in, 128 MiB out (the chain's tail runs in float32)
+            bench("NewGELUActivation.forward", NewGELUActivation, (16, 1024, 2048),
+                  torch.bfloat16, a.iters, pkg)
     if "rmsnorm" in a.only:
         pkg = a.pkg_llama or fuse(top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
                                   tempfile.mkdtemp(prefix="kb_llama."))
         from transformers.models.llama.modeling_llama import LlamaRMSNorm
         bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (4, 256, 512), torch.float32,
               a.iters, pkg)
+        if a.large:  # 128 MiB in and out; the package guards on the sample's 512 columns
+            bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (32, 2048, 512),
+                  torch.float32, a.iters, pkg)
 
 
 if __name__ == "__main__":
