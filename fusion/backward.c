@@ -390,7 +390,7 @@ int fgroup_backward(const struct fgroup *g, struct fgroup *b, int *grad_of, stru
 		if (dup)
 			v = scale(&x, v, 1.0);
 		grad_of[i] = b->nwrites;
-		b->writes[b->nwrites++] = (struct fwrite){v, g->values[i].dtype, 0};
+		b->writes[b->nwrites++] = (struct fwrite){v, g->values[i].dtype, 0, 0};
 	}
 	free(need);
 	free(fv);
@@ -484,7 +484,7 @@ static void col_backward(const struct fgroup *g, struct fgroup *c, const int *su
 			    0,           {{0}}};
 			c->nops++;
 		}
-		c->writes[c->nwrites++] = (struct fwrite){c->nvalues - 1, in->dtype, 0};
+		c->writes[c->nwrites++] = (struct fwrite){c->nvalues - 1, in->dtype, 0, 0};
 	}
 }
 
@@ -591,7 +591,7 @@ int fgroup_row_backward(const struct fgroup *g, struct fgroup *b, struct fgroup 
 		if (gv[i] >= 0 && g->values[i].numel == g->numel) {
 			grad_of[i] = b->nwrites;
 			b->writes[b->nwrites++] =
-			    (struct fwrite){own(&x, gv[i]), g->values[i].dtype, 0};
+			    (struct fwrite){own(&x, gv[i]), g->values[i].dtype, 0, 0};
 		}
 	}
 	for (int i = 0; i < g->ninputs; i++)
@@ -603,7 +603,7 @@ int fgroup_row_backward(const struct fgroup *g, struct fgroup *b, struct fgroup 
 			}
 			grad_of[i] = FGROUP_GRAD_COL + ns;
 			sum_of[ns++] = i;
-			b->writes[b->nwrites++] = (struct fwrite){own(&x, gv[i]), FD_F32, 1};
+			b->writes[b->nwrites++] = (struct fwrite){own(&x, gv[i]), FD_F32, 1, 1};
 		}
 	if (!b->nwrites) {
 		rc = why(err, "no input has a gradient");

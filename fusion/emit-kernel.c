@@ -593,7 +593,23 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb, "\t%s *w_%s;%s\n", fdtype_ctype(g->writes[w].dtype),
 		            g->values[g->writes[w].value].name,
 		            g->writes[w].kept ? " /* kept */" : "");
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->writes[w].summed) {
+			strbuf_adds(sb, "\tlong *nparts; /* the launcher sets it: the rows of partial "
+			                "sums the summed writes hold */\n");
+			break;
+		}
 	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
+}
+
+/* The summed writes of g (struct fwrite), their indices into w[] (at most 64). */
+static int summed_writes(const struct fgroup *g, int *w)
+{
+	int n = 0;
+	for (int k = 0; k < g->nwrites && n < 64; k++)
+		if (g->writes[k].summed)
+			w[n++] = k;
+	return n;
 }
 
 /* Loads of the inputs flagged in use into x[k][0..V-1] at element i (a runtime expression). */
@@ -676,6 +692,8 @@ static void emit_stores(struct strbuf *sb, const struct fgroup *g, int phase, co
 {
 	for (int w = 0; w < g->nwrites; w++) {
 		if (phase >= 0 && write_in_prologue(g, w) != (phase == 1))
+			continue;
+		if (g->writes[w].summed) /* added up in the row kernel (emit_row_kernel_one) */
 			continue;
 		strbuf_addf(sb, "%saic_st<V>(a.w_%s + i, y[%d]);\n", ind,
 		            g->values[g->writes[w].value].name, w);
@@ -892,30 +910,72 @@ static int warp_hoisted(const struct fgroup *g, const int *pro, const int *epi, 
 	return n;
 }
 
-static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int warp)
+/* The inputs a row group's prologue (pro) and epilogue (epi) read. */
+static void row_inputs(const struct fgroup *g, int *pro, int *epi)
 {
-	const char *nm = g->name;
 	const struct fopnode *r = &g->ops[g->red];
-	const char *rn = red_name(g);
-	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
-	int lnb = !strcmp(rn, "layer_norm_backward");
-	int pro[64], epi[64], slots = pro_slots(g);
 	inputs_used(g, 0, g->red, pro);
 	if (r->arg[0] < g->ninputs)
 		pro[r->arg[0]] = 1;
-	for (int k = 1; lnb && k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
-		pro[r->arg[k]] = 1;
+	if (!strcmp(red_name(g), "layer_norm_backward"))
+		for (int k = 1; k < r->nargs; k++) /* its sums need x, mean, rstd, gamma */
+			pro[r->arg[k]] = 1;
 	epi_inputs_used(g, epi);
-	int hoist[64] = {0};
+}
+
+/* warp_hoisted for row group g: does its warp kernel take the template flag H? */
+static int row_hoists(const struct fgroup *g, int *hoist)
+{
+	int pro[64], epi[64];
+	row_inputs(g, pro, epi);
+	return warp_hoisted(g, pro, epi, hoist);
+}
+
+/*
+ * One of a row group's two kernels (warp: the warp kernel). The warp kernel of a group with
+ * hoisted row vectors (warp_hoisted) takes a flag H: with it, they are loaded once before the
+ * rows; the launcher sets it when the launch is latency-bound (its threads fit in the GPU at
+ * half occupancy), where their extra registers cost nothing. Summed writes (struct fwrite) are
+ * added over the rows a block takes, in registers (warp kernel: the block's warps then in
+ * order, in shared memory) or in shared memory (block kernel), and each block writes its row
+ * of partial sums at blockIdx.x: deterministic, and n floats less written and read back than a
+ * summand an element.
+ */
+static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int warp)
+{
+	const char *nm = g->name;
+	const char *rn = red_name(g);
+	int softmax = !strcmp(rn, "softmax") || !strcmp(rn, "log_softmax");
+	int pro[64], epi[64], slots = pro_slots(g);
+	row_inputs(g, pro, epi);
+	int hoist[64] = {0}, sw[64];
+	int ns = summed_writes(g, sw);
 	struct strbuf hoisted = STRBUF_INIT;
-	if (warp && warp_hoisted(g, pro, epi, hoist)) {
-		strbuf_addf(&hoisted, "\tfloat xw[K][%d][V];\n\t(void)xw;\n#pragma unroll\n"
-		                      "\tfor (int q = 0; q < K; q++) {\n"
-		                      "\t\tconst long c = ((long)q * 32 + lane) * V;\n"
-		                      "\t\tif (c >= cols)\n\t\t\tcontinue;\n",
+	int nh = warp ? warp_hoisted(g, pro, epi, hoist) : 0;
+	if (nh) {
+		strbuf_addf(&hoisted, "\tfloat xw[K][%d][V];\n\t(void)xw;\n\tif (H) {\n#pragma unroll\n"
+		                      "\t\tfor (int q = 0; q < K; q++) {\n"
+		                      "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		                      "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n",
 		            g->ninputs);
-		emit_loads(&hoisted, g, hoist, "\t\t", "xw[q][%d]");
-		strbuf_adds(&hoisted, "\t}\n");
+		emit_loads(&hoisted, g, hoist, "\t\t\t", "xw[q][%d]");
+		strbuf_adds(&hoisted, "\t\t}\n\t}\n");
+	}
+	if (ns && warp) {
+		strbuf_addf(&hoisted,
+		            "\textern __shared__ float aic_ps[]; /* the block's partial sums */\n"
+		            "\tfloat cs[%d][K][V]; /* the lane's sums of the summed writes */\n"
+		            "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+		            "\t\tfor (int q = 0; q < K; q++)\n#pragma unroll\n"
+		            "\t\t\tfor (int j = 0; j < V; j++)\n\t\t\t\tcs[k][q][j] = 0.f;\n",
+		            ns, ns);
+	} else if (ns) {
+		strbuf_adds(&hoisted,
+		            "\tfloat *const aic_ps = aic_xs + cols; /* the block's sums, after the row */\n"
+		            "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V)\n"
+		            "\t\tfor (int j = 0; j < V; j++)\n");
+		for (int k = 0; k < ns; k++)
+			strbuf_addf(&hoisted, "\t\t\taic_ps[%d * cols + c + j] = 0.f;\n", k);
 	}
 	const char *t = warp ? "\t\t\t\t" : "\t\t\t"; /* the per-vector body's indent */
 	const char *t1 = warp ? "\t\t\t\t\t" : "\t\t\t\t";
@@ -925,7 +985,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\n/* one warp per row (blockDim.x / 32 rows a block, grid-stride over rows);\n"
 		    " * lane l holds columns (q * 32 + l) * V .. + V - 1, q < K, of the row's %s\n"
 		    " * input in registers; the statistics are warp shuffles */\n"
-		    "template <int V>\n__global__ void __launch_bounds__(512) %s_wkernel(const "
+		    "template <int V%s>\n__global__ void __launch_bounds__(512) %s_wkernel(const "
 		    "%s_args a)\n{\n"
 		    "\tconstexpr int K = %s_WARP_K;\n"
 		    "\tconst long cols = a.cols;\n"
@@ -944,8 +1004,8 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t\t\t{\n"
 		    "\t\t\t\tconst long i = rb + c;\n"
 		    "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
-		    rn, nm, nm, nm, hoisted.len ? hoisted.buf : "", softmax ? "-INFINITY" : "0.f",
-		    g->ninputs);
+		    rn, nh ? ", bool H" : "", nm, nm, nm, hoisted.len ? hoisted.buf : "",
+		    softmax ? "-INFINITY" : "0.f", g->ninputs);
 	else
 		strbuf_addf(
 		    sb,
@@ -956,6 +1016,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\textern __shared__ float aic_xs[];\n"
 		    "\t__shared__ float red[32];\n"
 		    "\tconst long cols = a.cols;\n"
+		    "%s"
 		    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
 		    "\t\tconst long rb = row * cols;\n"
 		    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
@@ -963,7 +1024,9 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "{\n"
 		    "\t\t\tconst long i = rb + c;\n"
 		    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-		    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+		    rn, nm, nm, hoisted.len ? hoisted.buf : "", softmax ? "-INFINITY" : "0.f",
+		    g->ninputs);
+	strbuf_release(&hoisted);
 	emit_loads(sb, g, pro, t, "x[%d]");
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, 0, g->red, t);
@@ -1006,11 +1069,20 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	for (int i = 0; i < g->ninputs; i++)
 		rest[i] = epi[i] && !hoist[i];
 	emit_loads(sb, g, rest, t, "x[%d]");
-	for (int i = 0; i < g->ninputs; i++)
-		if (hoist[i])
-			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\tx[%d][j] = xw[q][%d][j];\n",
-			            t, t, i, i);
-	strbuf_release(&hoisted);
+	if (nh) {
+		strbuf_addf(sb, "%sif (H) {\n", t);
+		for (int i = 0; i < g->ninputs; i++)
+			if (hoist[i])
+				strbuf_addf(sb,
+				            "%s\tfor (int j = 0; j < V; j++)\n%s\t\tx[%d][j] = "
+				            "xw[q][%d][j];\n",
+				            t, t, i, i);
+		strbuf_addf(sb, "%s} else {\n", t);
+		char t2[16];
+		snprintf(t2, sizeof(t2), "%s\t", t);
+		emit_loads(sb, g, hoist, t2, "x[%d]");
+		strbuf_addf(sb, "%s}\n", t);
+	}
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, g->red + 1, g->nops, t);
 	strbuf_addf(sb, "%sfloat y[%d][V];\n#pragma unroll\n%sfor (int j = 0; j < V; j++) {\n", t,
@@ -1024,8 +1096,46 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	            t1, g->nwrites, t1, nm, warp ? "xs[q][j]" : "aic_xs[c + j]", t1, g->nwrites, t1,
 	            t);
 	emit_stores(sb, g, 3, t);
-	strbuf_adds(sb,
-	            warp ? "\t\t\t}\n\t\t}\n\t}\n}\n" : "\t\t}\n\t\t__syncthreads();\n\t}\n}\n");
+	for (int k = 0; k < ns; k++) {
+		if (warp)
+			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\tcs[%d][q][j] += y[%d][j];\n", t,
+			            t, k, sw[k]);
+		else
+			strbuf_addf(sb,
+			            "%sfor (int j = 0; j < V; j++)\n%s\taic_ps[%d * cols + c + j] += "
+			            "y[%d][j];\n",
+			            t, t, k, sw[k]);
+	}
+	strbuf_adds(sb, warp ? "\t\t\t}\n\t\t}\n\t}\n" : "\t\t}\n\t\t__syncthreads();\n\t}\n");
+	if (ns && warp) { /* the warps' sums in order, then the block's row of partials */
+		strbuf_adds(sb, "\tfor (long w = 0; w < wpb; w++) {\n"
+		                "\t\tif ((threadIdx.x >> 5) == w) {\n#pragma unroll\n"
+		                "\t\t\tfor (int q = 0; q < K; q++) {\n"
+		                "\t\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		                "\t\t\t\tif (c >= cols)\n\t\t\t\t\tcontinue;\n"
+		                "#pragma unroll\n\t\t\t\tfor (int j = 0; j < V; j++) {\n");
+		for (int k = 0; k < ns; k++)
+			strbuf_addf(sb,
+			            "\t\t\t\t\tfloat *const p%d = &aic_ps[%d * cols + c + j];\n"
+			            "\t\t\t\t\t*p%d = (w ? *p%d : 0.f) + cs[%d][q][j];\n",
+			            k, k, k, k, k);
+		strbuf_adds(sb, "\t\t\t\t}\n\t\t\t}\n\t\t}\n\t\t__syncthreads();\n\t}\n"
+		                "\tfor (long c = threadIdx.x; c < cols; c += blockDim.x) {\n");
+		for (int k = 0; k < ns; k++)
+			strbuf_addf(sb, "\t\ta.w_%s[(long)blockIdx.x * cols + c] = aic_ps[%d * cols + c];\n",
+			            g->values[g->writes[sw[k]].value].name, k);
+		strbuf_adds(sb, "\t}\n");
+	} else if (ns) { /* each thread its own columns' sums */
+		strbuf_adds(sb, "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x "
+		                "* V)\n\t\tfor (int j = 0; j < V; j++) {\n");
+		for (int k = 0; k < ns; k++)
+			strbuf_addf(sb,
+			            "\t\t\ta.w_%s[(long)blockIdx.x * cols + c + j] = aic_ps[%d * cols + c + "
+			            "j];\n",
+			            g->values[g->writes[sw[k]].value].name, k);
+		strbuf_adds(sb, "\t\t}\n");
+	}
+	strbuf_adds(sb, "}\n");
 }
 
 static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
@@ -1247,6 +1357,9 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		emit_col_launch(sb, g, maxv);
 		return;
 	} else {
+		int hoist[64], sw[64];
+		int nh = row_hoists(g, hoist), ns = summed_writes(g, sw);
+		/* summed writes: one wave of blocks, each adding up as many rows as it can */
 		strbuf_addf(sb,
 		            "\t(void)ept;\n"
 		            "\tif (a.rows <= 0)\n\t\treturn cudaSuccess;\n"
@@ -1254,23 +1367,37 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		            "\tif (a.cols <= 32L * vec * %s_WARP_K) {\n"
 		            "\t\tconst long wpb = block / 32;\n"
 		            "\t\tlong wgrid = (a.rows + wpb - 1) / wpb;\n"
-		            "\t\tconst long wcap = (long)aic_sm_count() * (2048 / block) * 8;\n"
-		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n"
-		            "\t\tswitch (vec) {\n",
-		            nm);
-		for (int v = 1; v <= maxv; v *= 2)
+		            "\t\tconst long wcap = (long)aic_sm_count() * (2048 / block)%s;\n"
+		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n",
+		            nm, ns ? "" : " * 8");
+		if (nh) /* latency-bound: the whole launch fits at half occupancy */
+			strbuf_adds(sb, "\t\tconst bool h = wgrid * block <= (long)aic_sm_count() * 1024;\n");
+		if (ns)
 			strbuf_addf(sb,
-			            "\t\tcase %d:\n"
-			            "\t\t\t%s_wkernel<%d><<<(unsigned)wgrid, block, 0, s>>>(a);\n"
-			            "\t\t\tbreak;\n",
-			            v, nm, v);
-		strbuf_adds(sb, "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"
-		                "\t\treturn cudaGetLastError();\n\t}\n"
-		                "\tconst size_t smem = (size_t)a.cols * sizeof(float);\n"
-		                "\tlong grid = a.rows;\n"
-		                "\tconst long cap = (long)aic_sm_count() * 64;\n"
-		                "\tif (grid > cap)\n\t\tgrid = cap;\n"
-		                "\tswitch (vec) {\n");
+			            "\t\tif (a.nparts)\n\t\t\t*a.nparts = wgrid;\n"
+			            "\t\tconst size_t wsmem = (size_t)%d * a.cols * sizeof(float);\n",
+			            ns);
+		strbuf_adds(sb, "\t\tswitch (vec) {\n");
+		for (int v = 1; v <= maxv; v *= 2) {
+			strbuf_addf(sb, "\t\tcase %d:\n", v);
+			for (int hv = nh ? 1 : 0; hv >= 0; hv--)
+				strbuf_addf(sb,
+				            "\t\t\t%s%s_wkernel<%d%s><<<(unsigned)wgrid, block, %s, "
+				            "s>>>(a);\n",
+				            !nh ? "" : hv ? "if (h)\n\t\t\t\t" : "else\n\t\t\t\t", nm, v,
+				            !nh ? "" : hv ? ", true" : ", false", ns ? "wsmem" : "0");
+			strbuf_adds(sb, "\t\t\tbreak;\n");
+		}
+		strbuf_addf(sb,
+		            "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"
+		            "\t\treturn cudaGetLastError();\n\t}\n"
+		            "\tconst size_t smem = (size_t)%d * a.cols * sizeof(float);\n"
+		            "\tlong grid = a.rows;\n"
+		            "\tconst long cap = (long)aic_sm_count() * %s;\n"
+		            "\tif (grid > cap)\n\t\tgrid = cap;\n%s"
+		            "\tswitch (vec) {\n",
+		            1 + ns, ns ? "(2048 / block)" : "64",
+		            ns ? "\tif (a.nparts)\n\t\t*a.nparts = grid;\n" : "");
 		for (int v = 1; v <= maxv; v *= 2)
 			strbuf_addf(sb,
 			            "\tcase %d:\n"

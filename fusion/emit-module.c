@@ -221,6 +221,8 @@ static void capi_row_bwd(struct strbuf *sb, const struct fgroup *g, const struct
 				strbuf_addf(sb, "\ta.w_%s = (%s *)out[%d];\n", wn,
 				            fdtype_ctype(b->writes[w].dtype), x->out_of[i]);
 	}
+	if (ns) /* the row kernel's partial sums: rows [0, parts) of each summand's slab */
+		strbuf_adds(sb, "\tlong parts = 0;\n\ta.nparts = &parts;\n");
 	strbuf_addf(sb, "\tint rc = (int)%s_launch(a, block, vec, ept, s);\n", bn);
 	if (ns) {
 		strbuf_adds(sb, "\tif (!rc && n == 0) { /* no rows: the sums are zero */\n");
@@ -245,7 +247,7 @@ static void capi_row_bwd(struct strbuf *sb, const struct fgroup *g, const struct
 					            c->values[c->writes[w].value].name,
 					            fdtype_ctype(c->writes[w].dtype), x->out_of[i]);
 		strbuf_addf(sb,
-		            "\t\tc.n = a.n;\n\t\tc.rows = a.rows;\n\t\tc.cols = a.cols;\n"
+		            "\t\tc.rows = parts;\n\t\tc.cols = a.cols;\n\t\tc.n = parts * a.cols;\n"
 		            "\t\trc = (int)%s_launch(c, block, vec, ept, s);\n\t}\n"
 		            "\tif (ws) {\n\t\tconst cudaError_t f = cudaFreeAsync(ws, s);\n"
 		            "\t\tif (!rc)\n\t\t\trc = (int)f;\n\t}\n",
