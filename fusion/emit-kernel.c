@@ -595,8 +595,9 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 		            g->writes[w].kept ? " /* kept */" : "");
 	for (int w = 0; w < g->nwrites; w++)
 		if (g->writes[w].summed) {
-			strbuf_adds(sb, "\tlong *nparts; /* the launcher sets it: the rows of partial "
-			                "sums the summed writes hold */\n");
+			strbuf_adds(sb,
+			            "\tlong *nparts; /* the launcher sets it: the rows of partial "
+			            "sums the summed writes hold */\n");
 			break;
 		}
 	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
@@ -953,10 +954,11 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	struct strbuf hoisted = STRBUF_INIT;
 	int nh = warp ? warp_hoisted(g, pro, epi, hoist) : 0;
 	if (nh) {
-		strbuf_addf(&hoisted, "\tfloat xw[K][%d][V];\n\t(void)xw;\n\tif (H) {\n#pragma unroll\n"
-		                      "\t\tfor (int q = 0; q < K; q++) {\n"
-		                      "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
-		                      "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n",
+		strbuf_addf(&hoisted,
+		            "\tfloat xw[K][%d][V];\n\t(void)xw;\n\tif (H) {\n#pragma unroll\n"
+		            "\t\tfor (int q = 0; q < K; q++) {\n"
+		            "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
+		            "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n",
 		            g->ninputs);
 		emit_loads(&hoisted, g, hoist, "\t\t\t", "xw[q][%d]");
 		strbuf_adds(&hoisted, "\t\t}\n\t}\n");
@@ -970,10 +972,11 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		            "\t\t\tfor (int j = 0; j < V; j++)\n\t\t\t\tcs[k][q][j] = 0.f;\n",
 		            ns, ns);
 	} else if (ns) {
-		strbuf_adds(&hoisted,
-		            "\tfloat *const aic_ps = aic_xs + cols; /* the block's sums, after the row */\n"
-		            "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V)\n"
-		            "\t\tfor (int j = 0; j < V; j++)\n");
+		strbuf_adds(
+		    &hoisted,
+		    "\tfloat *const aic_ps = aic_xs + cols; /* the block's sums, after the row */\n"
+		    "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V)\n"
+		    "\t\tfor (int j = 0; j < V; j++)\n");
 		for (int k = 0; k < ns; k++)
 			strbuf_addf(&hoisted, "\t\t\taic_ps[%d * cols + c + j] = 0.f;\n", k);
 	}
@@ -1098,13 +1101,15 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	emit_stores(sb, g, 3, t);
 	for (int k = 0; k < ns; k++) {
 		if (warp)
-			strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\tcs[%d][q][j] += y[%d][j];\n", t,
-			            t, k, sw[k]);
+			strbuf_addf(
+			    sb, "%sfor (int j = 0; j < V; j++)\n%s\tcs[%d][q][j] += y[%d][j];\n", t,
+			    t, k, sw[k]);
 		else
-			strbuf_addf(sb,
-			            "%sfor (int j = 0; j < V; j++)\n%s\taic_ps[%d * cols + c + j] += "
-			            "y[%d][j];\n",
-			            t, t, k, sw[k]);
+			strbuf_addf(
+			    sb,
+			    "%sfor (int j = 0; j < V; j++)\n%s\taic_ps[%d * cols + c + j] += "
+			    "y[%d][j];\n",
+			    t, t, k, sw[k]);
 	}
 	strbuf_adds(sb, warp ? "\t\t\t}\n\t\t}\n\t}\n" : "\t\t}\n\t\t__syncthreads();\n\t}\n");
 	if (ns && warp) { /* the warps' sums in order, then the block's row of partials */
@@ -1122,15 +1127,19 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		strbuf_adds(sb, "\t\t\t\t}\n\t\t\t}\n\t\t}\n\t\t__syncthreads();\n\t}\n"
 		                "\tfor (long c = threadIdx.x; c < cols; c += blockDim.x) {\n");
 		for (int k = 0; k < ns; k++)
-			strbuf_addf(sb, "\t\ta.w_%s[(long)blockIdx.x * cols + c] = aic_ps[%d * cols + c];\n",
-			            g->values[g->writes[sw[k]].value].name, k);
+			strbuf_addf(
+			    sb,
+			    "\t\ta.w_%s[(long)blockIdx.x * cols + c] = aic_ps[%d * cols + c];\n",
+			    g->values[g->writes[sw[k]].value].name, k);
 		strbuf_adds(sb, "\t}\n");
 	} else if (ns) { /* each thread its own columns' sums */
-		strbuf_adds(sb, "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x "
-		                "* V)\n\t\tfor (int j = 0; j < V; j++) {\n");
+		strbuf_adds(
+		    sb, "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x "
+		        "* V)\n\t\tfor (int j = 0; j < V; j++) {\n");
 		for (int k = 0; k < ns; k++)
 			strbuf_addf(sb,
-			            "\t\t\ta.w_%s[(long)blockIdx.x * cols + c + j] = aic_ps[%d * cols + c + "
+			            "\t\t\ta.w_%s[(long)blockIdx.x * cols + c + j] = aic_ps[%d * "
+			            "cols + c + "
 			            "j];\n",
 			            g->values[g->writes[sw[k]].value].name, k);
 		strbuf_adds(sb, "\t\t}\n");
@@ -1371,21 +1380,31 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n",
 		            nm, ns ? "" : " * 8");
 		if (nh) /* latency-bound: the whole launch fits at half occupancy */
-			strbuf_adds(sb, "\t\tconst bool h = wgrid * block <= (long)aic_sm_count() * 1024;\n");
+			strbuf_adds(
+			    sb,
+			    "\t\tconst bool h = wgrid * block <= (long)aic_sm_count() * 1024;\n");
 		if (ns)
-			strbuf_addf(sb,
-			            "\t\tif (a.nparts)\n\t\t\t*a.nparts = wgrid;\n"
-			            "\t\tconst size_t wsmem = (size_t)%d * a.cols * sizeof(float);\n",
-			            ns);
+			strbuf_addf(
+			    sb,
+			    "\t\tif (a.nparts)\n\t\t\t*a.nparts = wgrid;\n"
+			    "\t\tconst size_t wsmem = (size_t)%d * a.cols * sizeof(float);\n",
+			    ns);
 		strbuf_adds(sb, "\t\tswitch (vec) {\n");
 		for (int v = 1; v <= maxv; v *= 2) {
 			strbuf_addf(sb, "\t\tcase %d:\n", v);
 			for (int hv = nh ? 1 : 0; hv >= 0; hv--)
-				strbuf_addf(sb,
-				            "\t\t\t%s%s_wkernel<%d%s><<<(unsigned)wgrid, block, %s, "
-				            "s>>>(a);\n",
-				            !nh ? "" : hv ? "if (h)\n\t\t\t\t" : "else\n\t\t\t\t", nm, v,
-				            !nh ? "" : hv ? ", true" : ", false", ns ? "wsmem" : "0");
+				strbuf_addf(
+				    sb,
+				    "\t\t\t%s%s_wkernel<%d%s><<<(unsigned)wgrid, block, %s, "
+				    "s>>>(a);\n",
+				    !nh  ? ""
+				    : hv ? "if (h)\n\t\t\t\t"
+				         : "else\n\t\t\t\t",
+				    nm, v,
+				    !nh  ? ""
+				    : hv ? ", true"
+				         : ", false",
+				    ns ? "wsmem" : "0");
 			strbuf_adds(sb, "\t\t\tbreak;\n");
 		}
 		strbuf_addf(sb,

@@ -67,6 +67,17 @@ b=f['binding']['inputs']
 sys.exit(not (b[1]['kind']=='param' and b[1]['numel']==512 and b[0]['kind']=='arg'
  and f['group']['kind']=='reduction-epilogue' and f['group']['ops'][0]['op']=='rms_norm'
  and f['invocations']==9))"
+rk=$tmp/llama-f/aicprof_fused/f0_LlamaRMSNorm_forward/f0_LlamaRMSNorm_forward
+# the weight gradient: partial sums a block in the row kernel, not a summand an element
+check "llama: the backward's row kernel sums dw's summand over its rows (no per-element store)" \
+	sh -c "grep -q 'cs\[0\]\[q\]\[j\] += y\[1\]\[j\]' '${rk}_bwd_kernel.cu' &&
+	grep -q 'a.w_d4\[(long)blockIdx.x \* cols + c\] = aic_ps' '${rk}_bwd_kernel.cu' &&
+	! grep -q 'aic_st<V>(a.w_d4' '${rk}_bwd_kernel.cu'"
+check "llama: the column kernel adds the partial rows the row kernel reports" \
+	sh -c "grep -q 'a.nparts = &parts' '${rk}_capi.cu' && grep -q 'c.rows = parts' '${rk}_capi.cu'"
+check "llama: the forward warp kernel hoists the weight only when the launch is latency-bound" \
+	sh -c "grep -q 'wkernel<4, true>' '${rk}_kernel.cu' && grep -q 'wkernel<4, false>' '${rk}_kernel.cu' &&
+	grep -q 'const bool h = wgrid \* block <= (long)aic_sm_count() \* 1024' '${rk}_kernel.cu'"
 
 # the patch: two lines in the entry script, nothing in a library, applies
 for s in gpt2 llama; do
