@@ -1,10 +1,10 @@
-"""End to end on the device: the GPT-2 (or, with --model resnet, the ResNet-18) sample's
-training step three ways, interleaved.
+"""End to end on the device: the GPT-2 (or, with --model resnet, the ResNet-18; with --model
+llama, the Llama) sample's training step three ways, interleaved.
 
   original   samples/gpt2_train.py's step as written (eager attention, bf16 autocast, AdamW)
   fused      the same after aicprof_fused.apply() (the package fuse wrote from the bundled
-             trace, when it wrote one) with the optimizer's fused=True (AdamW for GPT-2, SGD
-             for ResNet), as aicprof.patch makes it
+             trace, when it wrote one) with the optimizer's fused=True (AdamW for GPT-2 and
+             Llama, SGD for ResNet), as aicprof.patch makes it
   compile    the same model under torch.compile
 
 Each (round, variant) runs in a fresh process (apply() and torch.compile change global state),
@@ -53,6 +53,21 @@ def one(variant, steps, pkg, model_name="gpt2"):
 
         def loss_of():
             return F.cross_entropy(fwd(x), y)
+    elif model_name == "llama":
+        # samples/llama_train.py: 4 layers, d 512, RMSNorm, SwiGLU, rotary, eager attention
+        from transformers import LlamaConfig, LlamaForCausalLM
+        cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+                          num_attention_heads=8, num_key_value_heads=8, vocab_size=8192,
+                          max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
+                          pad_token_id=0)
+        cfg._attn_implementation = "eager"
+        model = LlamaForCausalLM(cfg).cuda()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
+        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
+        fwd = torch.compile(model) if variant == "compile" else model
+
+        def loss_of():
+            return fwd(input_ids=ids, labels=ids).loss
     else:
         from transformers import GPT2Config, GPT2LMHeadModel
         cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
@@ -93,8 +108,9 @@ def main():
                     help="comma-separated, in the order each round runs them")
     ap.add_argument("--budget", type=float, default=0,
                     help="seconds: start no run after this (0: none); what ran is reported")
-    ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet"),
-                    help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's")
+    ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet", "llama"),
+                    help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's;"
+                    " llama: samples/llama_train.py's")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
