@@ -509,10 +509,7 @@ static const char module_common[] =
     "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in ins])\n"
     "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])\n"
     "    dev = ins[0].device\n"
-    "    # no device context when dev is current already (one costs more than the launch)\n"
-    "    ctx = (contextlib.nullcontext() if dev.index is None or\n"
-    "           dev.index == torch.cuda.current_device() else torch.cuda.device(dev))\n"
-    "    with ctx:\n"
+    "    with torch.cuda.device(dev):\n"
     "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
     "        rc = fn(pin, num, pout, n, seed & ((1 << 64) - 1), offset, *config(), stream)\n"
     "    if rc:\n"
@@ -592,7 +589,7 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		            "(the default one of the\ninput's device, or the one passed) and "
 		            "advances the offset, as PyTorch's own dropout does;\nthe mask is not "
 		            "bit-identical to torch.nn.functional.dropout's (see README.md).\n");
-	strbuf_adds(sb, "\"\"\"\nimport contextlib\nimport ctypes\nimport json\nimport os\nimport shutil\n"
+	strbuf_adds(sb, "\"\"\"\nimport ctypes\nimport json\nimport os\nimport shutil\n"
 	                "import subprocess\nimport typing\n\nimport torch\n"
 	                "import torch.nn.functional as F\n\n");
 	strbuf_addf(sb, "NAME = \"%s\"\n_NDROP = %d\n_DEFAULT = (256, %d, %d)\n_SHAPE = %d\n", nm,
@@ -754,10 +751,7 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 			    "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in "
 			    "outs])\n"
 			    "    dev = ins[0].device\n"
-			    "    ctx = (contextlib.nullcontext() if dev.index is None or\n"
-			    "           dev.index == torch.cuda.current_device() else "
-			    "torch.cuda.device(dev))\n"
-			    "    with ctx:\n"
+			    "    with torch.cuda.device(dev):\n"
 			    "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
 			    "        rc = _load().%s_bwd_run(pin, num, pout, n, seed & ((1 << 64) "
 			    "- 1), offset,\n"
