@@ -976,9 +976,10 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    &hoisted,
 		    "\tfloat *const aic_ps = aic_xs + cols; /* the block's sums, after the row */\n"
 		    "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V)\n"
-		    "\t\tfor (int j = 0; j < V; j++)\n");
+		    "\t\tfor (int j = 0; j < V; j++) {\n");
 		for (int k = 0; k < ns; k++)
 			strbuf_addf(&hoisted, "\t\t\taic_ps[%d * cols + c + j] = 0.f;\n", k);
+		strbuf_adds(&hoisted, "\t\t}\n");
 	}
 	const char *t = warp ? "\t\t\t\t" : "\t\t\t"; /* the per-vector body's indent */
 	const char *t1 = warp ? "\t\t\t\t\t" : "\t\t\t\t";
@@ -1418,14 +1419,15 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		            1 + ns, ns ? "(2048 / block)" : "64",
 		            ns ? "\tif (a.nparts)\n\t\t*a.nparts = grid;\n" : "");
 		for (int v = 1; v <= maxv; v *= 2)
-			strbuf_addf(sb,
-			            "\tcase %d:\n"
-			            "\t\tif (smem > 48 * 1024)\n"
-			            "\t\t\tcudaFuncSetAttribute(%s_kernel<%d>, "
-			            "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
-			            "\t\t%s_kernel<%d><<<(unsigned)grid, block, smem, s>>>(a);\n"
-			            "\t\tbreak;\n",
-			            v, nm, v, nm, v);
+			strbuf_addf(
+			    sb,
+			    "\tcase %d:\n"
+			    "\t\tif (smem + 1024 > 48 * 1024) /* the static red[] counts too */\n"
+			    "\t\t\tcudaFuncSetAttribute(%s_kernel<%d>, "
+			    "cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);\n"
+			    "\t\t%s_kernel<%d><<<(unsigned)grid, block, smem, s>>>(a);\n"
+			    "\t\tbreak;\n",
+			    v, nm, v, nm, v);
 		strbuf_adds(sb, "\tdefault:\n\t\treturn cudaErrorInvalidValue;\n\t}\n");
 	}
 	strbuf_adds(sb, "\treturn cudaGetLastError();\n}\n");
