@@ -689,12 +689,15 @@ static void emit_gather(struct strbuf *sb, const struct fgroup *g, const int *us
 	strbuf_adds(sb, "};\n");
 }
 
-static void emit_stores(struct strbuf *sb, const struct fgroup *g, int phase, const char *ind)
+/* The writes of a phase (1 prologue, 3 epilogue, -1 all) at element i; summed writes only when
+ * sum is 0 (the warp kernel adds them up instead: emit_row_kernel_one). */
+static void emit_stores(struct strbuf *sb, const struct fgroup *g, int phase, int sum,
+                        const char *ind)
 {
 	for (int w = 0; w < g->nwrites; w++) {
 		if (phase >= 0 && write_in_prologue(g, w) != (phase == 1))
 			continue;
-		if (g->writes[w].summed) /* added up in the row kernel (emit_row_kernel_one) */
+		if (sum && g->writes[w].summed)
 			continue;
 		strbuf_addf(sb, "%saic_st<V>(a.w_%s + i, y[%d]);\n", ind,
 		            g->values[g->writes[w].value].name, w);
@@ -733,7 +736,7 @@ static void emit_chain_kernel(struct strbuf *sb, const struct fgroup *g)
 	            "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++)\n\t\t\ty[k][j] = o[k];\n"
 	            "\t}\n",
 	            g->nwrites);
-	emit_stores(sb, g, -1, "\t");
+	emit_stores(sb, g, -1, 0, "\t");
 	strbuf_adds(sb, "}\n");
 	strbuf_addf(
 	    sb,
@@ -936,11 +939,11 @@ static int row_hoists(const struct fgroup *g, int *hoist)
  * One of a row group's two kernels (warp: the warp kernel). The warp kernel of a group with
  * hoisted row vectors (warp_hoisted) takes a flag H: with it, they are loaded once before the
  * rows; the launcher sets it when the launch is latency-bound (its threads fit in the GPU at
- * half occupancy), where their extra registers cost nothing. Summed writes (struct fwrite) are
- * added over the rows a block takes, in registers (warp kernel: the block's warps then in
- * order, in shared memory) or in shared memory (block kernel), and each block writes its row
- * of partial sums at blockIdx.x: deterministic, and n floats less written and read back than a
- * summand an element.
+ * half occupancy), where their extra registers cost nothing. The warp kernel adds summed
+ * writes (struct fwrite) over the rows its block takes: in registers a lane, then the block's
+ * warps in order in shared memory. Each block writes its row of partial sums at blockIdx.x.
+ * This is deterministic, and it writes and reads back n floats less than a summand an element.
+ * The block kernel stores a summand an element, so its partial rows are the rows.
  */
 static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int warp)
 {
@@ -950,7 +953,10 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	int pro[64], epi[64], slots = pro_slots(g);
 	row_inputs(g, pro, epi);
 	int hoist[64] = {0}, sw[64];
-	int ns = summed_writes(g, sw);
+	/* the block kernel (long rows) stores a summand an element, as before the partial sums:
+	 * its rows [0, rows) are then the column group's input; only the warp kernel's partial
+	 * sums have run on a GPU (Llama's RMSNorm, tests/gpu/t-fused-apply.sh) */
+	int ns = warp ? summed_writes(g, sw) : 0;
 	struct strbuf hoisted = STRBUF_INIT;
 	int nh = warp ? warp_hoisted(g, pro, epi, hoist) : 0;
 	if (nh) {
@@ -963,7 +969,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		emit_loads(&hoisted, g, hoist, "\t\t\t", "xw[q][%d]");
 		strbuf_adds(&hoisted, "\t\t}\n\t}\n");
 	}
-	if (ns && warp) {
+	if (ns) {
 		strbuf_addf(&hoisted,
 		            "\textern __shared__ float aic_ps[]; /* the block's partial sums */\n"
 		            "\tfloat cs[%d][K][V]; /* the lane's sums of the summed writes */\n"
@@ -971,15 +977,6 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		            "\t\tfor (int q = 0; q < K; q++)\n#pragma unroll\n"
 		            "\t\t\tfor (int j = 0; j < V; j++)\n\t\t\t\tcs[k][q][j] = 0.f;\n",
 		            ns, ns);
-	} else if (ns) {
-		strbuf_adds(
-		    &hoisted,
-		    "\tfloat *const aic_ps = aic_xs + cols; /* the block's sums, after the row */\n"
-		    "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x * V)\n"
-		    "\t\tfor (int j = 0; j < V; j++) {\n");
-		for (int k = 0; k < ns; k++)
-			strbuf_addf(&hoisted, "\t\t\taic_ps[%d * cols + c + j] = 0.f;\n", k);
-		strbuf_adds(&hoisted, "\t\t}\n");
 	}
 	const char *t = warp ? "\t\t\t\t" : "\t\t\t"; /* the per-vector body's indent */
 	const char *t1 = warp ? "\t\t\t\t\t" : "\t\t\t\t";
@@ -1048,7 +1045,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	            "%s}\n",
 	            t1, slots, t1, nm, t1, warp ? "xs[q][j]" : "aic_xs[c + j]", t1, upd, t1,
 	            g->nwrites, t1, t);
-	emit_stores(sb, g, 1, t);
+	emit_stores(sb, g, 1, warp, t);
 	strbuf_adds(sb, warp ? "\t\t\t}\n\t\t}\n" : "\t\t}\n");
 	emit_row_stats(sb, g, warp);
 	if (warp)
@@ -1099,21 +1096,12 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	            "%s}\n",
 	            t1, g->nwrites, t1, nm, warp ? "xs[q][j]" : "aic_xs[c + j]", t1, g->nwrites, t1,
 	            t);
-	emit_stores(sb, g, 3, t);
-	for (int k = 0; k < ns; k++) {
-		if (warp)
-			strbuf_addf(
-			    sb, "%sfor (int j = 0; j < V; j++)\n%s\tcs[%d][q][j] += y[%d][j];\n", t,
-			    t, k, sw[k]);
-		else
-			strbuf_addf(
-			    sb,
-			    "%sfor (int j = 0; j < V; j++)\n%s\taic_ps[%d * cols + c + j] += "
-			    "y[%d][j];\n",
-			    t, t, k, sw[k]);
-	}
+	emit_stores(sb, g, 3, warp, t);
+	for (int k = 0; k < ns; k++) /* warp kernel only (ns 0 in the block kernel) */
+		strbuf_addf(sb, "%sfor (int j = 0; j < V; j++)\n%s\tcs[%d][q][j] += y[%d][j];\n", t,
+		            t, k, sw[k]);
 	strbuf_adds(sb, warp ? "\t\t\t}\n\t\t}\n\t}\n" : "\t\t}\n\t\t__syncthreads();\n\t}\n");
-	if (ns && warp) { /* the warps' sums in order, then the block's row of partials */
+	if (ns) { /* the warps' sums in order, then the block's row of partials */
 		strbuf_adds(sb, "\tfor (long w = 0; w < wpb; w++) {\n"
 		                "\t\tif ((threadIdx.x >> 5) == w) {\n#pragma unroll\n"
 		                "\t\t\tfor (int q = 0; q < K; q++) {\n"
@@ -1133,17 +1121,6 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 			    "\t\ta.w_%s[(long)blockIdx.x * cols + c] = aic_ps[%d * cols + c];\n",
 			    g->values[g->writes[sw[k]].value].name, k);
 		strbuf_adds(sb, "\t}\n");
-	} else if (ns) { /* each thread its own columns' sums */
-		strbuf_adds(
-		    sb, "\tfor (long c = (long)threadIdx.x * V; c < cols; c += (long)blockDim.x "
-		        "* V)\n\t\tfor (int j = 0; j < V; j++) {\n");
-		for (int k = 0; k < ns; k++)
-			strbuf_addf(sb,
-			            "\t\t\ta.w_%s[(long)blockIdx.x * cols + c + j] = aic_ps[%d * "
-			            "cols + c + "
-			            "j];\n",
-			            g->values[g->writes[sw[k]].value].name, k);
-		strbuf_adds(sb, "\t\t}\n");
 	}
 	strbuf_adds(sb, "}\n");
 }
@@ -1408,16 +1385,16 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 				    ns ? "wsmem" : "0");
 			strbuf_adds(sb, "\t\t\tbreak;\n");
 		}
+		/* the block kernel stores a summand an element: a partial row a row */
 		strbuf_addf(sb,
 		            "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"
 		            "\t\treturn cudaGetLastError();\n\t}\n"
-		            "\tconst size_t smem = (size_t)%d * a.cols * sizeof(float);\n"
+		            "\tconst size_t smem = (size_t)a.cols * sizeof(float);\n"
 		            "\tlong grid = a.rows;\n"
-		            "\tconst long cap = (long)aic_sm_count() * %s;\n"
+		            "\tconst long cap = (long)aic_sm_count() * 64;\n"
 		            "\tif (grid > cap)\n\t\tgrid = cap;\n%s"
 		            "\tswitch (vec) {\n",
-		            1 + ns, ns ? "(2048 / block)" : "64",
-		            ns ? "\tif (a.nparts)\n\t\t*a.nparts = grid;\n" : "");
+		            ns ? "\tif (a.nparts)\n\t\t*a.nparts = a.rows;\n" : "");
 		for (int v = 1; v <= maxv; v *= 2)
 			strbuf_addf(
 			    sb,

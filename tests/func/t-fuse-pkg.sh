@@ -69,10 +69,13 @@ sys.exit(not (b[1]['kind']=='param' and b[1]['numel']==512 and b[0]['kind']=='ar
  and f['invocations']==9))"
 rk=$tmp/llama-f/aicprof_fused/f0_LlamaRMSNorm_forward/f0_LlamaRMSNorm_forward
 # the weight gradient: partial sums a block in the row kernel, not a summand an element
-check "llama: the backward's row kernel sums dw's summand over its rows (no per-element store)" \
-	sh -c "grep -q 'cs\[0\]\[q\]\[j\] += y\[1\]\[j\]' '${rk}_bwd_kernel.cu' &&
-	grep -q 'a.w_d4\[(long)blockIdx.x \* cols + c\] = aic_ps' '${rk}_bwd_kernel.cu' &&
-	! grep -q 'aic_st<V>(a.w_d4' '${rk}_bwd_kernel.cu'"
+# (the warp kernel's; the block kernel of long rows stores a summand an element, a row each)
+sed -n '/_bwd_wkernel(const/,/^}/p' "${rk}_bwd_kernel.cu" >"$tmp/bwd_wkernel"
+check "llama: the backward's warp kernel sums dw's summand over its rows (no per-element store)" \
+	sh -c "grep -q 'cs\[0\]\[q\]\[j\] += y\[1\]\[j\]' '$tmp/bwd_wkernel' &&
+	grep -q 'a.w_d4\[(long)blockIdx.x \* cols + c\] = aic_ps' '$tmp/bwd_wkernel' &&
+	! grep -q 'aic_st<V>(a.w_d4' '$tmp/bwd_wkernel' &&
+	grep -q '\*a.nparts = a.rows;' '${rk}_bwd_kernel.cu'"
 check "llama: the column kernel adds the partial rows the row kernel reports" \
 	sh -c "grep -q 'a.nparts = &parts' '${rk}_capi.cu' && grep -q 'c.rows = parts' '${rk}_capi.cu'"
 check "llama: the forward warp kernel hoists the weight only when the launch is latency-bound" \
