@@ -53,29 +53,24 @@ def one(variant, steps, pkg, model_name="gpt2"):
 
         def loss_of():
             return F.cross_entropy(fwd(x), y)
-    elif model_name == "llama":
-        # samples/llama_train.py: 4 layers, d 512, RMSNorm, SwiGLU, rotary, eager attention
-        from transformers import LlamaConfig, LlamaForCausalLM
-        cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
-                          num_attention_heads=8, num_key_value_heads=8, vocab_size=8192,
-                          max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
-                          pad_token_id=0)
-        cfg._attn_implementation = "eager"
-        model = LlamaForCausalLM(cfg).cuda()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
-        ids = torch.randint(0, cfg.vocab_size, (4, 256), device="cuda")
-        fwd = torch.compile(model) if variant == "compile" else model
-
-        def loss_of():
-            return fwd(input_ids=ids, labels=ids).loss
     else:
-        from transformers import GPT2Config, GPT2LMHeadModel
-        cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
-                         bos_token_id=0, eos_token_id=0)
+        if model_name == "llama":
+            # samples/llama_train.py: 4 layers, d 512, RMSNorm, SwiGLU, rotary, batch 4 x 256
+            from transformers import LlamaConfig, LlamaForCausalLM
+            cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+                              num_attention_heads=8, num_key_value_heads=8, vocab_size=8192,
+                              max_position_embeddings=256, bos_token_id=0, eos_token_id=0,
+                              pad_token_id=0)
+            cls, batch = LlamaForCausalLM, 4
+        else:
+            from transformers import GPT2Config, GPT2LMHeadModel
+            cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192,
+                             n_positions=256, bos_token_id=0, eos_token_id=0)
+            cls, batch = GPT2LMHeadModel, 8
         cfg._attn_implementation = "eager"
-        model = GPT2LMHeadModel(cfg).cuda()
+        model = cls(cfg).cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
-        ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+        ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
         fwd = torch.compile(model) if variant == "compile" else model
 
         def loss_of():
