@@ -9,7 +9,8 @@
 # GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings), GPU_OVH=1 tests/gpu/overhead.sh
 # (OVH_* settings) and GPU_E2E=1 tests/gpu/e2e_gpt2.py (E2E_ROUNDS rounds, default 3, within
 # E2E_BUDGET seconds, default 300; E2E_MODEL gpt2, resnet or llama) at the end; GPU_KBENCH=1
-# tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl)
+# tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl;
+# KBENCH_ARGS=--large adds the sizes past the L2)
 # and GPU_NCU=1 tests/gpu/ncu_fidelity.sh (ncu's DRAM counters beside the shim's traces, into
 # $OUT/ncu/; compare offline with tests/tools/ncu-compare.py). GPU_CF=1 runs
 # tests/gpu/cupti-floor.sh (CUPTI's own cost a launch, CF_* settings) and GPU_WH=1
@@ -111,7 +112,7 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	fi
 	if [ "${GPU_KBENCH:-0}" = 1 ]; then
 		echo "== kernels against eager and torch.compile (tests/gpu/kbench.py)"
-		python3 tests/gpu/kbench.py --iters 50 2>&1 | tee "$OUT/kbench.jsonl"
+		python3 tests/gpu/kbench.py --iters 50 ${KBENCH_ARGS:-} 2>&1 | tee "$OUT/kbench.jsonl"
 	fi
 	if [ "${GPU_NCU:-0}" = 1 ]; then
 		echo "== ncu's DRAM counters (tests/gpu/ncu_fidelity.sh)"
