@@ -22,6 +22,10 @@
  * sum of squares) is reduced as the row is loaded, a second pass over the staged values gives
  * the other (sum of exp, or the centred sum of squares), and the epilogue writes; the order of
  * the additions is fixed by the launch configuration (block, VEC), so a run repeats its bits.
+ * The warp kernel may load the row vectors only its epilogue reads once, before its rows (flag
+ * H, set by the launcher when the launch is latency-bound), and it adds a backward's summed
+ * writes over its rows into one row of partial sums a block (the warps' in order), which the
+ * column group then adds; the block kernel stores those summands an element.
  * The epilogue may read prologue values besides the reduction's input only in a derived fused
  * backward (rms_norm_backward's gradient factor): _epi recomputes them from the inputs. A column
  * group is two kernels: the first tiles the columns (32 threads of V columns
