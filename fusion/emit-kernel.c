@@ -582,6 +582,22 @@ int emit_bcast(const struct fgroup *g, int i)
 	return !g->values[i].map.dims && g->values[i].numel != g->numel;
 }
 
+/* The summed writes of g (struct fwrite), their indices into w[] (at most 64). */
+static int summed_writes(const struct fgroup *g, int *w)
+{
+	int n = 0;
+	for (int k = 0; k < g->nwrites && n < 64; k++)
+		if (g->writes[k].summed)
+			w[n++] = k;
+	return n;
+}
+
+/* Is input i of g a row vector (weight, bias: one value a column, read at column c)? */
+static int row_vector(const struct fgroup *g, int i)
+{
+	return g->kind != FG_CHAIN && g->values[i].numel == g->cols && g->rows > 1;
+}
+
 static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 {
 	strbuf_addf(sb, "\n/* pointers, sizes and dropout state of one launch of %s */\n", g->name);
@@ -597,24 +613,11 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb, "\t%s *w_%s;%s\n", fdtype_ctype(g->writes[w].dtype),
 		            g->values[g->writes[w].value].name,
 		            g->writes[w].kept ? " /* kept */" : "");
-	for (int w = 0; w < g->nwrites; w++)
-		if (g->writes[w].summed) {
-			strbuf_adds(sb,
-			            "\tlong *nparts; /* the launcher sets it: the rows of partial "
-			            "sums the summed writes hold */\n");
-			break;
-		}
+	int sw[64];
+	if (summed_writes(g, sw))
+		strbuf_adds(sb, "\tlong *nparts; /* the launcher sets it: the rows of partial "
+		                "sums the summed writes hold */\n");
 	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
-}
-
-/* The summed writes of g (struct fwrite), their indices into w[] (at most 64). */
-static int summed_writes(const struct fgroup *g, int *w)
-{
-	int n = 0;
-	for (int k = 0; k < g->nwrites && n < 64; k++)
-		if (g->writes[k].summed)
-			w[n++] = k;
-	return n;
 }
 
 /* Loads of the inputs flagged in use into x[k][0..V-1] at element i (a runtime expression). */
@@ -638,7 +641,7 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 			continue;
 		}
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
-		if (g->kind != FG_CHAIN && g->values[i].numel == g->cols && g->rows > 1)
+		if (row_vector(g, i))
 			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
 		else if (emit_bcast(g, i))
 			strbuf_addf(sb, "i %% a.m_%s", g->values[i].name);
@@ -907,7 +910,7 @@ static int warp_hoisted(const struct fgroup *g, const int *pro, const int *epi, 
 	int n = 0;
 	for (int i = 0; i < g->ninputs; i++) {
 		hoist[i] = epi[i] && !pro[i] && !g->values[i].per_row && !g->values[i].map.dims &&
-		           g->values[i].numel == g->cols && g->rows > 1;
+		           row_vector(g, i);
 		n += hoist[i];
 	}
 	if (!n || n * ROW_WARP_K * fgroup_max_vec(g) > 64) {
@@ -961,20 +964,20 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	 * its rows [0, rows) are then the column group's input; only the warp kernel's partial
 	 * sums have run on a GPU (Llama's RMSNorm, tests/gpu/t-fused-apply.sh) */
 	int ns = warp ? summed_writes(g, sw) : 0;
-	struct strbuf hoisted = STRBUF_INIT;
+	struct strbuf wpre = STRBUF_INIT; /* the warp kernel's, before its rows */
 	int nh = warp ? warp_hoisted(g, pro, epi, hoist) : 0;
 	if (nh) {
-		strbuf_addf(&hoisted,
+		strbuf_addf(&wpre,
 		            "\tfloat xw[K][%d][V];\n\t(void)xw;\n\tif (H) {\n#pragma unroll\n"
 		            "\t\tfor (int q = 0; q < K; q++) {\n"
 		            "\t\t\tconst long c = ((long)q * 32 + lane) * V;\n"
 		            "\t\t\tif (c >= cols)\n\t\t\t\tcontinue;\n",
 		            g->ninputs);
-		emit_loads(&hoisted, g, hoist, "\t\t\t", "xw[q][%d]");
-		strbuf_adds(&hoisted, "\t\t}\n\t}\n");
+		emit_loads(&wpre, g, hoist, "\t\t\t", "xw[q][%d]");
+		strbuf_adds(&wpre, "\t\t}\n\t}\n");
 	}
 	if (ns) {
-		strbuf_addf(&hoisted,
+		strbuf_addf(&wpre,
 		            "\textern __shared__ float aic_ps[]; /* the block's partial sums */\n"
 		            "\tfloat cs[%d][K][V]; /* the lane's sums of the summed writes */\n"
 		            "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
@@ -1009,7 +1012,7 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t\t\t{\n"
 		    "\t\t\t\tconst long i = rb + c;\n"
 		    "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
-		    rn, nh ? ", bool H" : "", nm, nm, nm, hoisted.len ? hoisted.buf : "",
+		    rn, nh ? ", bool H" : "", nm, nm, nm, wpre.len ? wpre.buf : "",
 		    softmax ? "-INFINITY" : "0.f", g->ninputs);
 	else
 		strbuf_addf(
@@ -1021,7 +1024,6 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\textern __shared__ float aic_xs[];\n"
 		    "\t__shared__ float red[32];\n"
 		    "\tconst long cols = a.cols;\n"
-		    "%s"
 		    "\tfor (long row = blockIdx.x; row < a.rows; row += gridDim.x) {\n"
 		    "\t\tconst long rb = row * cols;\n"
 		    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
@@ -1029,9 +1031,8 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "{\n"
 		    "\t\t\tconst long i = rb + c;\n"
 		    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-		    rn, nm, nm, hoisted.len ? hoisted.buf : "", softmax ? "-INFINITY" : "0.f",
-		    g->ninputs);
-	strbuf_release(&hoisted);
+		    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
+	strbuf_release(&wpre);
 	emit_loads(sb, g, pro, t, "x[%d]");
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, 0, g->red, t);

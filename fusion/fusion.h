@@ -119,8 +119,9 @@ struct fwrite {
 	int value;
 	enum fdtype dtype;
 	int kept;
-	/* a row vector's gradient summand (fgroup_row_backward): the row kernel adds it over its
-	 * rows and writes one partial sum a block and column, rows [0, *nparts) of the buffer */
+	/* a row vector's gradient summand (fgroup_row_backward): the warp row kernel adds it over
+	 * its rows and writes one partial sum a block and column, rows [0, *nparts) of the buffer;
+	 * the block row kernel stores it an element (*nparts = rows) */
 	int summed;
 };
 
