@@ -18,7 +18,9 @@
 # GPU_REC="llama_train gpt2_train" records those samples under the shim first, into
 # $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
 # GPU_FB="TRACE.aicp.jsonl G.json ..." fuses each and runs `aicprof bench` on it (bench.json
-# files into $OUT/fb.tgz).
+# files into $OUT/fb.tgz). GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost
+# a call) on the Llama sample's package fused by this tree, WRAP_ROUNDS times (default 2),
+# alternating with WRAP_OLD (another package directory, e.g. one fused by an older tree) when set.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -76,6 +78,17 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 		done
 		(cd "$fb" && tar czf "$OUT/fb.tgz" *.bench.json 2>/dev/null)
 		rm -rf "$fb"
+	fi
+	if [ "${GPU_WRAP:-0}" = 1 ]; then
+		echo "== the wrapper's host cost a call (tests/gpu/wrap_cost.py)"
+		wr=$(mktemp -d)
+		build/aicprof analyze samples/traces/llama_train.aicp.jsonl -o "$wr/a" >/dev/null 2>&1 &&
+			build/aicprof fuse "$wr/a" -o "$wr/f" --src /nonexistent >/dev/null 2>&1
+		for r in $(seq "${WRAP_ROUNDS:-2}"); do
+			timeout 120 python3 tests/gpu/wrap_cost.py "$wr/f" new 2>&1 | tail -3
+			[ -n "${WRAP_OLD:-}" ] && timeout 120 python3 tests/gpu/wrap_cost.py "$WRAP_OLD" old 2>&1 | tail -3
+		done
+		rm -rf "$wr"
 	fi
 	# GPU_PAR: t-*.sh files run on the second GPU while the suite runs on the first
 	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
