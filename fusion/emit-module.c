@@ -499,19 +499,35 @@ static const char module_common[] =
     "            _cfg = _DEFAULT\n"
     "    return _cfg\n"
     "\n\n"
+    "_M64 = (1 << 64) - 1\n"
+    "_RAW_STREAM = getattr(torch._C, \"_cuda_getCurrentRawStream\", None)\n"
+    "_COMPILING = getattr(getattr(torch, \"compiler\", None), \"is_compiling\", lambda: False)\n"
+    "\n\n"
+    "def _call(fn, ins, outs, n, seed, offset):\n"
+    "    \"\"\"fn's C ABI call on ins[0]'s device and its current stream; the CUDA error or 0.\n"
+    "    The host time a call counts (tests/gpu/wrap_cost.py): the stream comes from PyTorch's "
+    "raw\n    getter where it has one, not a Stream object, and the device is switched only "
+    "when it\n    is not the current one.\"\"\"\n"
+    "    cur = torch.cuda.current_device()\n"
+    "    idx = ins[0].device.index\n"
+    "    if idx is not None and idx != cur:\n"
+    "        with torch.cuda.device(idx):\n"
+    "            return _call(fn, ins, outs, n, seed, offset)\n"
+    "    idx = cur\n"
+    "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])\n"
+    "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in ins])\n"
+    "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])\n"
+    "    stream = (_RAW_STREAM(idx) if _RAW_STREAM is not None\n"
+    "              else torch.cuda.current_stream(idx).cuda_stream)\n"
+    "    return fn(pin, num, pout, n, seed & _M64, offset, *config(), stream)\n"
+    "\n\n"
     "def _run(fn, ins, outs, seed, offset):\n"
     "    for t, d in zip(ins, _IN_DTYPES):\n"
     "        if not (t.is_cuda and t.is_contiguous() and t.dtype == d):\n"
     "            raise TypeError(\"%s: inputs must be contiguous CUDA tensors of %s\" % (NAME, "
     "_IN_DTYPES))\n"
     "    n = ins[_SHAPE].numel() if _NUMEL is None else _NUMEL\n"
-    "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in ins])\n"
-    "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in ins])\n"
-    "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in outs])\n"
-    "    dev = ins[0].device\n"
-    "    with torch.cuda.device(dev):\n"
-    "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
-    "        rc = fn(pin, num, pout, n, seed & ((1 << 64) - 1), offset, *config(), stream)\n"
+    "    rc = _call(fn, ins, outs, n, seed, offset)\n"
     "    if rc:\n"
     "        raise RuntimeError(\"%s: the launch failed (%d)\" % (NAME, rc))\n"
     "\n\n"
@@ -661,10 +677,12 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		strbuf_adds(&rt, "]");
 		ret = rt.buf;
 	}
-	strbuf_addf(sb, "@torch.library.custom_op(\"aicprof::%s\", mutates_args=())\ndef _op(", nm);
+	/* _fwd: the launch itself, which the custom op (what torch.compile sees) and eager's
+	 * calls share */
+	strbuf_adds(sb, "def _fwd(");
 	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "%s: torch.Tensor, ", g->values[i].name);
-	strbuf_addf(sb, "seed: int, offset: int) -> %s:\n", ret);
+		strbuf_addf(sb, "%s, ", g->values[i].name);
+	strbuf_adds(sb, "seed, offset):\n");
 	strbuf_addf(sb, "    ins = [");
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s%s", i ? ", " : "", g->values[i].name);
@@ -681,6 +699,13 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	            "    _run(_load().%s_run, ins, outs, seed, offset)\n"
 	            "    return %s\n\n\n",
 	            nm, g->nwrites == 1 ? "outs[0]" : "tuple(outs)");
+	strbuf_addf(sb, "@torch.library.custom_op(\"aicprof::%s\", mutates_args=())\ndef _op(", nm);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s: torch.Tensor, ", g->values[i].name);
+	strbuf_addf(sb, "seed: int, offset: int) -> %s:\n    return _fwd(", ret);
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s, ", g->values[i].name);
+	strbuf_adds(sb, "seed, offset)\n\n\n");
 	strbuf_adds(sb, "@_op.register_fake\ndef _(");
 	for (int i = 0; i < g->ninputs; i++)
 		strbuf_addf(sb, "%s, ", g->values[i].name);
@@ -739,23 +764,21 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 			    "zip(res, xs)]\n");
 		strbuf_adds(sb, "    return tuple(res) + (None, None)\n\n\n"
 		                "_op.register_autograd(_backward, setup_context=_setup)\n\n\n");
+		strbuf_adds(sb,
+		            "class _Fn(torch.autograd.Function):\n"
+		            "    \"\"\"The op with the same backward for eager autograd: an "
+		            "autograd.Function costs\n    less host time a call than the custom "
+		            "op's dispatch (tests/gpu/wrap_cost.py).\"\"\"\n"
+		            "    forward = staticmethod(_fwd)\n"
+		            "    setup_context = staticmethod(_setup)\n"
+		            "    backward = staticmethod(_backward)\n\n\n");
 		if (fused_bwd)
 			strbuf_addf(
 			    sb,
 			    "def _run_bwd(ins, outs, seed, offset):\n"
-			    "    n = ins[_SHAPE].numel()\n"
-			    "    pin = (ctypes.c_void_p * len(ins))(*[t.data_ptr() for t in "
-			    "ins])\n"
-			    "    num = (ctypes.c_longlong * len(ins))(*[t.numel() for t in "
-			    "ins])\n"
-			    "    pout = (ctypes.c_void_p * len(outs))(*[t.data_ptr() for t in "
-			    "outs])\n"
-			    "    dev = ins[0].device\n"
-			    "    with torch.cuda.device(dev):\n"
-			    "        stream = torch.cuda.current_stream(dev).cuda_stream\n"
-			    "        rc = _load().%s_bwd_run(pin, num, pout, n, seed & ((1 << 64) "
-			    "- 1), offset,\n"
-			    "                                *config(), stream)\n"
+			    "    rc = _call(_load().%s_bwd_run, ins, outs, ins[_SHAPE].numel(), "
+			    "seed, "
+			    "offset)\n"
 			    "    if rc:\n"
 			    "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" "
 			    "%% (NAME, rc))\n\n\n",
@@ -769,13 +792,28 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		strbuf_addf(sb, "%s%s%s", w ? ", " : "", g->values[g->writes[w].value].name,
 		            g->writes[w].kept ? " (kept)" : "");
 	strbuf_addf(sb,
-	            "), differentiable where HAS_BACKWARD.\"\"\"\n"
-	            "    seed, offset = _philox(%s.device, generator)\n    r = _op(",
+	            "), differentiable where HAS_BACKWARD.\n"
+	            "    Under torch.compile it is the custom op; in eager, where autograd records,"
+	            "\n    the autograd.Function with the same backward, and otherwise the launch "
+	            "alone.\"\"\"\n"
+	            "    seed, offset = _philox(%s.device, generator)\n",
 	            g->values[0].name);
+	struct strbuf call = STRBUF_INIT;
 	for (int i = 0; i < g->ninputs; i++)
-		strbuf_addf(sb, "%s, ", g->values[i].name);
-	strbuf_adds(sb, "seed, offset)\n    return (r,) if isinstance(r, torch.Tensor) else "
-	                "tuple(r)\n");
+		strbuf_addf(&call, "%s, ", g->values[i].name);
+	strbuf_adds(&call, "seed, offset)\n");
+	strbuf_adds(sb, "    if _COMPILING():\n        r = _op(");
+	strbuf_add(sb, call.buf, call.len);
+	strbuf_adds(sb, "    elif torch.is_grad_enabled() and (");
+	for (int i = 0; i < g->ninputs; i++)
+		strbuf_addf(sb, "%s%s.requires_grad", i ? " or " : "", g->values[i].name);
+	/* no backward: the custom op, whose missing autograd raises where a gradient is asked */
+	strbuf_addf(sb, "):\n        r = %s(", fused_bwd || has_ref ? "_Fn.apply" : "_op");
+	strbuf_add(sb, call.buf, call.len);
+	strbuf_adds(sb, "    else:\n        r = _fwd(");
+	strbuf_add(sb, call.buf, call.len);
+	strbuf_adds(sb, "    return (r,) if isinstance(r, torch.Tensor) else tuple(r)\n");
+	strbuf_release(&call);
 	put_bwd(&x);
 	strbuf_release(&err);
 	strbuf_release(&ref);

@@ -97,6 +97,29 @@ def main():
     tap(ok_kept and ok_drop, "p=0.1: d/dh is torch's / 0.9 where kept, 0 where dropped (the "
         "forward's mask)")
 
+    # the three paths of the module's function: eager autograd through its autograd.Function,
+    # the launch alone without autograd, and the custom op under torch.compile
+    hh.grad = rr.grad = None
+    (y,) = p0(hh, rr)
+    tap(type(y.grad_fn).__name__ == "_FnBackward", "eager autograd records the op's "
+        "autograd.Function (grad_fn %s)" % type(y.grad_fn).__name__)
+    y.backward(g)
+    eager_grad = hh.grad.clone()
+    with torch.no_grad():
+        (y0,) = p0(hh, rr)
+    tap(y0.grad_fn is None and torch.equal(y0, y.detach()), "no_grad: the launch alone, same "
+        "output")
+    try:
+        comp0 = torch.compile(lambda a, b: p0(a, b)[0], fullgraph=True)
+        hh.grad = None
+        yc = comp0(hh, rr)
+        yc.backward(g)
+        tap(torch.equal(yc.detach(), y.detach()) and torch.equal(hh.grad, eager_grad),
+            "torch.compile(fullgraph=True): the custom op, same output and gradient as eager")
+    except Exception as ex:  # noqa: BLE001
+        tap(False, "torch.compile(fullgraph=True) of the fused op: %s: %s"
+            % (type(ex).__name__, str(ex)[:300]))
+
     t_eager = median_us(lambda: F.dropout(F.gelu(h), p=0.1) + res)
     t_fused = median_us(lambda: p01(h, res))
     print("# torch eager gelu+dropout+add: %.1f us; fused op: %.1f us (%.2fx)"

@@ -2,7 +2,8 @@
 LlamaRMSNorm at the Llama sample's shape, forward and forward + backward, wall time a call
 over 300 calls after a synchronize (the GPU kernels are a few µs; this is the CPU side: the
 package's guards, the custom op, ctypes, against eager's launches). Interleaved, 5 rounds;
-one_op is one eager `x * 2` a call, the host's own speed, for scale.
+one_op is one eager `x * 2` a call, the host's own speed, for scale; group_fn the group's own
+function without the wrapper.
 Also the fused form's output and input gradient against the original's (largest relative
 difference), so that a faster wrapper that computes wrong is seen.
   python3 tests/gpu/wrap_cost.py FUSEDDIR [LABEL]
@@ -52,10 +53,15 @@ got = out_grad(LlamaRMSNorm(512).cuda())
 aicprof_fused.restore()
 diff = [((a - b).abs().max() / b.abs().max()).item() for a, b in zip(got, ref)]
 
-res = {"one_op": [], "orig_fwd": [], "fused_fwd": [], "orig_fwd_bwd": [], "fused_fwd_bwd": []}
+spec = [f for f in aicprof_fused._FUNCS if f["form"] == "fused"][0]
+grp_fn = getattr(aicprof_fused._load_group(spec["name"]), spec["name"])
+w512 = torch.ones(512, device="cuda")
+res = {"one_op": [], "group_fn": [], "orig_fwd": [], "fused_fwd": [], "orig_fwd_bwd": [], "fused_fwd_bwd": []}
 for r in range(5):
     with torch.no_grad():  # the host's speed: one eager op a call (x * 2), for scale
         res["one_op"].append(per_call(lambda t: t * 2, False))
+        # the group's own function, no wrapper: what the wrapper adds is fused_fwd minus this
+        res["group_fn"].append(per_call(lambda t: grp_fn(t, w512)[0], False))
     for form in ("orig", "fused"):
         if form == "fused":
             aicprof_fused.apply()
