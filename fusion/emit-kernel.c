@@ -966,6 +966,12 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	int ns = warp ? summed_writes(g, sw) : 0;
 	struct strbuf wpre = STRBUF_INIT; /* the warp kernel's, before its rows */
 	int nh = warp ? warp_hoisted(g, pro, epi, hoist) : 0;
+	/* the warp kernel keeps in registers what both passes read (the backward's dy and
+	 * weight): its second pass loads only the epilogue's own inputs */
+	int keep[64] = {0}, nk = 0;
+	for (int i = 0; warp && i < g->ninputs; i++)
+		if (pro[i] && epi[i])
+			keep[i] = ++nk; /* slot + 1 */
 	if (nh) {
 		strbuf_addf(&wpre,
 		            "\tfloat xw[K][%d][V];\n\t(void)xw;\n\tif (H) {\n#pragma unroll\n"
@@ -993,9 +999,9 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\n/* one warp per row (blockDim.x / 32 rows a block, grid-stride over rows);\n"
 		    " * lane l holds columns (q * 32 + l) * V .. + V - 1, q < K, of the row's %s\n"
 		    " * input in registers; the statistics are warp shuffles */\n"
-		    "template <int V%s>\n__global__ void __launch_bounds__(512) %s_wkernel(const "
+		    "template <int V, int K%s>\n__global__ void __launch_bounds__(512) "
+		    "%s_wkernel(const "
 		    "%s_args a)\n{\n"
-		    "\tconstexpr int K = %s_WARP_K;\n"
 		    "\tconst long cols = a.cols;\n"
 		    "\tconst int lane = threadIdx.x & 31;\n"
 		    "\tconst long wpb = blockDim.x >> 5;\n"
@@ -1004,6 +1010,9 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t     row += (long)gridDim.x * wpb) {\n"
 		    "\t\tconst long rb = row * cols;\n"
 		    "\t\tfloat xs[K][V];\n"
+		    "\t\t/* inputs both passes read, while they fit in registers */\n"
+		    "\t\tconstexpr bool KP = K * V * %d <= 32;\n"
+		    "\t\tfloat xk[KP ? K : 1][%d][V];\n\t\t(void)xk;\n"
 		    "\t\tfloat acc = %s, acc1 = 0.f;\n\t\t(void)acc1;\n"
 		    "#pragma unroll\n"
 		    "\t\tfor (int q = 0; q < K; q++) {\n"
@@ -1012,8 +1021,8 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    "\t\t\t{\n"
 		    "\t\t\t\tconst long i = rb + c;\n"
 		    "\t\t\t\tfloat x[%d][V];\n\t\t\t\t(void)x;\n",
-		    rn, nh ? ", bool H" : "", nm, nm, nm, wpre.len ? wpre.buf : "",
-		    softmax ? "-INFINITY" : "0.f", g->ninputs);
+		    rn, nh ? ", bool H" : "", nm, nm, wpre.len ? wpre.buf : "", nk ? nk : 1,
+		    nk ? nk : 1, softmax ? "-INFINITY" : "0.f", g->ninputs);
 	else
 		strbuf_addf(
 		    sb,
@@ -1034,6 +1043,12 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    rn, nm, nm, softmax ? "-INFINITY" : "0.f", g->ninputs);
 	strbuf_release(&wpre);
 	emit_loads(sb, g, pro, t, "x[%d]");
+	for (int i = 0; i < g->ninputs; i++)
+		if (keep[i])
+			strbuf_addf(sb,
+			            "%sif (KP)\n%s\tfor (int j = 0; j < V; j++)\n%s\t\txk[KP ? q : "
+			            "0][%d][j] = x[%d][j];\n",
+			            t, t, t, keep[i] - 1, i);
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, 0, g->red, t);
 	strbuf_addf(sb, "%sfloat y[%d][V];\n#pragma unroll\n%sfor (int j = 0; j < V; j++) {\n", t,
@@ -1073,8 +1088,23 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 		    g->ninputs);
 	int rest[64];
 	for (int i = 0; i < g->ninputs; i++)
-		rest[i] = epi[i] && !hoist[i];
+		rest[i] = epi[i] && !hoist[i] && !keep[i];
 	emit_loads(sb, g, rest, t, "x[%d]");
+	if (nk) {
+		strbuf_addf(sb, "%sif (KP) {\n", t);
+		for (int i = 0; i < g->ninputs; i++)
+			if (keep[i])
+				strbuf_addf(
+				    sb,
+				    "%s\tfor (int j = 0; j < V; j++)\n%s\t\tx[%d][j] = xk[KP ? q "
+				    ": 0][%d][j];\n",
+				    t, t, i, keep[i] - 1);
+		strbuf_addf(sb, "%s} else {\n", t);
+		char t2[16];
+		snprintf(t2, sizeof(t2), "%s\t", t);
+		emit_loads(sb, g, keep, t2, "x[%d]");
+		strbuf_addf(sb, "%s}\n", t);
+	}
 	if (nh) {
 		strbuf_addf(sb, "%sif (H) {\n", t);
 		for (int i = 0; i < g->ninputs; i++)
@@ -1360,7 +1390,10 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		            "\t\tconst long wpb = block / 32;\n"
 		            "\t\tlong wgrid = (a.rows + wpb - 1) / wpb;\n"
 		            "\t\tconst long wcap = (long)aic_sm_count() * (2048 / block)%s;\n"
-		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n",
+		            "\t\tif (wgrid > wcap)\n\t\t\twgrid = wcap;\n"
+		            "\t\t/* K vectors a lane: the fewest that hold the row */\n"
+		            "\t\tint wk = 1;\n"
+		            "\t\twhile (32L * vec * wk < a.cols)\n\t\t\twk *= 2;\n",
 		            nm, ns ? "" : " * 8");
 		if (nh) /* latency-bound: the whole launch fits at half occupancy */
 			strbuf_adds(
@@ -1372,24 +1405,25 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 			    "\t\tif (a.nparts)\n\t\t\t*a.nparts = wgrid;\n"
 			    "\t\tconst size_t wsmem = (size_t)%d * a.cols * sizeof(float);\n",
 			    ns);
-		strbuf_adds(sb, "\t\tswitch (vec) {\n");
-		for (int v = 1; v <= maxv; v *= 2) {
-			strbuf_addf(sb, "\t\tcase %d:\n", v);
-			for (int hv = nh ? 1 : 0; hv >= 0; hv--)
-				strbuf_addf(
-				    sb,
-				    "\t\t\t%s%s_wkernel<%d%s><<<(unsigned)wgrid, block, %s, "
-				    "s>>>(a);\n",
-				    !nh  ? ""
-				    : hv ? "if (h)\n\t\t\t\t"
-				         : "else\n\t\t\t\t",
-				    nm, v,
-				    !nh  ? ""
-				    : hv ? ", true"
-				         : ", false",
-				    ns ? "wsmem" : "0");
-			strbuf_adds(sb, "\t\t\tbreak;\n");
-		}
+		strbuf_adds(sb, "\t\tswitch (vec * 16 + wk) {\n");
+		for (int v = 1; v <= maxv; v *= 2)
+			for (int k = 1; k <= ROW_WARP_K; k *= 2) {
+				strbuf_addf(sb, "\t\tcase %d:\n", v * 16 + k);
+				for (int hv = nh ? 1 : 0; hv >= 0; hv--)
+					strbuf_addf(sb,
+					            "\t\t\t%s%s_wkernel<%d, "
+					            "%d%s><<<(unsigned)wgrid, block, %s, "
+					            "s>>>(a);\n",
+					            !nh  ? ""
+					            : hv ? "if (h)\n\t\t\t\t"
+					                 : "else\n\t\t\t\t",
+					            nm, v, k,
+					            !nh  ? ""
+					            : hv ? ", true"
+					                 : ", false",
+					            ns ? "wsmem" : "0");
+				strbuf_adds(sb, "\t\t\tbreak;\n");
+			}
 		/* the block kernel stores a summand an element: a partial row a row */
 		strbuf_addf(sb,
 		            "\t\tdefault:\n\t\t\treturn cudaErrorInvalidValue;\n\t\t}\n"

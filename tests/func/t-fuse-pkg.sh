@@ -78,8 +78,16 @@ check "llama: the backward's warp kernel sums dw's summand over its rows (no per
 	grep -q '\*a.nparts = a.rows;' '${rk}_bwd_kernel.cu'"
 check "llama: the column kernel adds the partial rows the row kernel reports" \
 	sh -c "grep -q 'a.nparts = &parts' '${rk}_capi.cu' && grep -q 'c.rows = parts' '${rk}_capi.cu'"
+check "llama: the backward's warp kernel loads dy and the weight once a row (both passes read them)" \
+	sh -c "grep -q 'xk\[q\]\[0\]\[j\] = x\[1\]\[j\]' '$tmp/bwd_wkernel' &&
+	grep -q 'x\[2\]\[j\] = xk\[q\]\[1\]\[j\]' '$tmp/bwd_wkernel' &&
+	[ \$(grep -c 'aic_ld<V>(a.in_gy_y' '$tmp/bwd_wkernel') = 1 ]"
+check "llama: the warp kernels take K, the vectors a lane, from the row's length" \
+	sh -c "grep -q 'template <int V, int K>' '${rk}_bwd_kernel.cu' && ! grep -q 'constexpr int K' '${rk}_kernel.cu' &&
+	grep -q 'while (32L \* vec \* wk < a.cols)' '${rk}_kernel.cu' &&
+	grep -q 'case 68:' '${rk}_kernel.cu' && grep -q 'wkernel<4, 4, false>' '${rk}_kernel.cu'"
 check "llama: the forward warp kernel hoists the weight only when the launch is latency-bound" \
-	sh -c "grep -q 'wkernel<4, true>' '${rk}_kernel.cu' && grep -q 'wkernel<4, false>' '${rk}_kernel.cu' &&
+	sh -c "grep -q 'wkernel<4, 4, true>' '${rk}_kernel.cu' && grep -q 'wkernel<4, 4, false>' '${rk}_kernel.cu' &&
 	grep -q 'const bool h = wgrid \* block <= (long)aic_sm_count() \* 1024' '${rk}_kernel.cu'"
 
 # the patch: two lines in the entry script, nothing in a library, applies

@@ -21,6 +21,9 @@
 # files into $OUT/fb.tgz). GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost
 # a call) on the Llama sample's package fused by this tree, WRAP_ROUNDS times (default 2),
 # alternating with WRAP_OLD (another package directory, e.g. one fused by an older tree) when set.
+# GPU_KCMP="LABEL=FUSEDDIR ..." runs kbench.py's fused form of each package side by side
+# (KCMP_ONLY functions, default rmsnorm; KCMP_ROUNDS rounds alternating, default 2; --large),
+# after one run of the eager and torch.compile forms, into $OUT/kcmp.jsonl.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
@@ -90,6 +93,18 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 		done
 		rm -rf "$wr"
 	fi
+	if [ -n "${GPU_KCMP:-}" ]; then
+		echo "== packages side by side (kbench.py --forms fused)"
+		python3 tests/gpu/kbench.py --only "${KCMP_ONLY:-rmsnorm}" --large --iters 50 \
+			--forms eager,compile --label reference 2>&1 | tee -a "$OUT/kcmp.jsonl"
+		for r in $(seq "${KCMP_ROUNDS:-2}"); do
+			for lp in $GPU_KCMP; do
+				timeout 200 python3 tests/gpu/kbench.py --only "${KCMP_ONLY:-rmsnorm}" --large \
+					--iters 50 --forms fused --label "${lp%%=*}" \
+					--pkg-llama "${lp#*=}" --pkg-gpt2 "${lp#*=}" 2>&1 | tee -a "$OUT/kcmp.jsonl"
+			done
+		done
+	fi
 	# GPU_PAR: t-*.sh files run on the second GPU while the suite runs on the first
 	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 	par=
@@ -134,6 +149,6 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	echo "# all: $(grep -c '^ok' "$OUT/gpu.log") ok, $(grep -c '^not ok' "$OUT/gpu.log") not ok (par.log included: $(grep -c '^ok' "$OUT/par.log" 2>/dev/null) ok, $(grep -c '^not ok' "$OUT/par.log" 2>/dev/null) not ok)"
 } >"$OUT/gpu.log" 2>&1
 cp "$OUT/gpu/bench.jsonl" "$OUT/" 2>/dev/null
-(cd "$OUT/gpu" && tar czf "$OUT/traces.tar.gz" *.aicp.jsonl *.stderr 2>/dev/null)
+[ -d "$OUT/gpu" ] && (cd "$OUT/gpu" && tar czf "$OUT/traces.tar.gz" *.aicp.jsonl *.stderr 2>/dev/null)
 rm -rf "$OUT/gpu"
 grep -E '^(ok|not ok|#)|passed,' "$OUT/gpu.log" | tail -80

@@ -2,6 +2,7 @@
 torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples.
 
   python3 tests/gpu/kbench.py [--pkg-gpt2 FUSEDDIR] [--pkg-llama FUSEDDIR] [--iters 50] [--large]
+                              [--forms eager,fused,compile] [--label NAME]
 
 For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
 LlamaRMSNorm.forward at the Llama sample's; with --large also at a size whose copy runs from
@@ -11,7 +12,8 @@ forward and backward `iters` times under torch.profiler and sums the GPU time of
 each iteration (CUPTI's kernel durations: launch overhead is not in them), split into forward
 and backward by autograd's thread. Also times a plain copy of the same bytes (x.clone()) as the
 bandwidth reference. Prints one JSON line per function: per form the median kernel time per
-iteration (µs), the kernel count, and for the fused forward its bandwidth against the copy's.
+iteration (µs), the kernel count, each kernel's µs an iteration of forward and backward
+(fwd_bwd_by_kernel), and for the fused forward its bandwidth against the copy's.
 Without --pkg-* it analyses and fuses the bundled trace (build/aicprof) into a temporary
 directory. The fused form's `fused_applied` is aicprof_fused.applied() after its run: whether
 the forward + backward iterations ran the fused backward (LlamaRMSNorm's row and column
@@ -37,10 +39,15 @@ def fuse(top, trace, tmp):
     return f
 
 
+FORMS = ("eager", "fused", "compile")
+LABEL = ""
+
+
 def bench(name, make, x_shape, dtype, iters, pkg):
     import torch
     x0 = torch.randn(*x_shape, device="cuda", dtype=dtype)
-    res = {"function": name, "shape": list(x_shape), "dtype": str(dtype).split(".")[-1]}
+    res = {"function": name, "shape": list(x_shape), "dtype": str(dtype).split(".")[-1],
+           "label": LABEL}
 
     def run_form(form):
         mod = make().cuda()
@@ -85,6 +92,13 @@ def bench(name, make, x_shape, dtype, iters, pkg):
             else:
                 bw.append(per)
                 nk_b.append(len(ks) / iters)
+                # each kernel's share of the iteration: which of them makes a difference
+                by = {}
+                for e in ks:
+                    by[e.name[:70]] = by.get(e.name[:70], 0.0) + (
+                        getattr(e, "device_time", 0) or e.cuda_time)
+                breakdown = {k: round(v / iters, 2) for k, v in
+                             sorted(by.items(), key=lambda kv: -kv[1])}
         if form == "fused":
             import aicprof_fused
             counts = aicprof_fused.counts()
@@ -95,9 +109,10 @@ def bench(name, make, x_shape, dtype, iters, pkg):
             res.setdefault("fused_counts", counts)
             res.setdefault("fused_applied", applied)
         return {"fwd_us": round(statistics.median(fw), 2), "fwd_kernels": nk_f[0],
-                "fwd_bwd_us": round(statistics.median(bw), 2), "fwd_bwd_kernels": nk_b[0]}
+                "fwd_bwd_us": round(statistics.median(bw), 2), "fwd_bwd_kernels": nk_b[0],
+                "fwd_bwd_by_kernel": breakdown}
 
-    for form in ("eager", "fused", "compile"):
+    for form in FORMS:
         try:
             res[form] = run_form(form)
         except Exception as e:  # a form that fails is reported, the others still run
@@ -121,6 +136,7 @@ def bench(name, make, x_shape, dtype, iters, pkg):
 
 
 def main():
+    global FORMS, LABEL
     ap = argparse.ArgumentParser()
     ap.add_argument("--pkg-gpt2")
     ap.add_argument("--pkg-llama")
@@ -128,12 +144,17 @@ def main():
     ap.add_argument("--only", default="gelu,rmsnorm")
     ap.add_argument("--large", action="store_true",
                     help="also each function at a size past the 60 MB L2 (HBM-bound copy)")
+    ap.add_argument("--forms", default="eager,fused,compile",
+                    help="which forms to run (packages side by side: --forms fused)")
+    ap.add_argument("--label", default="", help="a name for the package, in the output")
     a = ap.parse_args()
+    FORMS, LABEL = tuple(a.forms.split(",")), a.label
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     if "," in a.only:  # one process per function: each imports its own aicprof_fused
         for one in a.only.split(","):
             cmd = [sys.executable, os.path.abspath(__file__), "--only", one, "--iters", str(a.iters)]
             cmd += ["--large"] if a.large else []
+            cmd += ["--forms", a.forms, "--label", a.label]
             for k in ("pkg_gpt2", "pkg_llama"):
                 if getattr(a, k):
                     cmd += ["--" + k.replace("_", "-"), getattr(a, k)]

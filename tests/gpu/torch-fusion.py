@@ -98,27 +98,33 @@ def main():
         "forward's mask)")
 
     # the three paths of the module's function: eager autograd through its autograd.Function,
-    # the launch alone without autograd, and the custom op under torch.compile
+    # the launch alone without autograd, and the custom op under torch.compile. The group has
+    # a dropout (p 0): each call draws its own Philox offset, and curand's (0, 1] draws drop an
+    # element where one is 1.0 (as PyTorch's fused dropout does), so each call is seeded alike
     hh.grad = rr.grad = None
+    torch.manual_seed(11)
     (y,) = p0(hh, rr)
     tap(type(y.grad_fn).__name__ == "_FnBackward", "eager autograd records the op's "
         "autograd.Function (grad_fn %s)" % type(y.grad_fn).__name__)
     y.backward(g)
     eager_grad = hh.grad.clone()
+    torch.manual_seed(11)
     with torch.no_grad():
         (y0,) = p0(hh, rr)
     tap(y0.grad_fn is None and torch.equal(y0, y.detach()), "no_grad: the launch alone, same "
-        "output")
+        "output (grad_fn %s, %d elements differ)" % (y0.grad_fn, int((y0 != y).sum())))
     try:
-        comp0 = torch.compile(lambda a, b: p0(a, b)[0], fullgraph=True)
+        # not fullgraph: the Philox state is read from the generator outside the graph
+        comp0 = torch.compile(lambda a, b: p0(a, b)[0])
         hh.grad = None
+        torch.manual_seed(11)
         yc = comp0(hh, rr)
         yc.backward(g)
         tap(torch.equal(yc.detach(), y.detach()) and torch.equal(hh.grad, eager_grad),
-            "torch.compile(fullgraph=True): the custom op, same output and gradient as eager")
+            "torch.compile (its custom op): same output and gradient as eager (%d, %d elements "
+            "differ)" % (int((yc != y).sum()), int((hh.grad != eager_grad).sum())))
     except Exception as ex:  # noqa: BLE001
-        tap(False, "torch.compile(fullgraph=True) of the fused op: %s: %s"
-            % (type(ex).__name__, str(ex)[:300]))
+        tap(False, "torch.compile of the fused op: %s: %s" % (type(ex).__name__, str(ex)[:300]))
 
     t_eager = median_us(lambda: F.dropout(F.gelu(h), p=0.1) + res)
     t_fused = median_us(lambda: p01(h, res))
