@@ -1171,6 +1171,35 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 }
 
 /* The two kernels of a column group (see the file's header). */
+/* The per-column tail of a column group: s[k] holds column c's col_sum k; reads the per-column
+ * inputs, runs the fin ops and writes the per-column writes (at indent ind). */
+static void emit_col_fin(struct strbuf *sb, const struct fgroup *g, const int *fin, const char *c,
+                         const char *ind)
+{
+	strbuf_addf(sb, "%sfloat in[%d] = {", ind, g->ninputs);
+	for (int i = 0; i < g->ninputs; i++) {
+		strbuf_adds(sb, i ? ", " : "");
+		if (fin[i])
+			strbuf_addf(sb, "aic_to_float(a.in_%s[%s])", g->values[i].name, c);
+		else
+			strbuf_adds(sb, "0.f");
+	}
+	strbuf_addf(sb, "};\n%s(void)in;\n%sfloat o[%d] = {};\n%s%s_fin(s, in, o);\n", ind, ind,
+	            g->nwrites, ind, g->name);
+	for (int w = 0; w < g->nwrites; w++)
+		if (g->values[g->writes[w].value].per_col)
+			strbuf_addf(sb, "%sa.w_%s[%s] = aic_from_float<%s>(o[%d]);\n", ind,
+			            g->values[g->writes[w].value].name, c,
+			            fdtype_ctype(g->writes[w].dtype), w);
+}
+
+/*
+ * A column group's two kernels. <name>_kernel adds the rows of a chunk (blockIdx.y) for a tile
+ * of 32 * V columns (blockIdx.x); with one chunk (gridDim.y == 1) it finishes the columns
+ * itself, one launch in all. Otherwise <name>_finish adds the chunks: 8 rows of threads a tile
+ * of 32 columns, each taking every 8th chunk, then added in order in shared memory. Both orders
+ * are fixed, so the sums are deterministic for a launch configuration.
+ */
 static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 {
 	const char *nm = g->name;
@@ -1184,7 +1213,8 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	    " * thread (x, y) adds the summands of its V columns over rows y, y + blockDim.y, ...\n"
 	    " * of the chunk; the block adds the partials of its rows of threads in order in\n"
 	    " * shared memory (%d * blockDim.y * 32 * V floats, dynamic) and writes\n"
-	    " * ws[(k * gridDim.y + chunk) * cols + col] for col_sum k */\n"
+	    " * ws[(k * gridDim.y + chunk) * cols + col] for col_sum k, or with one chunk the\n"
+	    " * columns' results (ws unused) */\n"
 	    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const %s_args "
 	    "a, float *ws, long chunk)\n{\n"
 	    "\textern __shared__ float aic_cs[];\n"
@@ -1230,44 +1260,49 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	    "acc[k][j];\n"
 	    "\t__syncthreads();\n"
 	    "\tif (threadIdx.y == 0 && c < cols)\n"
-	    "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
-	    "\t\t\tfor (int j = 0; j < V; j++) {\n"
+	    "#pragma unroll\n\t\tfor (int j = 0; j < V; j++) {\n"
+	    "\t\t\tfloat s[%d];\n"
+	    "#pragma unroll\n\t\t\tfor (int k = 0; k < %d; k++) {\n"
 	    "\t\t\t\tfloat t = 0.f;\n"
 	    "\t\t\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
 	    "\t\t\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * 32 + threadIdx.x];\n"
-	    "\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
-	    "\t\t\t}\n}\n",
-	    ns, ns);
-	strbuf_addf(sb,
-	            "\n/* the column sums (the chunks' partials added in chunk order), then the "
-	            "per-column\n * ops and writes */\n"
-	            "__global__ void __launch_bounds__(256) %s_finish(const %s_args a, const float "
-	            "*ws, long nchunk)\n{\n"
-	            "\tfor (long c = (long)blockIdx.x * blockDim.x + threadIdx.x; c < a.cols;\n"
-	            "\t     c += (long)gridDim.x * blockDim.x) {\n"
-	            "\t\tfloat s[%d];\n"
-	            "#pragma unroll\n\t\tfor (int k = 0; k < %d; k++) {\n"
-	            "\t\t\tfloat t = 0.f;\n"
-	            "\t\t\tfor (long q = 0; q < nchunk; q++)\n"
-	            "\t\t\t\tt += ws[((long)k * nchunk + q) * a.cols + c];\n"
-	            "\t\t\ts[k] = t;\n\t\t}\n"
-	            "\t\tfloat in[%d] = {",
-	            nm, nm, ns, ns, g->ninputs);
-	for (int i = 0; i < g->ninputs; i++) {
-		strbuf_adds(sb, i ? ", " : "");
-		if (fin[i])
-			strbuf_addf(sb, "aic_to_float(a.in_%s[c])", g->values[i].name);
-		else
-			strbuf_adds(sb, "0.f");
-	}
-	strbuf_addf(sb, "};\n\t\t(void)in;\n\t\tfloat o[%d] = {};\n\t\t%s_fin(s, in, o);\n",
-	            g->nwrites, nm);
-	for (int w = 0; w < g->nwrites; w++)
-		if (g->values[g->writes[w].value].per_col)
-			strbuf_addf(sb, "\t\ta.w_%s[c] = aic_from_float<%s>(o[%d]);\n",
-			            g->values[g->writes[w].value].name,
-			            fdtype_ctype(g->writes[w].dtype), w);
-	strbuf_adds(sb, "\t}\n}\n");
+	    "\t\t\t\ts[k] = t;\n"
+	    "\t\t\t\tif (gridDim.y > 1)\n"
+	    "\t\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
+	    "\t\t\t}\n"
+	    "\t\t\tif (gridDim.y == 1) {\n",
+	    ns, ns, ns);
+	emit_col_fin(sb, g, fin, "c + j", "\t\t\t\t");
+	strbuf_adds(sb, "\t\t\t}\n\t\t}\n}\n");
+	strbuf_addf(
+	    sb,
+	    "\n/* the column sums (the chunks' partials: row of threads y adds chunks y, y + 8,"
+	    " ...,\n * then the 8 in order), then the per-column ops and writes; blocks of 32 x "
+	    "8 threads,\n * one a tile of 32 columns, %d * 256 floats of shared memory "
+	    "(dynamic) */\n"
+	    "__global__ void __launch_bounds__(256) %s_finish(const %s_args a, const float "
+	    "*ws, long nchunk)\n{\n"
+	    "\textern __shared__ float aic_fs[];\n"
+	    "\tconst long c = (long)blockIdx.x * 32 + threadIdx.x;\n"
+	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++) {\n"
+	    "\t\tfloat t = 0.f;\n"
+	    "\t\tif (c < a.cols)\n"
+	    "#pragma unroll 4\n"
+	    "\t\t\tfor (long q = threadIdx.y; q < nchunk; q += blockDim.y)\n"
+	    "\t\t\t\tt += ws[((long)k * nchunk + q) * a.cols + c];\n"
+	    "\t\taic_fs[(k * blockDim.y + threadIdx.y) * 32 + threadIdx.x] = t;\n"
+	    "\t}\n"
+	    "\t__syncthreads();\n"
+	    "\tif (threadIdx.y != 0 || c >= a.cols)\n\t\treturn;\n"
+	    "\tfloat s[%d];\n"
+	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++) {\n"
+	    "\t\tfloat t = 0.f;\n"
+	    "\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
+	    "\t\t\tt += aic_fs[(k * blockDim.y + y) * 32 + threadIdx.x];\n"
+	    "\t\ts[k] = t;\n\t}\n",
+	    ns, nm, nm, ns, ns, ns);
+	emit_col_fin(sb, g, fin, "c", "\t");
+	strbuf_adds(sb, "}\n");
 }
 
 /* A column group's launch: the workspace, the two kernels, the workspace freed. */
@@ -1280,9 +1315,13 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\tif (a.rows < 0 || a.cols <= 0)\n\t\treturn cudaErrorInvalidValue;\n"
 	    "\tconst int by = block / 32;\n"
 	    "\tconst long tiles = (a.cols / vec + 31) / 32;\n"
-	    "\t/* about one wave of blocks, at least one row a row of threads */\n"
+	    "\t/* about one wave of blocks, at least one row a row of threads; past 1,024 rows "
+	    "at\n\t * least 64 rows a chunk, which the finish adds (measured, docs/perf.md "
+	    "session 13:\n\t * one chunk of 128 rows took 4.4 us where 16 chunks and the "
+	    "finish took 3.3) */\n"
 	    "\tlong chunks = ((long)aic_sm_count() * (2048 / block) + tiles - 1) / tiles;\n"
-	    "\tconst long most = (a.rows + by - 1) / by;\n"
+	    "\tlong most = (a.rows + by - 1) / by;\n"
+	    "\tif (a.rows > 1024 && most > (a.rows + 63) / 64)\n\t\tmost = (a.rows + 63) / 64;\n"
 	    "\tif (chunks > most)\n\t\tchunks = most;\n"
 	    "\tif (chunks > 65535)\n\t\tchunks = 65535;\n"
 	    "\tif (chunks < 1)\n\t\tchunks = 1;\n"
@@ -1291,7 +1330,8 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\tchunks = (a.rows + chunk - 1) / chunk;\n"
 	    "\tif (chunks < 1)\n\t\tchunks = 1;\n"
 	    "\tfloat *ws = NULL;\n"
-	    "\tcudaError_t e = cudaMallocAsync((void **)&ws, (size_t)%d * chunks * a.cols * "
+	    "\tcudaError_t e = chunks == 1 ? cudaSuccess\n"
+	    "\t\t: cudaMallocAsync((void **)&ws, (size_t)%d * chunks * a.cols * "
 	    "sizeof(float), s);\n"
 	    "\tif (e != cudaSuccess)\n\t\treturn e;\n"
 	    "\tconst size_t smem = (size_t)%d * by * 32 * vec * sizeof(float);\n"
@@ -1304,17 +1344,18 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 		            "chunk);\n\t\tbreak;\n",
 		            v, nm, v);
 	strbuf_addf(sb,
-	            "\tdefault:\n\t\tcudaFreeAsync(ws, s);\n\t\treturn cudaErrorInvalidValue;\n"
+	            "\tdefault:\n\t\tif (ws)\n\t\t\tcudaFreeAsync(ws, s);\n"
+	            "\t\treturn cudaErrorInvalidValue;\n"
 	            "\t}\n"
 	            "\te = cudaGetLastError();\n"
+	            "\tif (chunks == 1)\n\t\treturn e;\n"
 	            "\tif (e == cudaSuccess) {\n"
-	            "\t\tlong fg = (a.cols + 255) / 256;\n"
-	            "\t\tif (fg > 4096)\n\t\t\tfg = 4096;\n"
-	            "\t\t%s_finish<<<(unsigned)fg, 256, 0, s>>>(a, ws, chunks);\n"
+	            "\t\t%s_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, 8), (size_t)%d * 256 "
+	            "* sizeof(float), s>>>(a, ws, chunks);\n"
 	            "\t\te = cudaGetLastError();\n\t}\n"
 	            "\tconst cudaError_t f = cudaFreeAsync(ws, s);\n"
 	            "\treturn e != cudaSuccess ? e : f;\n}\n",
-	            nm);
+	            nm, g->ncolsum);
 }
 
 static void emit_launcher(struct strbuf *sb, const struct fgroup *g)

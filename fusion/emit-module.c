@@ -733,20 +733,16 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		        "if g is None\n"
 		        "           else g.to(d).contiguous()) for g, d in zip(grads, "
 		        "_OUT_DTYPES)]\n");
-		if (fused_bwd && x.kind == 2)
+		if (fused_bwd)
 			strbuf_adds(
 			    sb,
-			    "    outs = [torch.empty(xs[i].shape, dtype=d, device=xs[0].device)\n"
-			    "            for i, d in zip(_BWD_OF, _BWD_DTYPES)]\n"
-			    "    _run_bwd(xs + gs, outs, ctx.seed, ctx.offset)\n"
-			    "    res = [outs[k] if k >= 0 and ctx.needs_input_grad[i] else None\n"
-			    "           for i, k in enumerate(_GRAD_OF)]\n");
-		else if (fused_bwd)
-			strbuf_adds(
-			    sb,
-			    "    outs = [torch.empty(xs[_SHAPE].shape, dtype=d, "
-			    "device=xs[0].device) for d in _BWD_DTYPES]\n"
-			    "    _run_bwd(xs + gs, outs, ctx.seed, ctx.offset)\n"
+			    "    ins = xs + gs\n"
+			    "    if _COMPILING() or _traced(xs[0]):  # AOTAutograd traces this "
+			    "backward\n"
+			    "        outs = _bwd_op(ins, ctx.seed, ctx.offset)\n"
+			    "    else:\n"
+			    "        outs = _bwd_outs(ins)\n"
+			    "        _run_bwd(ins, outs, ctx.seed, ctx.offset)\n"
 			    "    res = [outs[k] if k >= 0 and ctx.needs_input_grad[i] else None\n"
 			    "           for i, k in enumerate(_GRAD_OF)]\n");
 		else
@@ -783,6 +779,39 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 			    "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" "
 			    "%% (NAME, rc))\n\n\n",
 			    nm);
+	}
+	if (fused_bwd) {
+		strbuf_addf(sb,
+		            "def _bwd_outs(ins):\n"
+		            "    \"\"\"The backward's outputs, empty: the gradients' shapes and "
+		            "types.\"\"\"\n"
+		            "    return %s\n\n\n",
+		            x.kind == 2
+		                ? "[torch.empty(ins[i].shape, dtype=d, device=ins[0].device)\n"
+		                  "            for i, d in zip(_BWD_OF, _BWD_DTYPES)]"
+		                : "[torch.empty(ins[_SHAPE].shape, dtype=d, "
+		                  "device=ins[0].device)\n            for d in _BWD_DTYPES]");
+		strbuf_adds(
+		    sb,
+		    "def _traced(t):\n"
+		    "    \"\"\"Whether t has no memory to launch on (a fake or functional tensor "
+		    "of a trace).\"\"\"\n"
+		    "    try:\n        t.data_ptr()\n        return False\n"
+		    "    except RuntimeError:\n        return True\n\n\n");
+		strbuf_addf(
+		    sb,
+		    "@torch.library.custom_op(\"aicprof::%s__bwd\", mutates_args=())\n"
+		    "def _bwd_op(ins: typing.List[torch.Tensor], seed: int, offset: int) -> "
+		    "typing.List[torch.Tensor]:\n"
+		    "    \"\"\"The fused backward as an opaque op, for torch.compile's traces of "
+		    "the backward.\"\"\"\n"
+		    "    outs = _bwd_outs(ins)\n"
+		    "    _run_bwd(ins, outs, seed, offset)\n"
+		    "    return outs\n\n\n"
+		    "@_bwd_op.register_fake\n"
+		    "def _(ins, seed, offset):\n"
+		    "    return _bwd_outs(ins)\n\n\n",
+		    nm);
 	}
 	strbuf_addf(sb, "def %s(", nm);
 	for (int i = 0; i < g->ninputs; i++)

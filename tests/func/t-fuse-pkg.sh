@@ -79,9 +79,18 @@ check "llama: the backward's warp kernel sums dw's summand over its rows (no per
 check "llama: the column kernel adds the partial rows the row kernel reports" \
 	sh -c "grep -q 'a.nparts = &parts' '${rk}_capi.cu' && grep -q 'c.rows = parts' '${rk}_capi.cu'"
 check "llama: the backward's warp kernel loads dy and the weight once a row (both passes read them)" \
-	sh -c "grep -q 'xk\[q\]\[0\]\[j\] = x\[1\]\[j\]' '$tmp/bwd_wkernel' &&
-	grep -q 'x\[2\]\[j\] = xk\[q\]\[1\]\[j\]' '$tmp/bwd_wkernel' &&
-	[ \$(grep -c 'aic_ld<V>(a.in_gy_y' '$tmp/bwd_wkernel') = 1 ]"
+	sh -c "grep -q 'xk\[KP ? q : 0\]\[0\]\[j\] = x\[1\]\[j\]' '$tmp/bwd_wkernel' &&
+	grep -q 'x\[2\]\[j\] = xk\[KP ? q : 0\]\[1\]\[j\]' '$tmp/bwd_wkernel' &&
+	grep -q 'constexpr bool KP = K \* V \* 2 <= 32;' '$tmp/bwd_wkernel' &&
+	[ \$(grep -c 'aic_ld<V>(a.in_gy_y' '$tmp/bwd_wkernel') = 2 ]"
+check "llama: the column kernel finishes the columns itself when it has one chunk (one launch), else the finish splits the chunks over 8 rows of threads; past 1,024 rows at least 64 a chunk" \
+	sh -c "grep -q 'if (gridDim.y == 1) {' '${rk}_bwdc_kernel.cu' &&
+	grep -q 'if (a.rows > 1024 && most > (a.rows + 63) / 64)' '${rk}_bwdc_kernel.cu' &&
+	grep -q 'for (long q = threadIdx.y; q < nchunk; q += blockDim.y)' '${rk}_bwdc_kernel.cu' &&
+	grep -q 'dim3(32, 8)' '${rk}_bwdc_kernel.cu'"
+check "llama: under autograd's traces (torch.compile) the fused backward is a custom op of its own" \
+	sh -c "grep -q 'aicprof::f0_LlamaRMSNorm_forward__bwd' '${rk}.py' &&
+	grep -q 'if _COMPILING() or _traced(xs\[0\]):' '${rk}.py'"
 check "llama: the warp kernels take K, the vectors a lane, from the row's length" \
 	sh -c "grep -q 'template <int V, int K>' '${rk}_bwd_kernel.cu' && ! grep -q 'constexpr int K' '${rk}_kernel.cu' &&
 	grep -q 'while (32L \* vec \* wk < a.cols)' '${rk}_kernel.cu' &&
@@ -262,6 +271,25 @@ elif which == "gpt2":
     m(torch.Tensor([1.0, 2.0], (2,), torch.bfloat16, contiguous=False))
     check("GELU: a non-contiguous tensor falls back", af.counts()[key] == 1 and
           "contiguous" in af.applied()[key]["last_fallback"])
+    # under torch.compile the original runs (Inductor fuses it), not the fused op
+    import types as _types
+    _cmp = [False]
+    torch.compiler = _types.SimpleNamespace(is_compiling=lambda: _cmp[0])
+    NewGELUActivation.forward = orig
+    af._STATE.clear()
+    af._COUNTS.clear()
+    af._GROUPS[g["name"]] = None
+    cc = fake_group(g["name"], lambda x: ref(x))
+    af.apply()
+    _cmp[0] = True
+    y = NewGELUActivation()(x)
+    _cmp[0] = False
+    check("GELU under torch.compile: the original runs (no fused call, no verification)",
+          len(cc) == 0 and af.counts()[key] == 0 and y.data == ref(x).data)
+    y = NewGELUActivation()(x)
+    check("GELU after torch.compile's trace: the fused form again", len(cc) == 2 and
+          af.counts()[key] == 1)
+    del torch.compiler
     # a second package state: the fused op is wrong -> disabled with one warning
     good[:] = []
     af._GROUPS[g["name"]] = None
