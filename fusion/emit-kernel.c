@@ -16,7 +16,9 @@
  * two kernels, both compiled, the launcher choosing at run time from cols and the vector width
  * it settled on: a short row (cols <= 32 * VEC * <name>_WARP_K, 8 vectors a lane) takes one warp
  * (<name>_wkernel: blockDim.x / 32 rows a block, grid-stride over rows), each lane holding its
- * vectors of the row in registers, the statistics reduced with warp shuffles (no shared memory,
+ * K vectors of the row in registers (K a template parameter, the fewest of 1, 2, 4, 8 that hold
+ * the row: registers for what the row needs, not for the longest row), the statistics reduced
+ * with warp shuffles (no shared memory,
  * no __syncthreads); a longer row takes one block (<name>_kernel, grid-stride over rows), the
  * prologue's results staged in shared memory as fp32. In both the first statistic (max, sum or
  * sum of squares) is reduced as the row is loaded, a second pass over the staged values gives
@@ -25,17 +27,21 @@
  * The warp kernel may load the row vectors only its epilogue reads once, before its rows (flag
  * H, set by the launcher when the launch is latency-bound), and it adds a backward's summed
  * writes over its rows into one row of partial sums a block (the warps' in order), which the
- * column group then adds; the block kernel stores those summands an element.
+ * column group then adds; the block kernel stores those summands an element. Inputs both of the
+ * warp kernel's passes read (a backward's dy and weight) stay in registers from the first pass
+ * while they fit (K * V * n <= 32 floats), so the second loads only what the epilogue alone reads.
  * The epilogue may read prologue values besides the reduction's input only in a derived fused
  * backward (rms_norm_backward's gradient factor): _epi recomputes them from the inputs. A column
  * group is two kernels: the first tiles the columns (32 threads of V columns
  * each, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the summands of every
  * col_sum over its rows of the chunk, the block adds its threads' partials in shared memory in
  * a fixed order and writes one partial a chunk and column to a workspace (cudaMallocAsync on
- * the launch's stream); the second adds a column's chunk partials in chunk order and runs the
- * ops on the sums. No atomics: for a given device and launch configuration the result is the
- * same bits on every run. The launcher checks every pointer's alignment (and broadcast sizes) at
- * run time and halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform
+ * the launch's stream); the second adds a column's chunk partials (8 rows of threads a tile of 32
+ * columns, each taking every 8th chunk, then the 8 in order) and runs the ops on the sums. With
+ * one chunk the first kernel runs the ops itself, one launch and no workspace. Past 1,024 rows a
+ * chunk holds at least 64. No atomics: for a given device and launch configuration the result is
+ * the same bits on every run. The launcher checks every pointer's alignment (and broadcast sizes)
+ * at run time and halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform
  * for element i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 *
  * d) for the d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
  * unfused reference reproduces exactly.

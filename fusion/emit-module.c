@@ -20,6 +20,12 @@
  * one; otherwise, where the group has no dropout, a backward that recomputes the group through
  * PyTorch's own ops (written out here from the op table) and asks autograd for the gradients;
  * otherwise none (HAS_BACKWARD is False, and the patch's helper falls back under autograd).
+ * The group's function takes three ways into the same launch (_fwd): the custom op under
+ * torch.compile; in eager where autograd records, a torch.autograd.Function with the custom op's
+ * own setup and backward; otherwise _fwd alone. The custom op's dispatch cost more host time than
+ * the kernel (tests/gpu/wrap_cost.py). A fused backward is a custom op of its own
+ * ("aicprof::<name>__bwd", with a fake) where AOTAutograd traces it (its tensors have no memory),
+ * since a trace cannot follow the ctypes call.
  */
 #include "fusion/fusion.h"
 

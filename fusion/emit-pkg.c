@@ -11,14 +11,15 @@
  * element counts, row length and dropout. The table is JSON in a raw string (JSON cannot hold
  * three quotes in a row outside its strings, and escapes them inside), read with json.loads.
  * apply() imports each library lazily, records in applied() what it replaced and why anything
- * was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper
- * binds and guards every call (CUDA, dtypes, contiguity, shapes and broadcast ratios, and
- * autograd: a group without a fused backward runs only where autograd does not record, since a
- * backward recomputed through PyTorch's ops was measured slower than the original's; a group
- * with one, a chain's or an RMS norm's (fusion/backward.c), runs its custom op, whose autograd
- * calls the fused backward) and runs
- * the original when a guard fails; the first call of
- * each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
+ * was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper runs
+ * the original under torch.compile (Inductor fuses it), and otherwise binds and guards every call
+ * (CUDA, dtypes, contiguity, shapes and broadcast ratios, and autograd: a group without a fused
+ * backward runs only where autograd does not record, since a backward recomputed through PyTorch's
+ * ops was measured slower than the original's; a group with one, a chain's or an RMS norm's
+ * (fusion/backward.c), runs its function, whose autograd.Function calls the fused backward) and
+ * runs the original when a guard fails (the guards that depend on the tensors' shapes, dtypes,
+ * device kind and contiguity cached by that class, a tuple, at most 4,096 classes); the first call
+ * of each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
  * original's result type) runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN
  * and inf at the same positions); a mismatch makes the calls of that class run the original,
  * with one warning on stderr, and a failure to build or launch disables the replacement. counts()
