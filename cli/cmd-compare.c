@@ -11,8 +11,13 @@
  * Sizes and times go through one formatter each (fmt_size(), fmt_time(): the unit chosen by
  * magnitude, three significant digits). When the two sides are of different programs (the
  * program's name, or its script for an interpreter, differs, or fewer than a fifth of the
- * kernel names are shared) the first line says so. The table goes to stdout; the exit status
- * is 0 when both sides could be read, else 1.
+ * kernel names are shared) the first line says so. With --reference REF (a third run, read the
+ * same way: typically the program under torch.compile), a line after the step rows says which
+ * share of REF's step-time reduction AFTER recovers, (before - after) / (before - ref) of the
+ * step medians, and in words what a share under 0 or over 100% means; no share when REF is not
+ * faster than BEFORE or a side has no step median. REF's kernels are another compiler's, so no
+ * note compares its names. The table goes to stdout; the exit status is 0 when every side could
+ * be read, else 1.
  */
 #include "aicprof.h"
 #include "analyzer/model.h"
@@ -300,7 +305,43 @@ static void note_programs(const cJSON *a, const cJSON *b)
 	strbuf_release(&why);
 }
 
-static void print_compare(const char *pa, const cJSON *a, const char *pb, const cJSON *b)
+/*
+ * The share of the reference's step-time reduction that AFTER recovers, as one line: a, b, r
+ * are the step medians (µs; < 0 unknown) of BEFORE, AFTER and the reference (path pr).
+ */
+static void print_share(double a, double b, double r, const char *pr)
+{
+	char sa[32], sb[32], sr[32], dab[32], dar[32];
+	printf("\n%-34s %s\n", "reference", pr);
+	if (a <= 0 || b <= 0 || r <= 0) {
+		printf("share of the reference's gain: none (a side has no step median)\n");
+		return;
+	}
+	fmt_time(sa, sizeof(sa), a);
+	fmt_time(sb, sizeof(sb), b);
+	fmt_time(sr, sizeof(sr), r);
+	fmt_time(dab, sizeof(dab), a - b);
+	fmt_time(dar, sizeof(dar), a - r);
+	printf("%-34s %14s\n", "reference step median", sr);
+	if (r >= a) {
+		printf("share of the reference's gain: none (the reference, %s, is not faster than "
+		       "before, %s); after is %+.1f%% against before\n",
+		       sr, sa, (b - a) / a * 100);
+		return;
+	}
+	double share = (a - b) / (a - r) * 100;
+	printf("share of the reference's gain: %.0f%% (before - after %s, before - reference %s)",
+	       share, dab, dar);
+	if (share < 0)
+		printf(": after is slower than before\n");
+	else if (share > 100)
+		printf(": after is faster than the reference\n");
+	else
+		printf("\n");
+}
+
+static void print_compare(const char *pa, const cJSON *a, const char *pb, const cJSON *b,
+                          const char *pr, const cJSON *r)
 {
 	note_programs(a, b);
 	printf("%-34s %14s %14s %9s\n", "", "before", "after", "change");
@@ -313,6 +354,9 @@ static void print_compare(const char *pa, const cJSON *a, const char *pb, const 
 	row("step median", num(a, "steps", "median_us", NULL), num(b, "steps", "median_us", NULL),
 	    C_TIME);
 	row("step p90", num(a, "steps", "p90_us", NULL), num(b, "steps", "p90_us", NULL), C_TIME);
+	if (r)
+		print_share(num(a, "steps", "median_us", NULL), num(b, "steps", "median_us", NULL),
+		            num(r, "steps", "median_us", NULL), pr);
 	row("bytes per step", num(a, "ledger", "per_step", "bytes_total"),
 	    num(b, "ledger", "per_step", "bytes_total"), C_SIZE);
 	row("round-trip bytes per step", num(a, "ledger", "per_step", "roundtrip_bytes"),
@@ -350,15 +394,20 @@ static void print_compare(const char *pa, const cJSON *a, const char *pb, const 
 }
 
 static const char *const compare_usage[] = {
-    "aicprof compare BEFORE AFTER",
+    "aicprof compare BEFORE AFTER [--reference REF]",
     "",
-    "BEFORE and AFTER are traces or directories that 'aicprof analyze' wrote.",
+    "BEFORE and AFTER are traces or directories that 'aicprof analyze' wrote. REF, of the same",
+    "kind, is a run to measure AFTER's gain against (the program under torch.compile, say).",
     NULL,
 };
 
 int cmd_compare(int argc, char **argv)
 {
-	const struct parseopt options[] = {OPT_END()};
+	const char *ref = NULL;
+	const struct parseopt options[] = {
+	    OPT_PATH(0, "reference", &ref, "REF",
+	             "say which share of REF's step-time reduction AFTER recovers"),
+	    OPT_END()};
 	argc = parse_options(argc, argv, options, compare_usage, 0);
 	if (argc != 2) {
 		if (argc > 2)
@@ -370,12 +419,15 @@ int cmd_compare(int argc, char **argv)
 	const char *side[2] = {argv[0], argv[1]};
 	cJSON *a = load_side(side[0]);
 	cJSON *b = a ? load_side(side[1]) : NULL;
-	if (!a || !b) {
+	cJSON *r = b && ref ? load_side(ref) : NULL;
+	if (!a || !b || (ref && !r)) {
 		cJSON_Delete(a);
+		cJSON_Delete(b);
 		return 1;
 	}
-	print_compare(side[0], a, side[1], b);
+	print_compare(side[0], a, side[1], b, ref, r);
 	cJSON_Delete(a);
 	cJSON_Delete(b);
+	cJSON_Delete(r);
 	return 0;
 }

@@ -87,6 +87,30 @@ check "hand-made pair: round trip halved" grep -Eq '^round-trip bytes per step .
 check "hand-made pair: the gelu -> dropout candidate is gone after" sh -c \
 	"grep -A1 'candidates gone after (present before)' '$tmp/out2' | grep -q 'elementwise-chain: gelu -> dropout'"
 check "hand-made pair: nothing new" grep -q 'candidates new after: none' "$tmp/out2"
+# --reference: a third run to measure the gain against (the program under torch.compile, say)
+for d in 1000 400 -200; do
+	mkdir -p "$tmp/ref$d"
+	python3 - "$tmp/before/summary.json" "$tmp/ref$d/summary.json" "$d" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["steps"]["median_us"] -= float(sys.argv[3])
+for n in s["nodes"]:  # another compiler's kernels
+    n["name"] = "triton_" + n["name"]
+json.dump(s, open(sys.argv[2], "w"))
+PY
+	"$A" compare "$tmp/before" "$tmp/after" --reference "$tmp/ref$d" >"$tmp/share$d" 2>&1
+	echo "rc $?" >>"$tmp/share$d"
+done
+check "--reference 1000 us faster, after 500 us: 50% of the reference's gain, the sides' medians" sh -c \
+	"grep -q '^share of the reference.s gain: 50% (before - after 500 µs, before - reference 1.00 ms)\$' '$tmp/share1000' &&
+	grep -q '^reference step median ' '$tmp/share1000' && grep -q '^rc 0' '$tmp/share1000' &&
+	! grep -q '^note:' '$tmp/share1000'"
+check "--reference 400 us faster: 125%, after is faster than the reference" \
+	grep -q '^share of the reference.s gain: 125% (before - after 500 µs, before - reference 400 µs): after is faster than the reference' "$tmp/share400"
+check "--reference slower than before: no share, and why" \
+	grep -q "^share of the reference's gain: none (the reference, .*, is not faster than before, .*); after is -[0-9.]*% against before" "$tmp/share-200"
+"$A" compare "$tmp/before" "$tmp/after" --reference "$tmp/nowhere" >/dev/null 2>"$tmp/err"; rc=$?
+check "--reference missing: exit 1 naming it" sh -c "test $rc = 1 && grep -q nowhere '$tmp/err'"
 "$A" compare "$tmp/before" "$tmp/nowhere" >/dev/null 2>"$tmp/err"; rc=$?
 check "a missing side: exit 1 naming it" sh -c "test $rc = 1 && grep -q nowhere '$tmp/err'"
 "$A" compare "$tmp/before" >/dev/null 2>&1; rc=$?
