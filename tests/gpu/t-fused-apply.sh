@@ -7,7 +7,9 @@
 # (under no_grad; a form without a fused backward runs only there; RMSNorm's has one since
 # 2ac7818, so its train-mode check now runs the fused backward)
 # and a forward + backward in train mode under bf16 autocast match the original within
-# tolerance, and that the fused forms actually ran (counts()). Prints TAP lines. Run from the
+# tolerance, and that the fused forms actually ran (counts()); then tests/gpu/rms_grad.py with the
+# Llama package (RMSNorm's forward and backward at two sizes, and torch.compile with the package
+# applied). Prints TAP lines. Run from the
 # repository root:
 #   make -j8 build/aicprof && sh tests/gpu/t-fused-apply.sh
 . "$(dirname "$0")/../func/lib.sh"
@@ -101,3 +103,8 @@ for s in gpt2 llama; do
 	python3 "$tmp/check.py" "$tmp/$s-f" "$s" 2>"$tmp/$s.err" || nok "$s: the check ran"
 	grep -v '^\s*$' "$tmp/$s.err" | tail -15 | sed 's/^/# /'
 done
+# the RMSNorm's fused backward at two sizes, and torch.compile with the package applied
+python3 "$top/tests/gpu/rms_grad.py" "$tmp/llama-f" >"$tmp/rg.out" 2>"$tmp/rg.err" ||
+	nok "llama: rms_grad.py ran to its end"
+sed 's/^\(ok\|not ok\) - /\1 - llama: /' "$tmp/rg.out"
+grep -v '^\s*$' "$tmp/rg.err" | grep -v Warning | tail -5 | sed 's/^/# /'
