@@ -577,7 +577,11 @@ static void test_emit_rows(void **state)
 	assert_non_null(strstr(k, "acc2 = aic_warp_reduce<false>(acc2);"));
 	assert_non_null(strstr(k, "xs[q][j] = v;"));
 	assert_non_null(strstr(k, "if (a.cols <= 32L * vec * attn_softmax_WARP_K) {"));
-	assert_non_null(strstr(k, "attn_softmax_wkernel<8><<<(unsigned)wgrid, block, 0, s>>>(a);"));
+	/* K, the vectors a lane, from the row: the fewest of 1, 2, 4, 8 that hold it */
+	assert_non_null(strstr(k, "while (32L * vec * wk < a.cols)"));
+	assert_non_null(
+	    strstr(k, "attn_softmax_wkernel<8, 4><<<(unsigned)wgrid, block, 0, s>>>(a);"));
+	assert_non_null(strstr(k, "case 132:"));
 	{ /* the warp kernel has no shared memory and no barrier */
 		const char *w = strstr(k, "attn_softmax_wkernel(const");
 		const char *e = strstr(w, "\n}\n");
@@ -620,7 +624,15 @@ static void test_emit_cols(void **state)
 	/* mean and rstd one a row; partials in a workspace added in order; no atomics */
 	assert_non_null(strstr(k, "x[1][j] = aic_to_float(a.in_mean[row]);"));
 	assert_non_null(strstr(k, "cudaMallocAsync((void **)&ws, (size_t)2 * chunks * a.cols"));
-	assert_non_null(strstr(k, "cast_gamma_beta_finish<<<"));
+	assert_non_null(
+	    strstr(k, "cast_gamma_beta_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, 8)"));
+	/* the finish: 8 rows of threads split the chunks, added in order in shared memory */
+	assert_non_null(strstr(k, "for (long q = threadIdx.y; q < nchunk; q += blockDim.y)"));
+	assert_non_null(strstr(k, "t += aic_fs[(k * blockDim.y + y) * 32 + threadIdx.x];"));
+	/* one chunk: the column kernel finishes, no workspace, no second launch */
+	assert_non_null(strstr(k, "cudaError_t e = chunks == 1 ? cudaSuccess"));
+	assert_non_null(strstr(k, "a.w_dgamma[c + j] = aic_from_float<float>(o[0]);"));
+	assert_non_null(strstr(k, "if (a.rows > 1024 && most > (a.rows + 63) / 64)"));
 	assert_non_null(strstr(k, "cudaFreeAsync(ws, s)"));
 	assert_non_null(strstr(k, "a.w_dgamma[c] = aic_from_float<float>(o[0]);"));
 	assert_null(strstr(k, "atomicAdd"));
