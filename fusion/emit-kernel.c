@@ -948,6 +948,24 @@ static int row_hoists(const struct fgroup *g, int *hoist)
 	return warp_hoisted(g, pro, epi, hoist);
 }
 
+/* The inputs of use[] for the epilogue's x[]: from registers, src[slot[i]], where the flag cond
+ * holds, else loaded (the warp kernel's kept and hoisted inputs; at indent t). */
+static void emit_regs_or_loads(struct strbuf *sb, const struct fgroup *g, const int *use,
+                               const int *slot, const char *cond, const char *src, const char *t)
+{
+	strbuf_addf(sb, "%sif (%s) {\n", t, cond);
+	for (int i = 0; i < g->ninputs; i++)
+		if (use[i])
+			strbuf_addf(
+			    sb, "%s\tfor (int j = 0; j < V; j++)\n%s\t\tx[%d][j] = %s[%d][j];\n", t,
+			    t, i, src, slot[i]);
+	strbuf_addf(sb, "%s} else {\n", t);
+	char t2[16];
+	snprintf(t2, sizeof(t2), "%s\t", t);
+	emit_loads(sb, g, use, t2, "x[%d]");
+	strbuf_addf(sb, "%s}\n", t);
+}
+
 /*
  * One of a row group's two kernels (warp: the warp kernel). The warp kernel of a group with
  * hoisted row vectors (warp_hoisted) takes a flag H: with it, they are loaded once before the
@@ -1096,34 +1114,15 @@ static void emit_row_kernel_one(struct strbuf *sb, const struct fgroup *g, int w
 	for (int i = 0; i < g->ninputs; i++)
 		rest[i] = epi[i] && !hoist[i] && !keep[i];
 	emit_loads(sb, g, rest, t, "x[%d]");
-	if (nk) {
-		strbuf_addf(sb, "%sif (KP) {\n", t);
-		for (int i = 0; i < g->ninputs; i++)
-			if (keep[i])
-				strbuf_addf(
-				    sb,
-				    "%s\tfor (int j = 0; j < V; j++)\n%s\t\tx[%d][j] = xk[KP ? q "
-				    ": 0][%d][j];\n",
-				    t, t, i, keep[i] - 1);
-		strbuf_addf(sb, "%s} else {\n", t);
-		char t2[16];
-		snprintf(t2, sizeof(t2), "%s\t", t);
-		emit_loads(sb, g, keep, t2, "x[%d]");
-		strbuf_addf(sb, "%s}\n", t);
-	}
+	int slot[64];
+	for (int i = 0; i < g->ninputs; i++)
+		slot[i] = keep[i] - 1;
+	if (nk)
+		emit_regs_or_loads(sb, g, keep, slot, "KP", "xk[KP ? q : 0]", t);
 	if (nh) {
-		strbuf_addf(sb, "%sif (H) {\n", t);
 		for (int i = 0; i < g->ninputs; i++)
-			if (hoist[i])
-				strbuf_addf(sb,
-				            "%s\tfor (int j = 0; j < V; j++)\n%s\t\tx[%d][j] = "
-				            "xw[q][%d][j];\n",
-				            t, t, i, i);
-		strbuf_addf(sb, "%s} else {\n", t);
-		char t2[16];
-		snprintf(t2, sizeof(t2), "%s\t", t);
-		emit_loads(sb, g, hoist, t2, "x[%d]");
-		strbuf_addf(sb, "%s}\n", t);
+			slot[i] = i;
+		emit_regs_or_loads(sb, g, hoist, slot, "H", "xw[q]", t);
 	}
 	strbuf_addf(sb, "%sfloat u[%d][V];\n%s(void)u;\n", t, g->ndrop ? g->ndrop : 1, t);
 	emit_uniforms(sb, g, g->red + 1, g->nops, t);
@@ -1176,7 +1175,6 @@ static void emit_row_kernel(struct strbuf *sb, const struct fgroup *g)
 	emit_row_kernel_one(sb, g, 1);
 }
 
-/* The two kernels of a column group (see the file's header). */
 /* The per-column tail of a column group: s[k] holds column c's col_sum k; reads the per-column
  * inputs, runs the fin ops and writes the per-column writes (at indent ind). */
 static void emit_col_fin(struct strbuf *sb, const struct fgroup *g, const int *fin, const char *c,

@@ -747,8 +747,7 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 			    "backward\n"
 			    "        outs = _bwd_op(ins, ctx.seed, ctx.offset)\n"
 			    "    else:\n"
-			    "        outs = _bwd_outs(ins)\n"
-			    "        _run_bwd(ins, outs, ctx.seed, ctx.offset)\n"
+			    "        outs = _run_bwd(ins, ctx.seed, ctx.offset)\n"
 			    "    res = [outs[k] if k >= 0 and ctx.needs_input_grad[i] else None\n"
 			    "           for i, k in enumerate(_GRAD_OF)]\n");
 		else
@@ -774,17 +773,6 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		            "    forward = staticmethod(_fwd)\n"
 		            "    setup_context = staticmethod(_setup)\n"
 		            "    backward = staticmethod(_backward)\n\n\n");
-		if (fused_bwd)
-			strbuf_addf(
-			    sb,
-			    "def _run_bwd(ins, outs, seed, offset):\n"
-			    "    rc = _call(_load().%s_bwd_run, ins, outs, ins[_SHAPE].numel(), "
-			    "seed, "
-			    "offset)\n"
-			    "    if rc:\n"
-			    "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" "
-			    "%% (NAME, rc))\n\n\n",
-			    nm);
 	}
 	if (fused_bwd) {
 		strbuf_addf(sb,
@@ -797,6 +785,18 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		                  "            for i, d in zip(_BWD_OF, _BWD_DTYPES)]"
 		                : "[torch.empty(ins[_SHAPE].shape, dtype=d, "
 		                  "device=ins[0].device)\n            for d in _BWD_DTYPES]");
+		strbuf_addf(
+		    sb,
+		    "def _run_bwd(ins, seed, offset):\n"
+		    "    \"\"\"The fused backward's launch: the inputs' gradients, new.\"\"\"\n"
+		    "    outs = _bwd_outs(ins)\n"
+		    "    rc = _call(_load().%s_bwd_run, ins, outs, ins[_SHAPE].numel(), seed, "
+		    "offset)\n"
+		    "    if rc:\n"
+		    "        raise RuntimeError(\"%%s: the backward launch failed (%%d)\" %% "
+		    "(NAME, rc))\n"
+		    "    return outs\n\n\n",
+		    nm);
 		strbuf_adds(
 		    sb,
 		    "def _traced(t):\n"
@@ -811,9 +811,7 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 		    "typing.List[torch.Tensor]:\n"
 		    "    \"\"\"The fused backward as an opaque op, for torch.compile's traces of "
 		    "the backward.\"\"\"\n"
-		    "    outs = _bwd_outs(ins)\n"
-		    "    _run_bwd(ins, outs, seed, offset)\n"
-		    "    return outs\n\n\n"
+		    "    return _run_bwd(ins, seed, offset)\n\n\n"
 		    "@_bwd_op.register_fake\n"
 		    "def _(ins, seed, offset):\n"
 		    "    return _bwd_outs(ins)\n\n\n",
