@@ -88,6 +88,11 @@ check "llama: the column kernel finishes the columns itself when it has one chun
 	grep -q 'if (a.rows > 1024 && most > (a.rows + 63) / 64)' '${rk}_bwdc_kernel.cu' &&
 	grep -q 'for (long q = threadIdx.y; q < nchunk; q += blockDim.y)' '${rk}_bwdc_kernel.cu' &&
 	grep -q 'dim3(32, 8)' '${rk}_bwdc_kernel.cu'"
+check "llama: a short column (the fused backward's partial rows, up to 512) is one chunk of one column a thread and 16 rows of threads, its row loop unrolled by 4" \
+	sh -c "grep -q 'const bool shortc = a.rows <= 512;' '${rk}_bwdc_kernel.cu' &&
+	grep -A3 'if (shortc) {' '${rk}_bwdc_kernel.cu' | grep -q 'by = 16;' &&
+	grep -q 'long chunks = shortc ? 1 :' '${rk}_bwdc_kernel.cu' &&
+	grep -A1 '#pragma unroll 4' '${rk}_bwdc_kernel.cu' | grep -q 'for (long row = r0 + threadIdx.y; row < r1; row += blockDim.y)'"
 check "llama: under autograd's traces (torch.compile) the fused backward is a custom op of its own" \
 	sh -c "grep -q 'aicprof::f0_LlamaRMSNorm_forward__bwd' '${rk}.py' &&
 	grep -q 'if _COMPILING() or _traced(xs\[0\]):' '${rk}.py'"

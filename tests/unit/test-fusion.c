@@ -633,6 +633,9 @@ static void test_emit_cols(void **state)
 	assert_non_null(strstr(k, "cudaError_t e = chunks == 1 ? cudaSuccess"));
 	assert_non_null(strstr(k, "a.w_dgamma[c + j] = aic_from_float<float>(o[0]);"));
 	assert_non_null(strstr(k, "if (a.rows > 1024 && most > (a.rows + 63) / 64)"));
+	/* a short column: one chunk, one column a thread, 16 rows of threads */
+	assert_non_null(strstr(k, "const bool shortc = a.rows <= 512;"));
+	assert_non_null(strstr(k, "if (shortc) {\n\t\tvec = 1;\n\t\tby = 16;\n\t}"));
 	assert_non_null(strstr(k, "cudaFreeAsync(ws, s)"));
 	assert_non_null(strstr(k, "a.w_dgamma[c] = aic_from_float<float>(o[0]);"));
 	assert_null(strstr(k, "atomicAdd"));
