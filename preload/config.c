@@ -95,6 +95,7 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->activity = 1;
 	c->mux = 1;
 	c->xla_lines = 1;
+	c->defer = 1;
 	if (m)
 		m->n = 0;
 
@@ -152,6 +153,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->eager = b;
 	if ((v = lookup("AICPROF_ARGS")) && !parse_bool("AICPROF_ARGS", v, &b, m))
 		c->args = b;
+	if ((v = lookup("AICPROF_DEFER")) && !parse_bool("AICPROF_DEFER", v, &b, m))
+		c->defer = b;
 	if ((v = lookup("AICPROF_ACTIVITY")) && !parse_bool("AICPROF_ACTIVITY", v, &b, m))
 		c->activity = b;
 	if ((v = lookup("AICPROF_MUX")) && !parse_bool("AICPROF_MUX", v, &b, m))

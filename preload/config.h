@@ -41,6 +41,8 @@ struct config {
 	int resolve_shim; /* AICPROF_RESOLVE: "offline" (0, the default: the analyzer resolves
 	                   * pointers to allocations, ptrmap.c) or "shim" (1: the shim's map does);
 	                   * AICPROF_WRITES=probe needs the map and sets 1 */
+	int defer;        /* AICPROF_DEFER: resolved offline, the writer thread scans a launch's
+	                   * parameters (1, default; argscan.c), or the launching thread does (0) */
 };
 
 /* Up to this many messages, each at most CONFIG_MSG_LEN bytes. */

@@ -25,6 +25,7 @@
  */
 #include "preload/cupti.h"
 #include "preload/allocguard.h"
+#include "preload/argscan.h"
 #include "preload/poolhook.h"
 #include "preload/base.h"
 #include "preload/cuptimux.h"
@@ -259,7 +260,8 @@ struct fn_layout {
 	uint32_t name; /* interned kernel name */
 	int32_t err;   /* 0, or CUresult of the failed layout query */
 	int nparams;
-	uint32_t nraw; /* bytes of the parameters a launch keeps whole (record.h), 0 none */
+	uint32_t nraw;  /* bytes of the parameters a launch keeps whole (record.h), 0 none */
+	uint32_t total; /* bytes of all the parameters (a deferred launch copies them) */
 	struct fn_layout *retired;
 	uint32_t *off, *size; /* nparams each, in the same allocation */
 };
@@ -344,6 +346,9 @@ static struct fn_layout *new_layout(CUfunction f, uint32_t gen)
 	L->nraw = 0;
 	for (int i = 0; strided && i < n && L->nraw + (size[i] > 12 ? size[i] : 0) <= RAW_MAX; i++)
 		L->nraw += size[i] > 12 ? size[i] : 0;
+	L->total = 0;
+	for (int i = 0; i < n; i++)
+		L->total += size[i] <= DEFER_MAX ? size[i] : DEFER_MAX + 1;
 	L->retired = NULL;
 	L->off = (uint32_t *)(L + 1);
 	L->size = L->off + n;
@@ -467,75 +472,119 @@ static int want_probe(struct fn_ent *e, CUstream s)
 	return 1;
 }
 
-/* Collects the pointers of a launch's parameters into ptrs; returns their count. The words
- * that fall within the allocations' bounds are gathered first and looked up in one batch (one
- * read lock per launch, not one per word). */
+/* Collects the pointers of a launch's parameters into ptrs, on the launching thread
+ * (argscan.c); returns their count. */
 static int scan_ptrs(const struct fn_layout *e, const struct launch *l, struct r_arg *args,
                      struct r_ptr *ptrs)
 {
 	uint64_t lo, hi;
 	ptrmap_bounds(&lo, &hi);
 	char *packed = l->kp ? NULL : extra_buffer(l->extra);
-	uint64_t cand[MAX_PTRS];
-	uint32_t cand_w[MAX_PTRS];
-	uint16_t cand_arg[MAX_PTRS];
-	int nc = 0;
-	for (int i = 0; i < e->nparams; i++) {
-		const char *p = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
-		struct r_arg *a = &args[i];
-		a->off = e->off[i];
-		a->size = e->size[i];
-		a->val = 0;
-		a->first_ptr = 0;
-		a->nptr = 0;
-		a->pad = 0;
-		if (!p)
-			continue;
-		if (a->size <= 8) {
-			memcpy(&a->val, p, a->size);
-		} else if (a->size <= 12) { /* a small closure: two floats and a flag */
-			memcpy(&a->val, p, 8);
-			memcpy(&a->pad, p + 8, a->size - 8);
-		}
-		/* parameters are at least as aligned as their largest member, so the
-		 * pointer-sized words inside them start at multiples of 8 */
-		for (uint32_t w = 0; w + 8 <= a->size && nc < MAX_PTRS; w += 8) {
-			uint64_t v;
-			memcpy(&v, p + w, 8);
-			if (v < lo || v >= hi)
-				continue;
-			cand[nc] = v;
-			cand_w[nc] = w;
-			cand_arg[nc] = (uint16_t)i;
-			nc++;
-		}
+	const char *pp[MAX_ARGS];
+	for (int i = 0; i < e->nparams; i++)
+		pp[i] = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
+	return argscan(e->nparams, e->off, e->size, pp, lo, hi, args, ptrs);
+}
+
+/* The fields an R_LAUNCH and an R_LAUNCH_DEFER record share. */
+static void launch_head(struct r_launch *r, uint16_t type, size_t len, const CUpti_CallbackData *cb,
+                        enum api_idx api, const struct launch *l, const struct fn_layout *L,
+                        uint32_t site, int inh, int has_site)
+{
+	r->h = (struct rec_hdr){type, 0, (uint32_t)len};
+	r->seq = shim_seq();
+	r->ts = shim_now_ns();
+	r->stream = (uint64_t)(uintptr_t)l->stream;
+	r->tid = shim_tid();
+	r->corr = cb->correlationId;
+	r->fn = L->name;
+	r->site = site;
+	memcpy(r->grid, l->grid, sizeof(r->grid));
+	memcpy(r->block, l->block, sizeof(r->block));
+	r->smem = l->smem;
+	r->result = cb->functionReturnValue ? (int32_t) * (CUresult *)cb->functionReturnValue : 0;
+	r->api = (uint16_t)api;
+	r->inherited = (uint8_t)inh;
+	r->has_site = (uint8_t)has_site;
+}
+
+/*
+ * The deferred form of a launch (record.h, R_LAUNCH_DEFER): the parameters' bytes and the
+ * bounds, for the writer thread to scan. Returns 0 when the launch must be scanned here: the
+ * map is needed at the launch (AICPROF_RESOLVE=shim, calibration), the bytes cannot be read,
+ * or there are more than DEFER_MAX of them.
+ */
+static int record_deferred(const CUpti_CallbackData *cb, enum api_idx api, const struct launch *l,
+                           const struct fn_layout *L, uint32_t site, int inh, int has_site,
+                           const uint32_t *coll, int ncoll)
+{
+	char *packed = NULL;
+	if (!shim_cfg.defer || !ptrmap_offline() || shim_cfg.writes == WRITES_PROBE ||
+	    L->total > DEFER_MAX || (!l->kp && !(packed = extra_buffer(l->extra))))
+		return 0;
+	size_t len = REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_defer) +
+	                       sizeof(uint32_t) * (size_t)ncoll + L->total);
+	struct r_launch *r = ring_reserve(len);
+	if (!r)
+		return 1; /* dropped, as the scanned form would be */
+	launch_head(r, R_LAUNCH_DEFER, len, cb, api, l, L, site, inh, has_site);
+	r->argerr = L->err;
+	r->nargs = (uint16_t)L->nparams;
+	r->nptrs = 0;
+	r->ncoll = (uint16_t)ncoll;
+	r->nraw = (uint16_t)L->nraw;
+	struct r_defer *d = (void *)(r + 1);
+	d->off = (uint64_t)(uintptr_t)L->off;
+	d->size = (uint64_t)(uintptr_t)L->size;
+	ptrmap_bounds(&d->lo, &d->hi);
+	char *tail = (char *)(d + 1);
+	memcpy(tail, coll, sizeof(uint32_t) * (size_t)ncoll);
+	tail += sizeof(uint32_t) * (size_t)ncoll;
+	for (int i = 0; i < L->nparams; i++) {
+		memcpy(tail, l->kp ? (const char *)l->kp[i] : packed + L->off[i], L->size[i]);
+		tail += L->size[i];
 	}
-	int64_t ids[MAX_PTRS];
-	uint64_t offs[MAX_PTRS];
-	if (nc)
-		ptrmap_find_batch(cand, nc, ids, offs);
-	/* the pointers in parameter order (candidates are in that order), each parameter's
-	 * run contiguous from first_ptr */
-	int np = 0, k = 0;
-	for (int i = 0; i < e->nparams; i++) {
-		args[i].first_ptr = (uint16_t)np;
-		int64_t last = -1;
-		for (; k < nc && cand_arg[k] == i; k++) {
-			if (ids[k] < 0 && ids[k] != PTRMAP_OFFLINE) /* in no allocation */
-				continue;
-			ptrs[np++] = (struct r_ptr){cand_w[k], -1, cand[k], ids[k], offs[k]};
-			args[i].nptr++;
-			last = cand_w[k];
-		}
-		/* a large parameter: the 8 bytes after its last device pointer (ATen's legacy
-		 * loop's closure holds the offset calculator, the data array, then the functor) */
-		if (last < 0 || args[i].size < TAIL_MIN || (uint64_t)last + 16 > args[i].size)
+	ring_commit();
+	return 1;
+}
+
+/* The R_LAUNCH record of a launch scanned on its own thread (args, ptrs: scan_ptrs). */
+static void record_scanned(const CUpti_CallbackData *cb, enum api_idx api, const struct launch *l,
+                           const struct fn_layout *L, const struct r_arg *args, int nargs,
+                           const struct r_ptr *ptrs, int np, uint32_t site, int inh, int has_site,
+                           const uint32_t *coll, int ncoll)
+{
+	/* the whole bytes of the larger parameters (new_layout chose them) */
+	const char *packed = NULL;
+	size_t nraw =
+	    nargs && L->nraw && (l->kp || (packed = extra_buffer(l->extra))) ? L->nraw : 0;
+	size_t len =
+	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
+	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll + nraw);
+	struct r_launch *r = ring_reserve(len);
+	if (!r)
+		return;
+	launch_head(r, R_LAUNCH, len, cb, api, l, L, site, inh, has_site);
+	r->argerr = shim_cfg.args ? L->err : 0;
+	r->nargs = (uint16_t)nargs;
+	r->nptrs = (uint16_t)np;
+	r->ncoll = (uint16_t)ncoll;
+	r->nraw = (uint16_t)nraw;
+	char *tail = (char *)(r + 1); /* args, ptrs, coll, raw: record.h */
+	memcpy(tail, args, sizeof(struct r_arg) * (size_t)nargs);
+	tail += sizeof(struct r_arg) * (size_t)nargs;
+	memcpy(tail, ptrs, sizeof(struct r_ptr) * (size_t)np);
+	tail += sizeof(struct r_ptr) * (size_t)np;
+	memcpy(tail, coll, sizeof(uint32_t) * (size_t)ncoll);
+	tail += sizeof(uint32_t) * (size_t)ncoll;
+	for (int i = 0; i < nargs && nraw; i++) {
+		if (L->size[i] <= 12)
 			continue;
-		const char *p = l->kp ? (const char *)l->kp[i] : packed ? packed + e->off[i] : NULL;
-		if (p)
-			memcpy(&args[i].val, p + last + 8, 8);
+		memcpy(tail, l->kp ? (const char *)l->kp[i] : packed + L->off[i], L->size[i]);
+		tail += L->size[i];
+		nraw -= L->size[i];
 	}
-	return np;
+	ring_commit();
 }
 
 static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const struct launch *l)
@@ -549,8 +598,29 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	int nargs = shim_cfg.args ? L->nparams : 0;
 	struct r_arg args[MAX_ARGS];
 	struct r_ptr ptrs[MAX_PTRS];
-	uint64_t t0 = selftime_start();
-	int np = nargs ? scan_ptrs(L, l, args, ptrs) : 0;
+	uint64_t t0;
+	int np = 0;
+	if (cb->callbackSite == CUPTI_API_EXIT && nargs && shim_cfg.defer && ptrmap_offline() &&
+	    shim_cfg.writes != WRITES_PROBE && L->total <= DEFER_MAX) {
+		uint32_t site = 0, coll[NCCL_MAX_IDS];
+		int inh = 0;
+		t0 = selftime_start();
+		int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
+		selftime_add(ST_SITES, t0);
+		int ncoll = nccl_current(coll, NCCL_MAX_IDS);
+		t0 = selftime_start();
+		int done = record_deferred(cb, api, l, L, site, inh, has_site, coll, ncoll);
+		selftime_add(ST_ARGS, t0);
+		if (done)
+			return;
+		/* the bytes cannot be read: scanned here, with the site already found */
+		np = scan_ptrs(L, l, args, ptrs);
+		record_scanned(cb, api, l, L, args, nargs, ptrs, np, site, inh, has_site, coll,
+		               ncoll);
+		return;
+	}
+	t0 = selftime_start();
+	np = nargs ? scan_ptrs(L, l, args, ptrs) : 0;
 	selftime_add(ST_ARGS, t0);
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		/* calibration only: fingerprints before the launch */
@@ -590,58 +660,13 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	}
 	probe_n = 0;
 
-	uint32_t site = 0;
+	uint32_t site = 0, coll[NCCL_MAX_IDS];
 	int inh = 0;
 	t0 = selftime_start();
 	int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
 	selftime_add(ST_SITES, t0);
-	uint32_t coll[NCCL_MAX_IDS];
 	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
-	/* the whole bytes of the larger parameters (new_layout chose them) */
-	const char *packed = NULL;
-	size_t nraw =
-	    nargs && L->nraw && (l->kp || (packed = extra_buffer(l->extra))) ? L->nraw : 0;
-	size_t len =
-	    REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_arg) * (size_t)nargs +
-	              sizeof(struct r_ptr) * (size_t)np + sizeof(uint32_t) * (size_t)ncoll + nraw);
-	struct r_launch *r = ring_reserve(len);
-	if (!r)
-		return;
-	r->h = (struct rec_hdr){R_LAUNCH, 0, (uint32_t)len};
-	r->seq = shim_seq();
-	r->ts = shim_now_ns();
-	r->stream = (uint64_t)(uintptr_t)l->stream;
-	r->tid = shim_tid();
-	r->corr = cb->correlationId;
-	r->fn = L->name;
-	r->site = site;
-	memcpy(r->grid, l->grid, sizeof(r->grid));
-	memcpy(r->block, l->block, sizeof(r->block));
-	r->smem = l->smem;
-	r->result = cb->functionReturnValue ? (int32_t) * (CUresult *)cb->functionReturnValue : 0;
-	r->api = (uint16_t)api;
-	r->inherited = (uint8_t)inh;
-	r->has_site = (uint8_t)has_site;
-	r->argerr = shim_cfg.args ? L->err : 0;
-	r->nargs = (uint16_t)nargs;
-	r->nptrs = (uint16_t)np;
-	r->ncoll = (uint16_t)ncoll;
-	r->nraw = (uint16_t)nraw;
-	char *tail = (char *)(r + 1); /* args, ptrs, coll, raw: record.h */
-	memcpy(tail, args, sizeof(struct r_arg) * (size_t)nargs);
-	tail += sizeof(struct r_arg) * (size_t)nargs;
-	memcpy(tail, ptrs, sizeof(struct r_ptr) * (size_t)np);
-	tail += sizeof(struct r_ptr) * (size_t)np;
-	memcpy(tail, coll, sizeof(uint32_t) * (size_t)ncoll);
-	tail += sizeof(uint32_t) * (size_t)ncoll;
-	for (int i = 0; i < nargs && nraw; i++) {
-		if (L->size[i] <= 12)
-			continue;
-		memcpy(tail, l->kp ? (const char *)l->kp[i] : packed + L->off[i], L->size[i]);
-		tail += L->size[i];
-		nraw -= L->size[i];
-	}
-	ring_commit();
+	record_scanned(cb, api, l, L, args, nargs, ptrs, np, site, inh, has_site, coll, ncoll);
 }
 
 static void on_launch(const CUpti_CallbackData *cb, enum api_idx api)

@@ -32,6 +32,7 @@ enum rec_type {
 	R_COMM,
 	R_COLL,
 	R_PROBE,
+	R_LAUNCH_DEFER, /* a launch whose parameters the writer scans (struct r_defer) */
 };
 
 #define MAX_ARGS 128
@@ -85,6 +86,20 @@ struct r_launch {
 	uint16_t nraw;  /* bytes of parameters kept whole (RAW_MAX at most, see above) */
 };
 #define RAW_MAX 2048
+
+/*
+ * A deferred launch (R_LAUNCH_DEFER): the launching thread copies the parameters' bytes and
+ * the writer thread finds the pointers in them (argscan.c), where an R_LAUNCH record holds
+ * what the launching thread found. Used when pointers are resolved offline, so no lookup
+ * needs the allocation map of the launch's moment. The r_launch (nargs: the layout's
+ * parameters, nptrs 0, nraw: the bytes of the parameters of more than 12 bytes to keep whole)
+ * is followed by struct r_defer, uint32_t coll[ncoll], then each parameter's bytes in order
+ * (the layout's sizes; DEFER_MAX bytes at most, argscan.h).
+ */
+struct r_defer {
+	uint64_t off, size; /* the layout's arrays (immutable, never freed: cupti.c) */
+	uint64_t lo, hi;    /* the allocations' bounds at the launch */
+};
 
 struct r_kernel {
 	struct rec_hdr h;

@@ -13,6 +13,7 @@
  * is 0 at a drain) is the same failure, said once. The program is never affected.
  */
 #include "preload/writer.h"
+#include "preload/argscan.h"
 #include "preload/base.h"
 #include "preload/nccl.h"
 #include "preload/record.h"
@@ -392,6 +393,17 @@ static void fmt_record(struct jbuf *b, const struct rec_hdr *h)
 	case R_LAUNCH:
 		fmt_launch(b, (const void *)h);
 		break;
+	case R_LAUNCH_DEFER: { /* the parameters scanned here (argscan.c): the same line */
+		static uint64_t expanded[(ARGSCAN_EXPAND_MAX + 7) / 8]; /* under write_lock */
+		const struct r_launch *r =
+		    argscan_expand((const void *)h, expanded, sizeof(expanded));
+		if (r) {
+			fmt_launch(b, r);
+			st.deferred++;
+		} else
+			b->overflow = 1; /* malformed: no line, as for a line too long */
+		break;
+	}
 	case R_KERNEL:
 		fmt_kernel(b, (const void *)h);
 		break;
@@ -753,6 +765,7 @@ void writer_flush(int final, const char *reason)
 			jb_key(&b, "reason"), jb_str(&b, st.capped ? "cap" : reason);
 			jb_key(&b, "records"), jb_u64(&b, st.lines + 1);
 			jb_key(&b, "kernels"), jb_u64(&b, st.kernels);
+			jb_key(&b, "deferred"), jb_u64(&b, st.deferred);
 			jb_s(&b, ",\"dropped\":{\"records\":");
 			jb_u64(&b, ring_dropped() + st.capped);
 			jb_key(&b, "activity"), jb_u64(&b, atomic_load(&activity_drops));

@@ -59,6 +59,7 @@ long writer_drain(void);
 /* Counters for the end line and for tests. */
 struct writer_stats {
 	uint64_t lines, bytes, kernels, capped, dropped_activity;
+	uint64_t deferred; /* launch records whose parameters were scanned here (argscan.c) */
 	int failed, opened;
 };
 void writer_stats(struct writer_stats *s);

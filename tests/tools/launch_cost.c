@@ -11,11 +11,16 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static uint32_t (*fire)(CUpti_CallbackDomain, CUpti_CallbackId, int, const void *, const void *);
 static uint64_t a0, a1 = 0x1234;
 static int a2 = 42;
 static void *kp[3] = {&a0, &a1, &a2};
+/* the mock's ATen strided loop (0x7000): numel and a 640-byte closure with two pointers */
+static int numel = 4096;
+static unsigned char closure[640];
+static void *kl[2] = {&numel, closure};
 
 int lc_init(const char *mock_cupti, uint64_t base)
 {
@@ -26,6 +31,12 @@ int lc_init(const char *mock_cupti, uint64_t base)
 		return -1;
 	*(void **)&fire = dlsym(h, "mock_fire_call");
 	a0 = base + 256;
+	for (int i = 0; i < 640; i++)
+		closure[i] = (unsigned char)(i * 7 + 3);
+	uint64_t d0 = base + 512, d1 = base + 1024, out = 0x1234; /* out: in no allocation */
+	memcpy(closure, &d0, 8);
+	memcpy(closure + 8, &d1, 8);
+	memcpy(closure + 16, &out, 8);
 	return fire ? 0 : -1;
 }
 
@@ -49,6 +60,20 @@ void lc_launch(int n)
 		     NULL);
 		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp,
 		     &ok);
+	}
+}
+
+/* n launches alternating the mock kernel and the strided loop (its closure kept whole) */
+void lc_launch_mixed(int n)
+{
+	static const CUresult ok = CUDA_SUCCESS;
+	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+	cuLaunchKernel_params ll = {(CUfunction)0x7000, 32, 1, 1, 128, 1, 1, 0, NULL, kl, NULL};
+	for (int i = 0; i < n; i++) {
+		const cuLaunchKernel_params *q = i % 2 ? &ll : &lp;
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, q,
+		     NULL);
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, q, &ok);
 	}
 }
 

@@ -7,7 +7,8 @@ same process measures the callbacks' absence first (before the shim subscribes, 
 fires nothing), so the figure is the shim's work alone, not the call's."""
 import ctypes, os, statistics, sys, time
 
-WHAT = os.environ.get("LC_WHAT", "launch")  # or "blocks": caching-allocator reports
+WHAT = os.environ.get("LC_WHAT", "launch")  # or "blocks": caching-allocator reports; "mixed":
+# launches alternating the mock kernel and ATen's strided loop (a 640-byte closure)
 if WHAT == "blocks":  # the mock allocator, loaded before the first cuMemAlloc arms the hook
     ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[2]), "libc10_cuda.so"), mode=ctypes.RTLD_GLOBAL)
 lib = ctypes.CDLL(sys.argv[1])
@@ -24,6 +25,8 @@ def batch():
     for _ in range(10):
         if WHAT == "blocks":  # a block handed out and taken back counts as one
             lib.lc_blocks(100, ctypes.c_uint64(0x7F0000000000))
+        elif WHAT == "mixed":
+            lib.lc_launch_mixed(100)
         else:
             lib.lc_launch(100)
     return (time.perf_counter_ns() - t) / 1000.0
