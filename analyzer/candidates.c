@@ -126,11 +126,17 @@ static void reject(struct model *m, const char *kind, int a, int b, const char *
 	r->reason = sb.buf;
 }
 
-/* Extends chain (nodes in order) along elementwise readers; returns the new length. */
+/*
+ * Extends chain (nodes in order) along elementwise readers, to CHAIN_MAX members at most;
+ * returns the new length. The bound keeps a long run of one op (a loop of `x = x * a` that a
+ * SIGKILL cut before any step could be told: 400,000 launches, one chain) linear: each member
+ * is checked against the chain's others, and so is each value's reader after (classify_values).
+ */
+#define CHAIN_MAX 64
 static int extend_ew(struct cctx *x, int *chain, int len, const char *kind, int only_epilogue_ops)
 {
 	struct model *m = x->m;
-	for (;;) {
+	for (; len < CHAIN_MAX;) {
 		int cur = chain[len - 1], val = -1;
 		int r = next_reader(x, cur, &val);
 		if (r < 0)
@@ -162,6 +168,7 @@ static int extend_ew(struct cctx *x, int *chain, int len, const char *kind, int 
 			return len;
 		chain[len++] = r;
 	}
+	return len;
 }
 
 static int cmp_int(const void *a, const void *b)

@@ -508,6 +508,50 @@ static void none(struct period_result *r, size_t n, const char *why)
 	snprintf(r->reason, sizeof(r->reason), "%s: the whole sequence as one step", why);
 }
 
+/*
+ * A loop of one op: no key repeats at a spacing of 2 or more (candidates() keeps none), but
+ * one key makes 90 % of the ops (a `while True: x = x * a`, a CuPy loop of one kernel). Each of
+ * its occurrences starts a step of its own, up to the next; before the first is the prelude,
+ * after the last the epilogue. Without this the whole run was one step, which on a 400,000-op
+ * run cut short by a kill took the analyzer past two minutes and a gigabyte. Returns 0 when
+ * no key is that common.
+ */
+static int one_op_loop(const struct ctx *c, struct period_result *r)
+{
+	size_t best = 0, cnt = 0;
+	for (size_t x = 0; x < c->nkeys; x++)
+		if (c->off[x + 1] - c->off[x] > cnt) {
+			cnt = c->off[x + 1] - c->off[x];
+			best = x;
+		}
+	if (c->n < 64 || cnt * 10 < c->n * 9)
+		return 0;
+	const size_t *o = c->pos + c->off[best];
+	r->steps = xmalloc(sizeof(*r->steps) * cnt);
+	r->similarity = xmalloc(sizeof(*r->similarity) * cnt);
+	size_t alike = 0;
+	for (size_t i = 0; i < cnt; i++) {
+		r->steps[i] = (struct period_range){o[i], i + 1 < cnt ? o[i + 1] : o[i] + 1};
+		r->similarity[i] = r->steps[i].end - r->steps[i].start == 1 ? 1.0 : 0.5;
+		alike += r->similarity[i] >= 0.9;
+	}
+	r->nsteps = cnt;
+	r->prelude = (struct period_range){0, o[0]};
+	r->epilogue = (struct period_range){o[cnt - 1] + 1, c->n};
+	r->period = 1;
+	r->method = "periodic";
+	r->anchor = c->orig[o[0]];
+	r->steady = alike;
+	r->mean_similarity = (double)(alike + (cnt - alike) / 2.0) / (double)cnt;
+	r->coverage = (double)(o[cnt - 1] + 1 - o[0]) / (double)c->n;
+	r->confidence = r->mean_similarity * (0.7 + r->coverage < 1 ? 0.7 + r->coverage : 1);
+	snprintf(r->reason, sizeof(r->reason),
+	         "a loop of one op: %zu steps of 1 op, one key makes %.0f%% of %zu ops (%zu steps "
+	         "with another op between)",
+	         cnt, 100.0 * (double)cnt / (double)c->n, c->n, cnt - alike);
+	return 1;
+}
+
 /* Nearest occurrence index from anchor occurrence cur going dir (+1/-1), at least p/2 away. */
 static long next_anchor(const size_t *o, size_t cnt, size_t cur, int dir, size_t p)
 {
@@ -724,11 +768,11 @@ void period_find(const uint32_t *keys, size_t n, struct period_result *out)
 		win = choose(cs, nc, 0.85, 0);
 	if (win == SIZE_MAX)
 		win = choose(cs, nc, 0.5, 0);
-	if (win == SIZE_MAX)
+	if (win != SIZE_MAX)
+		segment(&c, &cs[win], out);
+	else if (nc || !one_op_loop(&c, out))
 		none(out, n,
 		     nc ? "no regular repeats with steps alike" : "no key repeats regularly");
-	else
-		segment(&c, &cs[win], out);
 	free(cs);
 	free(c.k);
 	free(c.off);

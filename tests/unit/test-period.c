@@ -185,6 +185,39 @@ static void test_no_period(void **state)
 	free(s);
 }
 
+/* A loop of one op (x = x * a, cut by a kill before any other op): each occurrence a step of
+ * its own, the other ops inside the step before them, the prelude before the first; below 90 %
+ * of the ops, no such loop (the whole run as one step, as before) */
+static void test_one_op_loop(void **state)
+{
+	(void)state;
+	uint32_t *k = malloc(sizeof(*k) * 400000);
+	for (size_t i = 0; i < 400000; i++)
+		k[i] = 9;
+	k[0] = 1, k[1] = 2, k[2] = 3; /* setup */
+	k[1000] = 4;                  /* a synchronize's copy inside the loop */
+	struct period_result r;
+	period_find(k, 400000, &r);
+	assert_string_equal(r.method, "periodic");
+	assert_int_equal(r.period, 1);
+	assert_int_equal(r.nsteps, 400000 - 4);
+	assert_int_equal(r.prelude.end, 3);
+	assert_int_equal(r.steps[0].start, 3);
+	assert_int_equal(r.steady, 400000 - 5); /* one step holds the copy */
+	for (size_t i = 1; i < r.nsteps; i++)
+		assert_int_equal(r.steps[i].start, r.steps[i - 1].end);
+	assert_int_equal(r.steps[r.nsteps - 1].end, 400000);
+	assert_int_equal(r.anchor, 9);
+	period_result_free(&r);
+	for (size_t i = 0; i < 1000; i++)
+		k[i] = i % 5 ? 9 : (uint32_t)(100 + i); /* 80 % one key, the rest all distinct */
+	period_find(k, 1000, &r);
+	assert_string_equal(r.method, "none");
+	assert_int_equal(r.nsteps, 1);
+	period_result_free(&r);
+	free(k);
+}
+
 static void test_tiny(void **state)
 {
 	struct period_result r;
@@ -466,9 +499,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_exact),       cmocka_unit_test(test_prelude_first_step_epilogue),
 	    cmocka_unit_test(test_noise),       cmocka_unit_test(test_no_period),
-	    cmocka_unit_test(test_tiny),        cmocka_unit_test(test_million),
-	    cmocka_unit_test(test_replaced),    cmocka_unit_test(test_invariants),
-	    cmocka_unit_test(test_real_traces),
+	    cmocka_unit_test(test_one_op_loop), cmocka_unit_test(test_tiny),
+	    cmocka_unit_test(test_million),     cmocka_unit_test(test_replaced),
+	    cmocka_unit_test(test_invariants),  cmocka_unit_test(test_real_traces),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
