@@ -587,6 +587,17 @@ static void record_scanned(const CUpti_CallbackData *cb, enum api_idx api, const
 	ring_commit();
 }
 
+/* A launch's source site (attribution, timed) and the NCCL collectives it carries; returns
+ * whether it has a site. */
+static int launch_context(uint32_t *site, int *inh, uint32_t *coll, int *ncoll)
+{
+	uint64_t t0 = selftime_start();
+	int has_site = shim_cfg.attrib ? sites_current(site, inh) : 0;
+	selftime_add(ST_SITES, t0);
+	*ncoll = nccl_current(coll, NCCL_MAX_IDS);
+	return has_site;
+}
+
 static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const struct launch *l)
 {
 	if (cb->callbackSite == CUPTI_API_ENTER && shim_cfg.writes != WRITES_PROBE)
@@ -603,11 +614,8 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	if (cb->callbackSite == CUPTI_API_EXIT && nargs && shim_cfg.defer && ptrmap_offline() &&
 	    shim_cfg.writes != WRITES_PROBE && L->total <= DEFER_MAX) {
 		uint32_t site = 0, coll[NCCL_MAX_IDS];
-		int inh = 0;
-		t0 = selftime_start();
-		int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
-		selftime_add(ST_SITES, t0);
-		int ncoll = nccl_current(coll, NCCL_MAX_IDS);
+		int inh = 0, ncoll = 0;
+		int has_site = launch_context(&site, &inh, coll, &ncoll);
 		t0 = selftime_start();
 		int done = record_deferred(cb, api, l, L, site, inh, has_site, coll, ncoll);
 		selftime_add(ST_ARGS, t0);
@@ -661,11 +669,8 @@ static void record_launch(const CUpti_CallbackData *cb, enum api_idx api, const 
 	probe_n = 0;
 
 	uint32_t site = 0, coll[NCCL_MAX_IDS];
-	int inh = 0;
-	t0 = selftime_start();
-	int has_site = shim_cfg.attrib ? sites_current(&site, &inh) : 0;
-	selftime_add(ST_SITES, t0);
-	int ncoll = nccl_current(coll, NCCL_MAX_IDS);
+	int inh = 0, ncoll = 0;
+	int has_site = launch_context(&site, &inh, coll, &ncoll);
 	record_scanned(cb, api, l, L, args, nargs, ptrs, np, site, inh, has_site, coll, ncoll);
 }
 
