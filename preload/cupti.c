@@ -510,17 +510,16 @@ static void launch_head(struct r_launch *r, uint16_t type, size_t len, const CUp
 
 /*
  * The deferred form of a launch (record.h, R_LAUNCH_DEFER): the parameters' bytes and the
- * bounds, for the writer thread to scan. Returns 0 when the launch must be scanned here: the
- * map is needed at the launch (AICPROF_RESOLVE=shim, calibration), the bytes cannot be read,
- * or there are more than DEFER_MAX of them.
+ * bounds, for the writer thread to scan. The caller has checked that it may be deferred
+ * (resolved offline, no calibration, DEFER_MAX bytes at most). Returns 0 when the bytes cannot
+ * be read: the launch is scanned here.
  */
 static int record_deferred(const CUpti_CallbackData *cb, enum api_idx api, const struct launch *l,
                            const struct fn_layout *L, uint32_t site, int inh, int has_site,
                            const uint32_t *coll, int ncoll)
 {
 	char *packed = NULL;
-	if (!shim_cfg.defer || !ptrmap_offline() || shim_cfg.writes == WRITES_PROBE ||
-	    L->total > DEFER_MAX || (!l->kp && !(packed = extra_buffer(l->extra))))
+	if (!l->kp && !(packed = extra_buffer(l->extra)))
 		return 0;
 	size_t len = REC_ALIGN(sizeof(struct r_launch) + sizeof(struct r_defer) +
 	                       sizeof(uint32_t) * (size_t)ncoll + L->total);
