@@ -1,7 +1,10 @@
 #!/bin/sh
 # The one call on the device machine: build what runs there, run make gpu-test (and the
 # fusion suite when present), and leave traces and logs in $OUT.
-#   device run: sh tests/gpu/device.sh      (carry: .devdeps, from ../shared/device/fetch-deps.sh)
+#   device run: sh tests/gpu/device.sh      (carry: .devdeps, from ../shared/device/fetch-deps.sh
+#   with Graphviz's libraries named: `../shared/device/fetch-deps.sh libgraphviz-dev libcgraph6
+#   libgvc6 libcdt5 libpathplan4 libxdot4 libltdl7`; without them only the shim builds, and
+#   whatever needs build/aicprof there (kbench's and e2e's fuse, the suite's analyses) fails)
 # $OUT gets: gpu.log (everything), traces.tar.gz (the recorded traces), bench.jsonl.
 # GPU_BENCH=0 skips the overhead benchmark (about 90 s); GPU_SUITE=0 skips make gpu-test's
 # capture suite; GPU_T="tests/gpu/t-ddp.sh ..." runs only those of the t-*.sh files (after the
@@ -50,6 +53,7 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 			EXTRA_CFLAGS="-I$D/usr/include -I$D/usr/include/cjson -I$D/usr/include/graphviz" \
 			EXTRA_LDFLAGS="-L$D/usr/lib/x86_64-linux-gnu -Wl,-rpath,$D/usr/lib/x86_64-linux-gnu -Wl,-rpath-link,$D/lib/x86_64-linux-gnu" \
 			build/aicprof 2>&1 | tail -3
+		[ -x build/aicprof ] || echo "# build/aicprof did not build: does .devdeps hold Graphviz (this file's header)?"
 	fi
 	if [ -n "${GPU_REC:-}" ]; then
 		rw=$(mktemp -d)
