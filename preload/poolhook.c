@@ -24,10 +24,11 @@
  * `cuMemAlloc_v2` allocations: the memory plan counts them as what the allocator held.
  *
  * Nothing of the program changes: the allocator, its pools, its timing of reuse and its
- * errors are its own; the wrapper only reads its arguments. Frees reported while recording is
- * paused still leave the map (it must stay true); records are written only while recording.
- * Once the recording window has closed (shim_stopped()), the wrapper only calls the real
- * function.
+ * errors are its own; the wrapper only reads its arguments. Reports made while a capture range
+ * is paused are recorded too, as the CUDA allocations are (cupti.c): a pointer of a recorded
+ * launch may fall in a block handed out while paused, and the analyzer's offline resolution (or
+ * the shim's map, where it is kept) needs every block. Once the recording window has closed
+ * (shim_stopped()), the wrapper only calls the real function.
  */
 #include "preload/poolhook.h"
 #include "preload/base.h"
