@@ -7,7 +7,8 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
         half, BENCH_PAIRS pairs, default 30; under the shim with AICPROF_CAPTURE=profiler-api: rounds alternate
         between recording, inside torch.cuda.profiler.start()/stop(), and paused, in one
         process, and the figure is the median of the paired differences: the launch path's
-        cost without the noise between processes; allocations are recorded in both)
+        cost without the noise between processes; allocations are recorded in both, so their
+        cost is in neither: "alloc_reports_per_step" counts them, from PyTorch's counters)
   WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
         200 rounds; BENCH_SETTLE_S=S: after S seconds of warm-up), oopdeep (the same loop called 40 Python frames deep, as a model's
         modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
@@ -120,10 +121,18 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
     for rec in (True, False, True, False):  # warm-up: the first stacks, both halves
         (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
         step()
-    m_on, m_off, m_d = pairs(step, int(os.environ.get("BENCH_PAIRS", "30")))
+    npairs = int(os.environ.get("BENCH_PAIRS", "30"))
+    ms0 = torch.cuda.memory_stats()
+    m_on, m_off, m_d = pairs(step, npairs)
+    ms1 = torch.cuda.memory_stats()
+    # what the paired difference leaves out: the caching allocator's block reports a step
+    # (each an allocation or free record in both halves), from PyTorch's own counters
+    reports = sum(ms1.get(k, 0) - ms0.get(k, 0)
+                  for k in ("allocation.all.allocated", "allocation.all.freed")) / (2 * npairs)
     print(json.dumps({"mode": mode, "what": what, "step_ms": round(m_on, 3),
                       "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
-                      "pct_added": round(100 * m_d / m_off, 2)}))
+                      "pct_added": round(100 * m_d / m_off, 2),
+                      "alloc_reports_per_step": round(reports, 1)}))
 else:
     sys.argv = [what] + sys.argv[3:]
     buf = io.StringIO()
