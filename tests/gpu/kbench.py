@@ -14,7 +14,8 @@ and backward by autograd's thread. Also times a plain copy of the same bytes (x.
 bandwidth reference. Prints one JSON line per function: per form the median kernel time per
 iteration (µs), the kernel count, each kernel's µs an iteration of forward and backward
 (fwd_bwd_by_kernel), and for the fused forward its bandwidth against the copy's.
-Without --pkg-* it analyses and fuses the bundled trace (build/aicprof) into a temporary
+Without --pkg-* and with the fused form asked for (only then: the eager and compile forms need no
+build/aicprof) it analyses and fuses the bundled trace (build/aicprof) into a temporary
 directory. The fused form's `fused_applied` is aicprof_fused.applied() after its run: whether
 the forward + backward iterations ran the fused backward (LlamaRMSNorm's row and column
 kernels) or fell back to the original (`last_fallback`). Each function runs in a process of its own, its forms one after another; the kernel times do not depend on the host's noise, which is
@@ -162,8 +163,9 @@ def main():
         return
     import torch
     if "gelu" in a.only:
-        pkg = a.pkg_gpt2 or fuse(top, os.path.join(top, "samples/traces/gpt2_train.aicp.jsonl"),
-                                 tempfile.mkdtemp(prefix="kb_gpt2."))
+        pkg = a.pkg_gpt2 or ("fused" in FORMS and fuse(
+            top, os.path.join(top, "samples/traces/gpt2_train.aicp.jsonl"),
+            tempfile.mkdtemp(prefix="kb_gpt2.")))
         from transformers.activations import NewGELUActivation
         # the GPT-2 sample: batch 8 x 256 tokens, 4 x 512 inner width, bf16 autocast
         bench("NewGELUActivation.forward", NewGELUActivation, (8, 256, 2048), torch.bfloat16,
@@ -172,8 +174,9 @@ def main():
             bench("NewGELUActivation.forward", NewGELUActivation, (16, 1024, 2048),
                   torch.bfloat16, a.iters, pkg)
     if "rmsnorm" in a.only:
-        pkg = a.pkg_llama or fuse(top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
-                                  tempfile.mkdtemp(prefix="kb_llama."))
+        pkg = a.pkg_llama or ("fused" in FORMS and fuse(
+            top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
+            tempfile.mkdtemp(prefix="kb_llama.")))
         from transformers.models.llama.modeling_llama import LlamaRMSNorm
         bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (4, 256, 512), torch.float32,
               a.iters, pkg)
