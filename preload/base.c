@@ -116,6 +116,11 @@ void shim_pause(int on)
 	atomic_store(&paused, on);
 }
 
+int shim_paused(void)
+{
+	return atomic_load_explicit(&paused, memory_order_relaxed);
+}
+
 int shim_recording(void)
 {
 	if (atomic_load_explicit(&stopped, memory_order_relaxed) ||

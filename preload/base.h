@@ -50,6 +50,8 @@ int shim_stopped(void);
 /* A capture range paused (1) or running (0): AICPROF_CAPTURE=profiler-api, cupti.c. While
  * paused shim_recording() is 0; the allocation map is still kept. Safe from any thread. */
 void shim_pause(int on);
+/* Whether a capture range is paused now (relaxed; any thread). */
+int shim_paused(void);
 
 /*
  * The real definition of a function the shim interposes (NCCL's, cudaFreeAsync): RTLD_NEXT,

@@ -110,6 +110,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->depth = (int)l;
 	if ((v = lookup("AICPROF_ALLOC_BACKEND")) && !parse_bool("AICPROF_ALLOC_BACKEND", v, &b, m))
 		c->alloc_backend = b;
+	if ((v = lookup("AICPROF_PAUSE_BLOCKS")) && !parse_bool("AICPROF_PAUSE_BLOCKS", v, &b, m))
+		c->pause_blocks = b;
 	if ((v = lookup("AICPROF_MAX_MB")) && !parse_long("AICPROF_MAX_MB", v, 0, 1L << 30, &l, m))
 		c->max_mb = l;
 	if ((v = lookup("AICPROF_DELAY")))

@@ -41,6 +41,10 @@ struct config {
 	int resolve_shim; /* AICPROF_RESOLVE: "offline" (0, the default: the analyzer resolves
 	                   * pointers to allocations, ptrmap.c) or "shim" (1: the shim's map does);
 	                   * AICPROF_WRITES=probe needs the map and sets 1 */
+	int pause_blocks; /* AICPROF_PAUSE_BLOCKS: 1, for benchmarks only: a paused capture range
+	                   * also records no caching-allocator blocks (poolhook.c), so that a paired
+	                   * benchmark's difference holds the allocation path's cost; such a trace
+	                   * cannot resolve pointers into blocks handed out while paused */
 	int defer;        /* AICPROF_DEFER: resolved offline, the writer thread scans a launch's
 	                   * parameters (1, default; argscan.c), or the launching thread does (0) */
 };

@@ -28,7 +28,9 @@
  * is paused are recorded too, as the CUDA allocations are (cupti.c): a pointer of a recorded
  * launch may fall in a block handed out while paused, and the analyzer's offline resolution (or
  * the shim's map, where it is kept) needs every block. Once the recording window has closed
- * (shim_stopped()), the wrapper only calls the real function.
+ * (shim_stopped()), the wrapper only calls the real function. AICPROF_PAUSE_BLOCKS=1, for
+ * benchmarks only (tests/gpu/bench_step.py paired), skips the reports made while paused too, so
+ * that a paired recording-against-paused difference holds this path's cost as well.
  */
 #include "preload/poolhook.h"
 #include "preload/base.h"
@@ -50,13 +52,18 @@ struct c10_device {
 
 typedef void (*report_fn)(void *, int64_t, size_t, size_t, struct c10_device);
 
-static int enabled;
+static int enabled, pause_skips;
 static _Atomic int armed, tries;
 static report_fn real_report;
 
 void poolhook_set_enabled(int on)
 {
 	enabled = on;
+}
+
+void poolhook_set_pause_skips(int on)
+{
+	pause_skips = on;
 }
 
 int poolhook_armed(void)
@@ -67,7 +74,8 @@ int poolhook_armed(void)
 static void w_report(void *ptr, int64_t size, size_t allocated, size_t reserved,
                      struct c10_device dev)
 {
-	if (dev.type == 1 && ptr && size && !shim_stopped() && shim_enter()) {
+	if (dev.type == 1 && ptr && size && !shim_stopped() && !(pause_skips && shim_paused()) &&
+	    shim_enter()) {
 		uint64_t t0 = selftime_start();
 		uint64_t p = (uint64_t)(uintptr_t)ptr;
 		if (size > 0) {

@@ -10,6 +10,10 @@
  * armed: under cudaMallocAsync every tensor is already one CUDA allocation. */
 void poolhook_set_enabled(int on);
 
+/* AICPROF_PAUSE_BLOCKS (benchmarks only): 1 skips the blocks reported while a capture range is
+ * paused (shim_paused()), 0 (the default) records them, as the analyzer needs. */
+void poolhook_set_pause_skips(int on);
+
 /*
  * Arms the hook if enabled and libc10_cuda.so is loaded: its import of
  * c10::reportMemoryUsageToProfiler is pointed at a wrapper that records each block allocated

@@ -8,7 +8,9 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
         between recording, inside torch.cuda.profiler.start()/stop(), and paused, in one
         process, and the figure is the median of the paired differences: the launch path's
         cost without the noise between processes; allocations are recorded in both, so their
-        cost is in neither: "alloc_reports_per_step" counts them, from PyTorch's counters)
+        cost is in neither: "alloc_reports_per_step" counts them, from PyTorch's counters;
+        with AICPROF_PAUSE_BLOCKS=1 the paused halves skip the caching allocator's blocks, and
+        the difference holds their cost too: "blocks_paused" says which)
   WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
         200 rounds; BENCH_SETTLE_S=S: after S seconds of warm-up), oopdeep (the same loop called 40 Python frames deep, as a model's
         modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
@@ -132,7 +134,8 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
     print(json.dumps({"mode": mode, "what": what, "step_ms": round(m_on, 3),
                       "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
                       "pct_added": round(100 * m_d / m_off, 2),
-                      "alloc_reports_per_step": round(reports, 1)}))
+                      "alloc_reports_per_step": round(reports, 1),
+                      "blocks_paused": os.environ.get("AICPROF_PAUSE_BLOCKS", "0") == "1"}))
 else:
     sys.argv = [what] + sys.argv[3:]
     buf = io.StringIO()

@@ -18,7 +18,10 @@
 #              window closed (GPT-2's measured steps come after it, too)
 #   paired     AICPROF_CAPTURE=profiler-api: recording and paused rounds (the loops) or steps
 #              (GPT-2) alternate in one process (bench_step.py paired), the median paired
-#              difference is the recording path's cost (us_added, ms_added and pct_added)
+#              difference is the recording path's cost (us_added, ms_added and pct_added);
+#              the caching allocator's blocks are recorded in both halves, so it leaves their cost out
+#   pairedall  paired with AICPROF_PAUSE_BLOCKS=1: the paused halves skip the blocks too, so the
+#              difference is the whole recording cost, allocations included
 # Every mode's loops warm up for OVH_SETTLE seconds (default OVH_WIN + 2) before they are timed
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
@@ -63,8 +66,12 @@ run() { # mode workload...
 		st) e=AICPROF_SELFTIME=1 ;;
 		win) e="AICPROF_DURATION=${OVH_WIN:-1}" ;;
 		paired) e=AICPROF_CAPTURE=profiler-api ;;
+		pairedall) e="AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1" ;;
 		esac
-		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
+		bm=$m
+		[ "$m" = pairedall ] && bm=paired
+		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$bm" "$@" |
+			sed "s/\"mode\": \"$bm\"/\"mode\": \"$m\"/" ;;
 	esac
 }
 export BENCH_SETTLE_S=${OVH_SETTLE:-$((${OVH_WIN:-1} + 2))}
@@ -109,5 +116,9 @@ for w in what:
         base = med if m == "bare" else base
         add = "" if base is None or m == "bare" else " (%+.2f, %+.0f%%)" % (med - base, (med / base - 1) * 100)
         print("# %-28s %-9s %s median %.3f%s" % (w.split("/")[-1], m, " ".join("%.2f" % x for x in v), med, add))
+        for k in ("us_added", "ms_added", "pct_added"):  # the paired modes' own differences
+            d = [r[k] for r in rows if r["what"] == w and r["mode"] == m and k in r]
+            if d:
+                print("# %-28s %-9s %s: %s median %.3f" % (w.split("/")[-1], m, k, " ".join("%.2f" % x for x in d), statistics.median(d)))
 PY
 grep -E '^(#|==)' "$OUT/overhead.log" | tail -60

@@ -108,6 +108,7 @@ static void test_every_variable(void **state)
 	set("AICPROF_EAGER", "true");
 	set("AICPROF_ARGS", "0");
 	set("AICPROF_CAPTURE", "profiler-api");
+	set("AICPROF_PAUSE_BLOCKS", "1");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
@@ -126,6 +127,7 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.eager, 1);
 	assert_int_equal(c.args, 0);
 	assert_int_equal(c.capture_api, 1);
+	assert_int_equal(c.pause_blocks, 1);
 }
 
 static void test_bad_values_keep_defaults(void **state)

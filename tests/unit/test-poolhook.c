@@ -5,6 +5,7 @@
  * reach libc10 unchanged, enter or leave the pointer map as a block inside its segment, and
  * leave one alloc or free record of api "c10::CachingAllocator" in this thread's ring.
  */
+#include "preload/base.h"
 #include "preload/cupti.h"
 #include "preload/poolhook.h"
 #include "preload/ptrmap.h"
@@ -145,9 +146,38 @@ static void test_blocks_recorded(void **state)
 	ptrmap_clear();
 }
 
+/* AICPROF_PAUSE_BLOCKS: a paused capture range records blocks unless the benchmark switch is on;
+ * the report reaches libc10 either way */
+static void test_pause_skips(void **state)
+{
+	(void)state;
+	poolhook_set_enabled(1);
+	poolhook_try("test");
+	assert_true(poolhook_armed());
+	ptrmap_clear();
+	take_records(NULL, 0);
+	struct r_alloc r[4];
+	shim_pause(1);
+	block((void *)0x7f0000200000, 512, 1, 3); /* paused, switch off: recorded */
+	report_seen((void *)0x7f0000200000, 512, 1);
+	assert_int_equal(take_records(r, 4), 1);
+	poolhook_set_pause_skips(1);
+	block((void *)0x7f0000200000, -512, 1, 3); /* paused, switch on: passed on only */
+	report_seen((void *)0x7f0000200000, -512, 1);
+	assert_int_equal(take_records(r, 4), 0);
+	shim_pause(0);
+	block((void *)0x7f0000300000, 1024, 1, 3); /* running, switch on: recorded */
+	report_seen((void *)0x7f0000300000, 1024, 1);
+	assert_int_equal(take_records(r, 4), 1);
+	assert_int_equal(r[0].ptr, 0x7f0000300000);
+	poolhook_set_pause_skips(0);
+	ptrmap_clear();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {cmocka_unit_test(test_disabled_patches_nothing),
-	                                   cmocka_unit_test(test_blocks_recorded)};
+	                                   cmocka_unit_test(test_blocks_recorded),
+	                                   cmocka_unit_test(test_pause_skips)};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
