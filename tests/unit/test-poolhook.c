@@ -83,6 +83,16 @@ static void report_seen(void *ptr, int64_t size, int type)
 	assert_int_equal(ix, 3);
 }
 
+/* the hook armed, the map and this thread's ring empty */
+static void arm_empty(void)
+{
+	poolhook_set_enabled(1);
+	poolhook_try("test");
+	assert_true(poolhook_armed());
+	ptrmap_clear();
+	take_records(NULL, 0);
+}
+
 static void test_disabled_patches_nothing(void **state)
 {
 	(void)state;
@@ -100,11 +110,7 @@ static void test_disabled_patches_nothing(void **state)
 static void test_blocks_recorded(void **state)
 {
 	(void)state;
-	poolhook_set_enabled(1);
-	poolhook_try("test");
-	assert_true(poolhook_armed());
-	ptrmap_clear();
-	take_records(NULL, 0);
+	arm_empty();
 	int64_t seg = ptrmap_add(0x7f0000000000, 2 << 20); /* the segment's cudaMalloc */
 	long before =
 	    last(&(void *){0}, &(int64_t){0}, &(uint64_t){0}, &(uint64_t){0}, &(int){0}, &(int){0});
@@ -151,11 +157,7 @@ static void test_blocks_recorded(void **state)
 static void test_pause_skips(void **state)
 {
 	(void)state;
-	poolhook_set_enabled(1);
-	poolhook_try("test");
-	assert_true(poolhook_armed());
-	ptrmap_clear();
-	take_records(NULL, 0);
+	arm_empty();
 	struct r_alloc r[4];
 	shim_pause(1);
 	block((void *)0x7f0000200000, 512, 1, 3); /* paused, switch off: recorded */
