@@ -52,18 +52,13 @@ struct c10_device {
 
 typedef void (*report_fn)(void *, int64_t, size_t, size_t, struct c10_device);
 
-static int enabled, pause_skips;
+static int enabled;
 static _Atomic int armed, tries;
 static report_fn real_report;
 
 void poolhook_set_enabled(int on)
 {
 	enabled = on;
-}
-
-void poolhook_set_pause_skips(int on)
-{
-	pause_skips = on;
 }
 
 int poolhook_armed(void)
@@ -74,8 +69,8 @@ int poolhook_armed(void)
 static void w_report(void *ptr, int64_t size, size_t allocated, size_t reserved,
                      struct c10_device dev)
 {
-	if (dev.type == 1 && ptr && size && !shim_stopped() && !(pause_skips && shim_paused()) &&
-	    shim_enter()) {
+	if (dev.type == 1 && ptr && size && !shim_stopped() &&
+	    !(shim_cfg.pause_blocks && shim_paused()) && shim_enter()) {
 		uint64_t t0 = selftime_start();
 		uint64_t p = (uint64_t)(uintptr_t)ptr;
 		if (size > 0) {

@@ -10,10 +10,6 @@
  * armed: under cudaMallocAsync every tensor is already one CUDA allocation. */
 void poolhook_set_enabled(int on);
 
-/* AICPROF_PAUSE_BLOCKS (benchmarks only): 1 skips the blocks reported while a capture range is
- * paused (shim_paused()), 0 (the default) records them, as the analyzer needs. */
-void poolhook_set_pause_skips(int on);
-
 /*
  * Arms the hook if enabled and libc10_cuda.so is loaded: its import of
  * c10::reportMemoryUsageToProfiler is pointed at a wrapper that records each block allocated
@@ -23,6 +19,9 @@ void poolhook_set_pause_skips(int on);
  * inside dlopen. `when` names the caller for the debug line.
  */
 void poolhook_try(const char *when);
+/* (With shim_cfg.pause_blocks, AICPROF_PAUSE_BLOCKS, for benchmarks only, the wrapper skips the
+ * blocks reported while a capture range is paused; by default it records them, as the analyzer
+ * needs.) */
 
 /* Whether the hook is armed (the trace's allocations are then the allocator's blocks). */
 int poolhook_armed(void);

@@ -457,7 +457,6 @@ __attribute__((constructor)) static void aicprof_init(void)
 	} else {
 		poolhook_set_enabled(1); /* PyTorch's caching allocator: its blocks are recorded */
 	}
-	poolhook_set_pause_skips(shim_cfg.pause_blocks);
 	/* JAX/XLA preallocates 75% of the device as one arena, so every buffer would map to it:
 	 * unless the user chose, ask for its platform allocator (one cuMemAlloc per buffer) */
 	const char *xp = getenv("XLA_PYTHON_CLIENT_PREALLOCATE"),

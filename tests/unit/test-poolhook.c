@@ -163,7 +163,7 @@ static void test_pause_skips(void **state)
 	block((void *)0x7f0000200000, 512, 1, 3); /* paused, switch off: recorded */
 	report_seen((void *)0x7f0000200000, 512, 1);
 	assert_int_equal(take_records(r, 4), 1);
-	poolhook_set_pause_skips(1);
+	shim_cfg.pause_blocks = 1;
 	block((void *)0x7f0000200000, -512, 1, 3); /* paused, switch on: passed on only */
 	report_seen((void *)0x7f0000200000, -512, 1);
 	assert_int_equal(take_records(r, 4), 0);
@@ -172,7 +172,7 @@ static void test_pause_skips(void **state)
 	report_seen((void *)0x7f0000300000, 1024, 1);
 	assert_int_equal(take_records(r, 4), 1);
 	assert_int_equal(r[0].ptr, 0x7f0000300000);
-	poolhook_set_pause_skips(0);
+	shim_cfg.pause_blocks = 0;
 	ptrmap_clear();
 }
 
