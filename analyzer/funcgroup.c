@@ -25,6 +25,16 @@
  * nothing from fusion: a function needs two or more in a run. Runs must also come from the same
  * lines (a function whose kernels sit between its callees' comes out as runs of different
  * lines, e.g. a decoder layer's two residual adds, and is not taken).
+ * The gated-MLP rule (transformers' LlamaMLP, MistralMLP, Qwen2MLP, GemmaMLP:
+ * down_proj(act_fn(gate_proj(x)) * up_proj(x))): a run may take one kernel of another library
+ * function between two of its own when that kernel is an activation (silu, gelu, gelu_tanh,
+ * relu: act_fn's module). A method whose run is then three GEMMs, that activation reading the
+ * first GEMM's result, one mul of the activation's result and the second GEMM's read by the
+ * third GEMM, and casts (autocast's weight copies), is listed as the form "gated": its group is
+ * the activation and the mul alone (fusegroup_build(), the activation's result removed: the
+ * replacement's custom op recomputes it in its own backward), its inputs "gate" and "up", and
+ * the binding names the activation's class (act_class) for apply() to check act_fn against. The
+ * GEMMs stay the module's own.
  * A function named eager_attention_forward whose runs hold a softmax and two GEMMs is listed as
  * the library form "sdpa" (no group): apply() calls transformers' sdpa_attention_forward. Its
  * run also takes the kernels of the program's own line between two of its kernels: softmax and
@@ -91,11 +101,12 @@ static int same_func(const struct node *a, const struct node *b)
 
 /* Whether two kernels' bytes are the same work: equal, or apart by what a pool's blocks add
  * to extents bounded by them (a GEMM's output in a block 1 MiB larger in one layer than in
- * the next; a few pointers each, and never more than a quarter). */
+ * the next, a bf16 copy of a 1.4 MB weight in a 2 MiB block: a few pointers each, at most
+ * 4 MiB and never more than half the larger figure). */
 static int same_bytes(uint64_t x, uint64_t y)
 {
 	uint64_t d = x > y ? x - y : y - x, hi = x > y ? x : y;
-	return d == 0 || (d <= 4 * ((1u << 20) + 512) && d <= hi / 4);
+	return d == 0 || (d <= 4 * ((1u << 20) + 512) && d <= hi / 2);
 }
 
 /* Whether the runs [a, a + len) and [b, b + len) are alike. */
@@ -291,6 +302,94 @@ static cJSON *rms_group(const struct model *m, int a, int len, int out)
 	return g;
 }
 
+/* An activation kernel a gated MLP calls through a module of its own (act_fn). */
+static int is_act(const struct node *n)
+{
+	static const char *acts[] = {"silu", "gelu", "gelu_tanh", "relu"};
+	for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
+		if (!strcmp(op_of(n), acts[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether value v is one that node n reads. */
+static int reads_value(const struct node *n, int v)
+{
+	for (int r = 0; r < n->nreads; r++)
+		if (n->reads[r] == v)
+			return 1;
+	return 0;
+}
+
+/* The gated-MLP rule (the file's header): the group act(gate) * up of a run whose kernels are
+ * three GEMMs, one activation of another library module, one mul and casts, wired
+ * down(act(gate(x)) * up(x)); NULL when the run is not one. *cls: the activation's class
+ * (a new string). */
+static cJSON *gated_group(const struct model *m, int a, int len, char **cls)
+{
+	int gm[3], ng = 0, act = -1, mul = -1;
+	for (int i = a; i < a + len; i++) {
+		const struct node *n = &m->nodes[i];
+		if (n->sem.family == FAM_GEMM) {
+			if (ng == 3)
+				return NULL;
+			gm[ng++] = i;
+		} else if (!same_func(n, &m->nodes[a])) {
+			if (act >= 0 || !is_act(n))
+				return NULL;
+			act = i;
+		} else if (!strcmp(op_of(n), "mul")) {
+			if (mul >= 0)
+				return NULL;
+			mul = i;
+		} else if (!is_cast(n)) {
+			return NULL;
+		}
+	}
+	if (ng != 3 || act < 0 || mul < 0 ||
+	    !(gm[0] < act && act < gm[1] && gm[1] < mul && mul < gm[2]))
+		return NULL;
+	const struct node *an = &m->nodes[act], *mn = &m->nodes[mul];
+	int g0 = fusegroup_result(m, gm[0]), g1 = fusegroup_result(m, gm[1]);
+	int av = fusegroup_result(m, act), mv = fusegroup_result(m, mul);
+	if (g0 < 0 || g1 < 0 || av < 0 || mv < 0 || an->nreads != 1 || an->reads[0] != g0 ||
+	    mn->nreads != 2 || !reads_value(mn, av) || !reads_value(mn, g1) ||
+	    !reads_value(&m->nodes[gm[2]], mv))
+		return NULL;
+	/* act_fn is a module: its function is "<class>.forward" */
+	const char *f = an->model_site.func, *dot = strrchr(f, '.');
+	if (!dot || strcmp(dot, ".forward") || dot == f)
+		return NULL;
+	struct candidate c;
+	memset(&c, 0, sizeof(c));
+	c.kind = "elementwise-chain";
+	int nodes[2] = {act, mul}, removed[1] = {av};
+	c.nodes = nodes;
+	c.nnodes = 2;
+	c.removed = removed;
+	c.nremoved = 1;
+	c.before_us = an->median_us + mn->median_us;
+	char *why = NULL;
+	cJSON *g = fusegroup_build(m, &c, &why);
+	free(why);
+	if (!g)
+		return NULL;
+	/* in0 the gate (what the activation reads), in1 up; one write, the product */
+	const cJSON *ins = cJSON_GetObjectItemCaseSensitive(g, "inputs");
+	const cJSON *outs = cJSON_GetObjectItemCaseSensitive(g, "outputs");
+	const cJSON *v0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ins, 0), "value");
+	const cJSON *v1 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(ins, 1), "value");
+	if (cJSON_GetArraySize(ins) != 2 || cJSON_GetArraySize(outs) != 1 || !cJSON_IsNumber(v0) ||
+	    !cJSON_IsNumber(v1) || v0->valueint != g0 || v1->valueint != g1) {
+		cJSON_Delete(g);
+		return NULL;
+	}
+	struct strbuf sb = STRBUF_INIT;
+	strbuf_add(&sb, f, (size_t)(dot - f));
+	*cls = sb.buf;
+	return g;
+}
+
 /* The run as a candidate for fusegroup_build(): every value a member writes but out is
  * internal. NULL with *why (a new string) when it has no description. */
 static cJSON *chain_group(const struct model *m, int a, int len, int out, char **why)
@@ -363,6 +462,7 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 		return NULL;
 	}
 	cJSON *g = NULL;
+	char *act_cls = NULL;
 	const char *form = "fused";
 	const char *base = strrchr(func, '.') ? strrchr(func, '.') + 1 : func;
 	if (!strcmp(base, "eager_attention_forward") && !strchr(func, '.')) {
@@ -371,6 +471,8 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 			return NULL;
 		}
 		form = "sdpa";
+	} else if (strchr(func, '.') && (g = gated_group(m, a, len, &act_cls))) {
+		form = "gated";
 	} else {
 		const char *w = NULL;
 		int out = run_output(m, a, len, &w);
@@ -388,6 +490,8 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 			free(mod);
 			return NULL;
 		}
+	}
+	if (g) {
 		char *nm = group_name(k, func);
 		cJSON_DeleteItemFromObjectCaseSensitive(g, "name");
 		cJSON_AddStringToObject(g, "name", nm);
@@ -412,6 +516,8 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 	cJSON *b = cJSON_AddObjectToObject(o, "binding");
 	cJSON_AddStringToObject(b, "module", mod);
 	cJSON_AddStringToObject(b, "qualname", func);
+	if (act_cls) /* the gated form: the class its act_fn must be */
+		cJSON_AddStringToObject(b, "act_class", act_cls);
 	cJSON *bi = cJSON_AddArrayToObject(b, "inputs");
 	cJSON *bo = cJSON_AddArrayToObject(b, "outputs");
 	if (g) {
@@ -425,8 +531,10 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 			cJSON *e = cJSON_CreateObject();
 			cJSON_AddStringToObject(e, "name",
 			                        cJSON_IsString(nm) ? nm->valuestring : "");
-			cJSON_AddStringToObject(
-			    e, "kind", cJSON_IsNumber(v) ? input_kind(m, v->valueint, a) : "arg");
+			const char *kd = cJSON_IsNumber(v) ? input_kind(m, v->valueint, a) : "arg";
+			if (act_cls) /* the gated form: computed by gate_proj and up_proj */
+				kd = cJSON_GetArraySize(bi) ? "up" : "gate";
+			cJSON_AddStringToObject(e, "kind", kd);
 			cJSON_AddStringToObject(e, "dtype",
 			                        cJSON_IsString(dt) ? dt->valuestring : "");
 			if (cJSON_IsNumber(ne))
@@ -448,6 +556,7 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 	} else {
 		cJSON_AddNullToObject(o, "group");
 	}
+	free(act_cls);
 	free(mod);
 	return o;
 }
@@ -472,10 +581,13 @@ static int run_len(const struct model *m, int a)
 	int len = 1, end = 1;
 	while (a + len < m->nnodes) {
 		const struct node *x = &m->nodes[a + len];
+		const struct node *y = a + len + 1 < m->nnodes ? &m->nodes[a + len + 1] : NULL;
 		if (lib_forward(x) && same_func(n, x))
 			end = ++len;
 		else if (is_eager_attention(n) && user_forward(x))
 			len++;
+		else if (lib_forward(x) && is_act(x) && y && lib_forward(y) && same_func(n, y))
+			len++; /* an activation module's one kernel between two of its caller's */
 		else
 			break;
 	}

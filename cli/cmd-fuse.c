@@ -23,6 +23,7 @@
 #include "lib/parseopt.h"
 #include "lib/summary.h"
 
+#include <ctype.h>
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,17 @@ static const char *str_of(const cJSON *o, const char *k)
 	return cJSON_IsString(x) ? x->valuestring : NULL;
 }
 
+/* Whether s is a Python identifier of at most 128 characters (a class name). */
+static int valid_class(const char *s)
+{
+	if (!s || !*s || strlen(s) > 128 || isdigit((unsigned char)*s))
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return 0;
+	return 1;
+}
+
 /* The summary's function groups (j's "functions") into run->fn: each in the package, or
  * advice when its entry or group does not parse. */
 static void functions_from(const cJSON *j, const char *path, struct fuse_run *run)
@@ -118,12 +130,18 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 		x->pf.file = str_of(x->spec, "file");
 		x->pf.line = cJSON_IsNumber(ln) ? ln->valueint : 0;
 		x->pf.invocations = cJSON_IsNumber(inv) ? inv->valueint : 0;
+		x->pf.act_class = str_of(b, "act_class");
+		int gated = x->pf.form && !strcmp(x->pf.form, "gated");
 		struct strbuf msg = STRBUF_INIT;
 		if (!x->pf.form || !x->pf.module || !x->pf.qualname ||
-		    (strcmp(x->pf.form, "fused") && strcmp(x->pf.form, "sdpa"))) {
+		    (strcmp(x->pf.form, "fused") && strcmp(x->pf.form, "sdpa") && !gated)) {
 			strbuf_addf(&msg, "%s: functions[%d]: no form, module or qualname", path,
 			            i);
-		} else if (!strcmp(x->pf.form, "fused")) {
+		} else if (gated && !valid_class(x->pf.act_class)) {
+			strbuf_addf(&msg,
+			            "%s: functions[%d].binding.act_class: not a Python class name",
+			            path, i);
+		} else if (strcmp(x->pf.form, "sdpa")) {
 			char where[128], name[32];
 			snprintf(where, sizeof(where), "%s: functions[%d].group", path, i);
 			snprintf(name, sizeof(name), "f%d", i);
@@ -141,13 +159,24 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 				x->kind = xcalloc(x->g.ninputs ? x->g.ninputs : 1, sizeof(char *));
 				for (int k = 0; k < x->g.ninputs && !msg.len; k++) {
 					const char *kd = str_of(cJSON_GetArrayItem(ins, k), "kind");
-					if (!kd || (strcmp(kd, "arg") && strcmp(kd, "param")))
+					const char *want = gated ? (k ? "up" : "gate") : NULL;
+					if (gated
+					        ? !kd || strcmp(kd, want)
+					        : !kd || (strcmp(kd, "arg") && strcmp(kd, "param")))
 						strbuf_addf(&msg,
 						            "%s: functions[%d].binding.inputs[%d]: "
-						            "kind is not \"arg\" or \"param\"",
-						            path, i, k);
+						            "kind is not %s",
+						            path, i, k,
+						            gated ? (k ? "\"up\"" : "\"gate\"")
+						                  : "\"arg\" or \"param\"");
 					x->kind[k] = kd;
 				}
+				if (!msg.len && gated && (x->g.ninputs != 2 || x->g.nwrites != 1))
+					strbuf_addf(
+					    &msg,
+					    "%s: functions[%d].group: the gated form takes two "
+					    "inputs (gate, up) and writes one value",
+					    path, i);
 			}
 			strbuf_release(&err);
 		}
@@ -427,9 +456,15 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 			else if (x->pf.g)
 				strbuf_addf(&sb,
 				            "- `%s.%s` (%d a step): group `%s` "
-				            "(`aicprof_fused/%s/`)\n",
+				            "(`aicprof_fused/%s/`)%s%s%s\n",
 				            x->pf.module, x->pf.qualname, x->pf.invocations,
-				            x->pf.g->name, x->pf.g->name);
+				            x->pf.g->name, x->pf.g->name,
+				            x->pf.act_class ? ": the gated MLP, `act_fn` (`" : "",
+				            x->pf.act_class ? x->pf.act_class : "",
+				            x->pf.act_class
+				                ? "`) and the product in one kernel between "
+				                  "`gate_proj`, `up_proj` and `down_proj`"
+				                : "");
 			else
 				strbuf_addf(&sb,
 				            "- `%s.%s` (%d a step): transformers' "

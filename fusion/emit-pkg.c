@@ -6,7 +6,11 @@
  * The file is a fixed runtime (pkg_runtime below) after a generated table, _FUNCS: per function
  * its import path and qualified name, its form ("fused": a generated group, whose module
  * aicprof_fused/<name>/<name>.py is loaded by path; "sdpa": transformers' sdpa_attention_forward
- * in place of eager_attention_forward), and for a group its inputs (kind "arg": the call's
+ * in place of eager_attention_forward; "gated": a gated MLP's forward(self, x), whose wrapper
+ * runs the module's own gate_proj, up_proj and down_proj and the group act(gate) * up between
+ * them, after checking that the module has those parts and an act_fn of the traced class
+ * (act_class), the first call of each class verified against the original as below), and for a
+ * group its inputs (kind "arg": the call's
  * tensor arguments in order; "param": the module's own parameters matched by numel and dtype),
  * element counts, row length and dropout. The table is JSON in a raw string (JSON cannot hold
  * three quotes in a row outside its strings, and escapes them inside), read with json.loads.
@@ -159,6 +163,8 @@ static const char pkg_runtime[] =
     "    try:\n"
     "        if spec[\"form\"] == \"sdpa\":\n"
     "            wrapper, note = _make_sdpa(spec, orig, rec)\n"
+    "        elif spec[\"form\"] == \"gated\":\n"
+    "            wrapper, note = _make_gated(spec, orig, rec)\n"
     "        else:\n"
     "            wrapper, note = _make_fused(spec, orig, rec)\n"
     "    except ImportError as e:\n"
@@ -411,6 +417,121 @@ static const char pkg_runtime[] =
     "    return wrapper, note\n"
     "\n"
     "\n"
+    "def _gated_misfit(torch, self, act_class):\n"
+    "    \"\"\"None when module self has the gated MLP's parts (gate_proj, up_proj, "
+    "down_proj and an\n"
+    "    act_fn of the traced class, one tensor-parallel slice), else why not.\"\"\"\n"
+    "    for a in (\"gate_proj\", \"up_proj\", \"down_proj\", \"act_fn\"):\n"
+    "        if not isinstance(getattr(self, a, None), torch.nn.Module):\n"
+    "            return \"the module has no %s\" % a\n"
+    "    if type(self.act_fn).__name__ != act_class:\n"
+    "        return \"its act_fn is %s, the trace's %s\" % "
+    "(type(self.act_fn).__name__, act_class)\n"
+    "    if (getattr(getattr(self, \"config\", None), \"pretraining_tp\", 1) or 1) != 1:\n"
+    "        return \"its config splits the projections (pretraining_tp)\"\n"
+    "    return None\n"
+    "\n"
+    "\n"
+    "def _make_gated(spec, orig, rec):\n"
+    "    \"\"\"forward(self, x) of a gated MLP, down_proj(act_fn(gate_proj(x)) * "
+    "up_proj(x)): the\n"
+    "    three projections run as the module's own, the activation and the product "
+    "as the group.\"\"\"\n"
+    "    import torch\n"
+    "    import weakref\n"
+    "    grp = _load_group(spec[\"name\"])\n"
+    "    run = getattr(grp, spec[\"name\"])\n"
+    "    dtypes = [getattr(torch, _TORCH_DTYPES[i[\"dtype\"]]) for i in "
+    "spec[\"inputs\"]]\n"
+    "    key = _key(spec)\n"
+    "    st = {\"off\": None}\n"
+    "    classes = {}  # as _make_fused's, keyed by x and the gate's weight dtype\n"
+    "    mods = weakref.WeakKeyDictionary()  # module -> why it does not fit, or \"\"\n"
+    "    autocast = _autocast(torch)\n"
+    "    grad_on = torch.is_grad_enabled\n"
+    "    compiling = getattr(getattr(torch, \"compiler\", None), \"is_compiling\", "
+    "lambda: False)\n"
+    "    fused_bwd = grp.HAS_BACKWARD and getattr(grp, \"_FUSED_BWD\", False)\n"
+    "    act_class = spec[\"act_class\"]\n"
+    "\n"
+    "    def wrapper(*args, **kwargs):\n"
+    "        if st[\"off\"] or compiling():\n"
+    "            return orig(*args, **kwargs)\n"
+    "        if len(args) != 2 or kwargs or not isinstance(args[1], torch.Tensor):\n"
+    "            _fallback(rec, \"the call is not forward(self, x)\")\n"
+    "            return orig(*args, **kwargs)\n"
+    "        self, x = args\n"
+    "        try:\n"
+    "            why = mods.get(self)\n"
+    "            if why is None:\n"
+    "                why = mods[self] = _gated_misfit(torch, self, act_class) or \"\"\n"
+    "        except TypeError:\n"
+    "            why = \"the module cannot be remembered\"\n"
+    "        if why:\n"
+    "            _fallback(rec, why)\n"
+    "            return orig(*args)\n"
+    "        if grad_on() and not fused_bwd:\n"
+    "            _fallback(rec, \"autograd needs a backward the group does not have\")\n"
+    "            return orig(*args)\n"
+    "        w = getattr(self.gate_proj, \"weight\", None)\n"
+    "        ck = (x.shape, x.dtype, x.is_cuda, x.is_contiguous(), autocast(),\n"
+    "              getattr(w, \"dtype\", None))\n"
+    "        prev = classes.get(ck)\n"
+    "        if prev is not None and (prev[0] is not None or not _ok(prev[1])):\n"
+    "            _fallback(rec, prev[0] or \"this call's class differed on first use: "
+    "\" + prev[1])\n"
+    "            return orig(*args)\n"
+    "        try:\n"
+    "            if prev is None:\n"
+    "                if len(classes) >= _MAX_CLASSES:\n"
+    "                    _fallback(rec, \"more than %d call classes\" % _MAX_CLASSES)\n"
+    "                    return orig(*args)\n"
+    "                cls = repr(((tuple(x.shape), str(x.dtype)), ck[4], str(ck[5])))\n"
+    "                with torch.no_grad():\n"
+    "                    ins = [self.gate_proj(x), self.up_proj(x)]\n"
+    "                    why = _check(spec, dtypes, ins)\n"
+    "                    if why is not None:\n"
+    "                        classes[ck] = (why, None)\n"
+    "                        _fallback(rec, why)\n"
+    "                        return orig(*args)\n"
+    "                    res = _compare(torch, orig(*args), "
+    "self.down_proj(run(*ins)[0]))\n"
+    "                res = res or \"verified\"\n"
+    "                classes[ck] = (None, res)\n"
+    "                rec[\"verified\"][cls] = res\n"
+    "                if not _ok(res):\n"
+    "                    if not any(v[0] is None and _ok(v[1]) for v in "
+    "classes.values()):\n"
+    "                        rec[\"applied\"] = False\n"
+    "                        rec[\"reason\"] = \"disabled on first use: \" + res\n"
+    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the "
+    "original for %s: %s; \"\n"
+    "                                     \"the original runs for those calls\\n\" % "
+    "(key, cls, res))\n"
+    "                    return orig(*args)\n"
+    "                if not rec[\"applied\"]:\n"
+    "                    rec[\"applied\"] = True\n"
+    "                    rec[\"reason\"] = note\n"
+    "            out = self.down_proj(run(self.gate_proj(x), self.up_proj(x))[0])\n"
+    "        except Exception as e:  # a build or launch failure: the original from "
+    "now on\n"
+    "            st[\"off\"] = str(e)\n"
+    "            rec[\"applied\"] = False\n"
+    "            rec[\"reason\"] = \"disabled: %s: %s\" % (type(e).__name__, e)\n"
+    "            _warn(key, \"disabled: %s: %s\" % (type(e).__name__, e))\n"
+    "            return orig(*args)\n"
+    "        _COUNTS[key] = _COUNTS.get(key, 0) + 1\n"
+    "        return out\n"
+    "\n"
+    "    note = (\"replaced: gate_proj, up_proj and down_proj as the module's own, "
+    "act_fn (%s) and \"\n"
+    "            \"the product by the fused group %s (%s)\" % (\n"
+    "                act_class, spec[\"name\"], \"backward: fused\" if fused_bwd\n"
+    "                else \"no fused backward: the original runs where autograd "
+    "records\"))\n"
+    "    return wrapper, note\n"
+    "\n"
+    "\n"
     "_SDPA_KNOWN = (\"module\", \"query\", \"key\", \"value\", \"attention_mask\", \"scaling\", "
     "\"dropout\")\n"
     "\n"
@@ -551,6 +672,8 @@ static cJSON *spec_json(const struct pkg_func *f)
 	if (!g)
 		return o;
 	cJSON_AddStringToObject(o, "name", g->name);
+	if (f->act_class)
+		cJSON_AddStringToObject(o, "act_class", f->act_class);
 	cJSON *ins = cJSON_AddArrayToObject(o, "inputs");
 	int shape = -1;
 	for (int i = 0; i < g->ninputs; i++) {
@@ -601,6 +724,9 @@ void emit_pkg(struct strbuf *sb, const struct pkg_func *f, int n)
 		            f[i].invocations);
 		if (f[i].g) {
 			strbuf_addf(sb, "group %s (", f[i].g->name);
+			if (f[i].act_class)
+				strbuf_addf(sb, "the gated MLP: act_fn %s and the product; ",
+				            f[i].act_class);
 			for (int k = 0; k < f[i].g->ninputs; k++)
 				strbuf_addf(sb, "%s%s %s %s", k ? ", " : "", f[i].g->values[k].name,
 				            f[i].kind[k], fdtype_name(f[i].g->values[k].dtype));

@@ -291,7 +291,9 @@ int fusion_write_group(const char *dir, const struct fgroup *g);
 /*
  * A library function the package aicprof_fused/ replaces at run time (fusion/emit-pkg.c),
  * from summary.json's "functions": form "fused" (g its generated group, kind[i] "arg" or
- * "param" for each of g's inputs) or "sdpa" (g NULL). All pointers are the caller's.
+ * "param" for each of g's inputs), "gated" (g the group act(gate) * up, kind "gate" and "up",
+ * act_class the activation module's class) or "sdpa" (g NULL). All pointers are the
+ * caller's.
  */
 struct pkg_func {
 	const char *form;
@@ -299,6 +301,7 @@ struct pkg_func {
 	int line, invocations;
 	const struct fgroup *g;
 	const char *const *kind;
+	const char *act_class; /* "gated": the class its act_fn must be, else NULL */
 };
 
 /* aicprof_fused/__init__.py of the functions f[0..n-1] (apply(), applied(), counts()). */

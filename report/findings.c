@@ -152,6 +152,10 @@ void finding_package(struct strbuf *o, const cJSON *functions, const cJSON *c)
 		    o, "</code> is replaced at run time by <code>aicprof_fused.apply()</code> (");
 		if (form && !strcmp(form, "sdpa"))
 			strbuf_adds(o, "the library's scaled_dot_product_attention form");
+		else if (form && !strcmp(form, "gated"))
+			strbuf_adds(o,
+			            "its projections as they are, the activation and the product "
+			            "in one generated kernel, with its backward");
 		else
 			strbuf_adds(o, "one generated kernel for every call, with its backward");
 		strbuf_adds(o, ", checked against the original on first use), the two lines "

@@ -53,6 +53,18 @@ check "gpt2: eager_attention_forward of modeling_gpt2 as the sdpa form" \
 check "llama: LlamaRMSNorm.forward of modeling_llama, an arg and a param" \
 	grep -q "^fused transformers.models.llama.modeling_llama LlamaRMSNorm.forward arg,param f" \
 	"$tmp/llama.tab"
+check "llama: LlamaMLP.forward of modeling_llama as the gated form (gate, up)" \
+	grep -q "^gated transformers.models.llama.modeling_llama LlamaMLP.forward gate,up f[0-9]*_LlamaMLP_forward" \
+	"$tmp/llama.tab"
+check "llama: the gated group is act(gate), its cast, times up, with a fused backward" \
+	python3 -c "
+import json,sys
+s=json.load(open('$tmp/llama/summary.json'))
+f=[f for f in s['functions'] if f['func']=='LlamaMLP.forward'][0]
+g=f['group']
+sys.exit(not (f['form']=='gated' and f['binding']['act_class']=='SiLUActivation'
+ and [o['op'] for o in g['ops']]==['silu','cast','mul'] and g['ops'][0]['args']==['in0']
+ and len(g['inputs'])==2 and len(g['outputs'])==1 and f['invocations']==4))"
 check "llama: eager_attention_forward of modeling_llama as the sdpa form" \
 	grep -q "^sdpa transformers.models.llama.modeling_llama eager_attention_forward" \
 	"$tmp/llama.tab"
@@ -161,6 +173,7 @@ class Tensor:
     def item(self): return self.data[0]
     def __getitem__(self, m): return Tensor([a for a, k in zip(self.data, m.data) if k], None, self.dtype)
     def size(self, d): return self.shape[d]
+    def __mul__(self, o): return Tensor([a * b for a, b in zip(self.data, o.data)], self.shape, self.dtype, self.is_cuda)
 
 def _map(f, t): return Tensor([1.0 if f(a) else 0.0 for a in t.data], t.shape, bool)
 def isnan(t): return _map(math.isnan, t)
@@ -169,6 +182,10 @@ def isfinite(t): return _map(math.isfinite, t)
 def equal(a, b): return a.shape == b.shape and a.data == b.data
 def allclose(a, b, rtol, atol): return all(abs(x - y) <= atol + rtol * abs(y) for x, y in zip(a.data, b.data))
 def is_grad_enabled(): return _grad[0]
+class _Module:
+    pass
+class nn:
+    Module = _Module
 class no_grad:
     def __enter__(self): self.s = _grad[0]; _grad[0] = False
     def __exit__(self, *a): _grad[0] = self.s
@@ -195,6 +212,7 @@ PY
 cat >"$tmp/fake/transformers/models/llama/__init__.py" <<'PY'
 PY
 cat >"$tmp/fake/transformers/models/llama/modeling_llama.py" <<'PY'
+import math
 import torch
 class LlamaRMSNorm:
     def __init__(self, w, others=()):
@@ -215,6 +233,25 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
     return torch.Tensor(value.data, value.shape, value.dtype), "weights"
 def caller(module, q, k, v):
     return eager_attention_forward(module, q, k, v, None, 0.125, dropout=0.1)
+class Lin(torch.nn.Module):
+    def __init__(self, scale):
+        self.scale, self.calls = scale, 0
+        self.weight = torch.Tensor([scale], (1,), torch.bfloat16)
+    def __call__(self, x):
+        self.calls += 1
+        return torch.Tensor([v * self.scale for v in x.data], x.shape, torch.bfloat16, x.is_cuda)
+class SiLUActivation(torch.nn.Module):
+    def __call__(self, x):
+        return torch.Tensor([v / (1 + math.exp(-v)) for v in x.data], x.shape, x.dtype, x.is_cuda)
+class GELUActivation(SiLUActivation):
+    pass
+class LlamaMLP(torch.nn.Module):
+    def __init__(self, act=None):
+        self.gate_proj, self.up_proj, self.down_proj = Lin(0.5), Lin(2.0), Lin(3.0)
+        self.act_fn = act or SiLUActivation()
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+    def __call__(self, *a, **k): return self.forward(*a, **k)
 PY
 cat >"$tmp/run.py" <<'PY'
 import io, math, os, sys, types
@@ -379,6 +416,14 @@ elif which == "llama":
         seen.append(w)
         return orig(ml.LlamaRMSNorm(w), x)
     fake_group(g["name"], fused)
+    gs = specs["LlamaMLP.forward"]
+    mkey = "transformers.models.llama.modeling_llama.LlamaMLP.forward"
+    got = []
+    def silu_mul(gate, up):
+        got.append((gate, up))
+        return torch.Tensor([a / (1 + math.exp(-a)) * b for a, b in zip(gate.data, up.data)],
+                            gate.shape, gate.dtype, gate.is_cuda)
+    fake_group(gs["name"], silu_mul)
     r = af.apply()
     key = "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward"
     check("RMSNorm replaced", r[key]["applied"])
@@ -412,6 +457,51 @@ elif which == "llama":
     out = ml.caller(mod, q, q, q)
     check("eager attention: asked for the weights, the original runs",
           out[1] == "weights" and af.counts()[akey] == 1)
+    # the gated MLP: the projections as the module's own, act_fn and the product fused
+    mlp_orig = ml.LlamaMLP.forward._aicprof_original
+    check("gated MLP replaced, with the activation's class from the trace",
+          af.applied()[mkey]["applied"] and gs["act_class"] == "SiLUActivation" and
+          [i["kind"] for i in gs["inputs"]] == ["gate", "up"])
+    mlp = ml.LlamaMLP()
+    x = torch.Tensor([0.5, -1.0, 2.0, 0.25], (1, 4), torch.bfloat16)
+    y = mlp(x)
+    ref = mlp_orig(ml.LlamaMLP(), x)
+    check("gated MLP: the group gets gate_proj(x) and up_proj(x), the result is the original's",
+          len(got) == 2 and got[1][0].data == [v * 0.5 for v in x.data] and
+          got[1][1].data == [v * 2.0 for v in x.data] and
+          all(abs(a - b) < 1e-6 for a, b in zip(y.data, ref.data)) and
+          af.counts()[mkey] == 1 and list(af.applied()[mkey]["verified"].values()) == ["verified"])
+    check("gated MLP: down_proj reads the fused product (once a call, plus the verification's)",
+          mlp.down_proj.calls == 3)
+    ml.LlamaMLP(ml.GELUActivation())(x)
+    check("gated MLP: an act_fn of another class runs the original, and says why",
+          af.counts()[mkey] == 1 and "GELUActivation" in af.applied()[mkey]["last_fallback"])
+    bare = ml.LlamaMLP()
+    del bare.up_proj
+    bare.forward = lambda x: "no up_proj"
+    try:
+        ml.LlamaMLP.forward(bare, x)
+    except AttributeError:
+        pass
+    check("gated MLP: a module without up_proj is not run by the form",
+          af.counts()[mkey] == 1 and "no up_proj" in af.applied()[mkey]["last_fallback"])
+    mlp(x=x)
+    check("gated MLP: a call by keyword runs the original",
+          af.counts()[mkey] == 1 and "forward(self, x)" in af.applied()[mkey]["last_fallback"])
+    mlp(torch.Tensor([1.0, 2.0], (1, 2), torch.bfloat16, cuda=False))
+    check("gated MLP: a CPU tensor runs the original",
+          af.counts()[mkey] == 1 and "CUDA" in af.applied()[mkey]["last_fallback"])
+    ml.LlamaMLP.forward = mlp_orig
+    af._STATE.pop(mkey)
+    af._GROUPS[gs["name"]] = None
+    fake_group(gs["name"], lambda g, u: torch.Tensor([9.0] * g.numel(), g.shape, g.dtype))
+    err, sys.stderr = sys.stderr, io.StringIO()
+    af.apply()
+    y1, y2 = mlp(x), mlp(x)
+    w, sys.stderr = sys.stderr.getvalue(), err
+    check("gated MLP: a group that differs is disabled on first use; the original's result",
+          y1.data == ref.data and y2.data == ref.data and af.counts()[mkey] == 1 and
+          not af.applied()[mkey]["applied"] and w.count("aicprof_fused: " + mkey) == 1)
 print("\n".join(res))
 PY
 gp=$tmp/gpt2-f

@@ -5,7 +5,8 @@ torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples
                               [--forms eager,fused,compile] [--label NAME]
 
 For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
-LlamaRMSNorm.forward at the Llama sample's; with --large also at a size whose copy runs from
+LlamaRMSNorm.forward and LlamaMLP.forward (--only mlp: the gated form, its GEMMs included in
+every form's time) at the Llama sample's; with --large also at a size whose copy runs from
 HBM, not the L2) and each form (eager: the library's code; fused:
 after aicprof_fused.apply(); compile: torch.compile of the module, default mode), runs the
 forward and backward `iters` times under torch.profiler and sums the GPU time of the kernels of
@@ -183,6 +184,19 @@ def main():
         if a.large:  # 128 MiB in and out; the package guards on the sample's 512 columns
             bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (32, 2048, 512),
                   torch.float32, a.iters, pkg)
+    if "mlp" in a.only:
+        pkg = a.pkg_llama or ("fused" in FORMS and fuse(
+            top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
+            tempfile.mkdtemp(prefix="kb_llama.")))
+        from transformers import LlamaConfig
+        from transformers.models.llama.modeling_llama import LlamaMLP
+        # the Llama sample's gated MLP: 512 -> 2 x 1408 -> 512, its three GEMMs in every form
+        cfg = LlamaConfig(hidden_size=512, intermediate_size=1408)
+        bench("LlamaMLP.forward", lambda: LlamaMLP(cfg), (4, 256, 512), torch.float32,
+              a.iters, pkg)
+        if a.large:
+            bench("LlamaMLP.forward", lambda: LlamaMLP(cfg), (32, 1024, 512), torch.float32,
+                  a.iters, pkg)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 # analyse the bundled GPT-2 and Llama traces (nothing is recorded), fuse them, then in Python
 # build the samples' models (samples/gpt2_train.py's and llama_train.py's configs, dropout 0)
 # and check that apply() replaced NewGELUActivation.forward and eager_attention_forward (GPT-2),
-# LlamaRMSNorm.forward (Llama), that the first use verified them, that a forward in eval mode
+# LlamaRMSNorm.forward, eager_attention_forward and LlamaMLP.forward (Llama; the gated form), that the first use verified them, that a forward in eval mode
 # (under no_grad; a form without a fused backward runs only there; RMSNorm's has one since
 # 2ac7818, so its train-mode check now runs the fused backward)
 # and a forward + backward in train mode under bf16 autocast match the original within
@@ -49,7 +49,8 @@ else:
     cfg._attn_implementation = "eager"
     model = LlamaForCausalLM(cfg).cuda()
     keys = ["transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",
-            "transformers.models.llama.modeling_llama.eager_attention_forward"]
+            "transformers.models.llama.modeling_llama.eager_attention_forward",
+            "transformers.models.llama.modeling_llama.LlamaMLP.forward"]
 ids = torch.randint(0, cfg.vocab_size, (8 if which == "gpt2" else 4, 256), device="cuda")
 
 def run(train):
