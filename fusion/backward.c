@@ -15,7 +15,8 @@
  *
  *   add(a, b): dy, dy          sub(a, b): dy, -dy        mul(a, b): dy * b, dy * a
  *   div(a, b): dy / b, -(dy * y) / b                     neg(a): -dy
- *   relu, silu, gelu(x): relu_backward, silu_backward, gelu_backward(dy, x)
+ *   relu, silu, gelu, gelu_tanh(x): relu_backward, silu_backward, gelu_backward,
+ *                                   gelu_tanh_backward(dy, x)
  *   sigmoid, tanh: sigmoid_backward, tanh_backward(dy, y)
  *   exp: dy * y     log(x): dy / x     sqrt: (dy / y) * 0.5     rsqrt: dy * y * y * y * -0.5
  *   scale: dy * s   add_scalar, cast: dy                 masked_fill(x, m): masked_fill(dy, m, 0)
@@ -25,7 +26,7 @@
  *
  * No fused backward (the binding then recomputes through PyTorch's ops, or the patch falls back
  * under autograd): a broadcast input (its gradient is a sum), an op without a rule (where,
- * gelu_tanh, abs, the *_backward ops themselves).
+ * abs, the *_backward ops themselves).
  *
  * A row group whose reduction is rms_norm (no dropout; inputs full-size or row vectors of cols
  * elements) has one too, fgroup_row_backward: a row group <name>_bwd and a column group
@@ -158,8 +159,9 @@ static int reads_of(const struct fopnode *n)
 		return 3;
 	if (!strcmp(o, "div"))
 		return 2 | 8;
-	if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu") || !strcmp(o, "log") ||
-	    !strcmp(o, "pow") || !strcmp(o, "sin") || !strcmp(o, "cos"))
+	if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu") ||
+	    !strcmp(o, "gelu_tanh") || !strcmp(o, "log") || !strcmp(o, "pow") ||
+	    !strcmp(o, "sin") || !strcmp(o, "cos"))
 		return 1;
 	if (!strcmp(o, "sigmoid") || !strcmp(o, "tanh") || !strcmp(o, "exp") ||
 	    !strcmp(o, "sqrt") || !strcmp(o, "rsqrt"))
@@ -176,9 +178,10 @@ static int is_cmp(const char *o)
 }
 
 static const char *const rules[] = {
-    "add", "sub", "mul",  "div",   "neg",   "relu",       "silu", "gelu",        "sigmoid", "tanh",
-    "exp", "log", "sqrt", "rsqrt", "scale", "add_scalar", "cast", "masked_fill", "dropout", "pow",
-    "sin", "cos", "gt",   "lt",    "ge",    "le",         "eq",   "ne",          "fill"};
+    "add",     "sub",         "mul",     "div", "neg",  "relu",     "silu",  "gelu",
+    "sigmoid", "tanh",        "exp",     "log", "sqrt", "rsqrt",    "scale", "add_scalar",
+    "cast",    "masked_fill", "dropout", "pow", "sin",  "cos",      "gt",    "lt",
+    "ge",      "le",          "eq",      "ne",  "fill", "gelu_tanh"};
 
 static int has_rule(const char *op)
 {
@@ -231,7 +234,8 @@ static void reverse(struct bctx *x, int from, int to, const int *fv, int *gv)
 		} else if (!strcmp(o, "neg")) {
 			if (w0)
 				acc(x, gv, a0, op1(x, "neg", dy));
-		} else if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu")) {
+		} else if (!strcmp(o, "relu") || !strcmp(o, "silu") || !strcmp(o, "gelu") ||
+		           !strcmp(o, "gelu_tanh")) {
 			snprintf(nm, sizeof(nm), "%s_backward", o);
 			if (w0)
 				acc(x, gv, a0, op2(x, nm, dy, fwd(x, fv, a0)));

@@ -7,6 +7,7 @@
 # nvcc every line is a skip. One line per sample; a failing file is named with nvcc's first
 # error as TAP diagnostics. Then the CPU checks of the fixtures of the ops real models need
 # (tests/fusion/gelu_tanh_chain.json, ops_chain.json, ops_nobwd.json, fill_chain.json: constants,
+# geglu.json: a gated MLP's gelu_tanh(gate) * up with its backward rule;
 # one kept; lsb.json and lnb.json: the
 # backward of log_softmax and layer_norm's input gradient; gbb.json and bnb.json: column groups,
 # layer norm's dgamma and dbeta, and a channels-last batch norm backward's per-channel sums after
@@ -71,7 +72,7 @@ for s in $SAMPLES; do
 done
 # the fixtures of the ops real models need: their CPU checks (the fused math, and the fused
 # backward's, against an op-by-op double evaluation) build and pass
-for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain lsb lnb gbb bnb bnr rms_bf16 rms_res; do
+for f in gelu_tanh_chain ops_chain ops_nobwd fill_chain geglu lsb lnb gbb bnb bnr rms_bf16 rms_res; do
 	"$A" fuse --group "$top/tests/fusion/$f.json" -o "$tmp/fx_$f" >"$tmp/fx_$f.out" 2>&1
 	gd=$(ls -d "$tmp/fx_$f"/*/ | head -1)
 	g=$(basename "$gd")
@@ -99,8 +100,9 @@ check "rms_bf16 and rms_res (row groups with rms_norm) have a fused backward who
 	'grep -q "^_FUSED_BWD = True" "$1"/fx_rms_bf16/rms_bf16/rms_bf16.py &&
 	 grep -q "^_FUSED_BWD = True" "$1"/fx_rms_res/rms_res/rms_res.py &&
 	 grep -q "directional derivative 2" "$1"/fx_rms_res/rms_res/b.out' sh "$tmp"
-check "gelu_tanh_chain and ops_chain have a fused backward, ops_nobwd none" \
+check "gelu_tanh_chain, ops_chain and geglu (gelu_tanh's rule) have a fused backward, ops_nobwd none" \
 	test -f "$tmp"/fx_gelu_tanh_chain/gpt2_new_gelu/gpt2_new_gelu_bwd_cpucheck.cu -a \
+	-f "$tmp"/fx_geglu/geglu/geglu_bwd_cpucheck.cu -a \
 	-f "$tmp"/fx_ops_chain/ops_chain/ops_chain_bwd_cpucheck.cu -a \
 	! -f "$tmp"/fx_ops_nobwd/ops_nobwd/ops_nobwd_bwd_cpucheck.cu
 # the samples must give something to compile (mlp_train alone generates four groups)

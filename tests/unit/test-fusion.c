@@ -91,6 +91,7 @@ static void test_optable(void **state)
 	                              "rms_norm_backward",
 	                              "col_sum",
 	                              "gelu_backward",
+	                              "gelu_tanh_backward",
 	                              "relu_backward",
 	                              "silu_backward",
 	                              "sigmoid_backward",
