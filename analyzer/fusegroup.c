@@ -476,15 +476,22 @@ static double keep_to_p(double keep)
 	return strtod(b, NULL);
 }
 
-/* GELU's form from ATen's lambda: {lambda()#1} dispatches approximate='tanh', #2 'none'. */
+/* GELU's form from ATen's lambda: the first lambda of GeluCUDAKernelImpl (or
+ * GeluBackwardCUDAKernelImpl), {lambda()#1}, dispatches approximate='tanh', #2 'none' (the
+ * lambdas nested in it number the dtypes: "{lambda()#1}::operator()() const::{lambda()#4}" is the
+ * tanh form on bf16). NULL when the name says neither. */
 static const char *gelu_form(const struct node *n, const char *impl, int backward)
 {
 	const char *s = n->full_name ? strstr(n->full_name, impl) : NULL;
-	if (!s)
+	const char *k = s ? strstr(s, "GeluType)::{lambda()#") : NULL;
+	if (!k)
 		return NULL;
-	if (strstr(s, "{lambda()#2}"))
+	k += strlen("GeluType)::{lambda()#");
+	if (k[0] == '2' && k[1] == '}')
 		return backward ? "gelu_backward" : "gelu";
-	return NULL; /* the tanh form's backward is not in the vocabulary; tanh forward below */
+	if (k[0] == '1' && k[1] == '}')
+		return backward ? "gelu_tanh_backward" : "gelu_tanh";
+	return NULL;
 }
 
 /* ATen's unary kernels whose math is the op of the same name in fusion's vocabulary. */
@@ -923,10 +930,14 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		            "generated from its name; fuse such kernels by hand, or write the "
 		            "group (docs/summary-format.md) and run aicprof fuse --group",
 		            n->id, n->name);
-	if (!strcmp(op, "gelu") && na == 1) {
+	if ((!strcmp(op, "gelu") || !strcmp(op, "gelu_tanh")) && na == 1) {
+		/* semantics names the tanh form gelu_tanh from the same lambda, or from ATen's
+		 * later GeluTanhFunctor */
 		const char *f = gelu_form(n, "GeluCUDAKernelImpl", 0);
-		if (!f && strstr(full, "GeluCUDAKernelImpl") && strstr(full, "{lambda()#1}"))
+		if (!f && strstr(full, "GeluTanhFunctor"))
 			f = "gelu_tanh";
+		else if (!f && strstr(full, "GeluErfFunctor"))
+			f = "gelu";
 		if (!f)
 			return fail(g, "node %d: cannot tell GELU's form from '%s'", n->id,
 			            n->name);
@@ -934,10 +945,11 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		return 0;
 	}
 	if (!strcmp(op, "gelu_backward") && na == 2) {
-		if (!gelu_form(n, "GeluBackwardCUDAKernelImpl", 1))
-			return fail(g, "node %d: only the backward of GELU's erf form is generated",
-			            n->id);
-		add_op(g, "gelu_backward", a, 2, res, rsz); /* (dy, x), ATen's order */
+		const char *f = gelu_form(n, "GeluBackwardCUDAKernelImpl", 1);
+		if (!f)
+			return fail(g, "node %d: cannot tell GELU's form from '%s'", n->id,
+			            n->name);
+		add_op(g, f, a, 2, res, rsz); /* (dy, x), ATen's order */
 		return 0;
 	}
 	if (!strcmp(op, "dropout") && na == 1) {

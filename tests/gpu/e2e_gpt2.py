@@ -1,5 +1,6 @@
 """End to end on the device: the GPT-2 (or, with --model resnet, the ResNet-18; with --model
-llama, the Llama) sample's training step three ways, interleaved.
+llama, the Llama; with --model qwen2 or gemma, tests/gpu/gated_models.py's) sample's training
+step three ways, interleaved.
 
   original   samples/gpt2_train.py's step as written (eager attention, bf16 autocast, AdamW)
   fused      the same after aicprof_fused.apply() (the package fuse wrote from the bundled
@@ -54,7 +55,13 @@ def one(variant, steps, pkg, model_name="gpt2"):
         def loss_of():
             return F.cross_entropy(fwd(x), y)
     else:
-        if model_name == "llama":
+        if model_name in ("qwen2", "gemma"):
+            # tests/gpu/gated_models.py's: Llama's sizes, Qwen2's SwiGLU or Gemma's GeGLU
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from gated_models import build
+            model, cfg = build(model_name)
+            cls, batch = None, 4
+        elif model_name == "llama":
             # samples/llama_train.py: 4 layers, d 512, RMSNorm, SwiGLU, rotary, batch 4 x 256
             from transformers import LlamaConfig, LlamaForCausalLM
             cfg = LlamaConfig(hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
@@ -67,8 +74,9 @@ def one(variant, steps, pkg, model_name="gpt2"):
             cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192,
                              n_positions=256, bos_token_id=0, eos_token_id=0)
             cls, batch = GPT2LMHeadModel, 8
-        cfg._attn_implementation = "eager"
-        model = cls(cfg).cuda()
+        if cls is not None:
+            cfg._attn_implementation = "eager"
+            model = cls(cfg).cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant == "fused"))
         ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
         fwd = torch.compile(model) if variant == "compile" else model
@@ -103,9 +111,10 @@ def main():
                     help="comma-separated, in the order each round runs them")
     ap.add_argument("--budget", type=float, default=0,
                     help="seconds: start no run after this (0: none); what ran is reported")
-    ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet", "llama"),
+    ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet", "llama", "qwen2", "gemma"),
                     help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's;"
-                    " llama: samples/llama_train.py's")
+                    " llama: samples/llama_train.py's; qwen2, gemma: tests/gpu/gated_models.py's"
+                    " (give --pkg: no bundled trace)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:

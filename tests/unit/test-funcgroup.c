@@ -6,7 +6,10 @@
  * not, nor the function once its runs differ. A gated MLP (three GEMMs of one function, an
  * activation module's kernel between the first two, the product of its result and the second
  * GEMM's read by the third) is the form "gated" with the activation's class, its group
- * act -> mul; with the product reading the gate itself instead, it is not listed. */
+ * act -> mul; with the product reading the gate itself instead, it is not listed. GELU's form
+ * comes from ATen's first lambda of GeluCUDAKernelImpl / GeluBackwardCUDAKernelImpl (#1 tanh,
+ * #2 erf), whatever the dtype lambda nested in it: Gemma's gelu_tanh as the gated activation,
+ * the backward kernels as gelu_tanh_backward and gelu_backward, an unknown lambda refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,12 +224,106 @@ static void gated(void **state)
 	model_free(m);
 }
 
+#define GELU_TANH_BF16                                                                             \
+	"void at::native::vectorized_elementwise_kernel<8, "                                       \
+	"at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "                                 \
+	"at::native::GeluType)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() "     \
+	"const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >"
+#define GELU_BWD(outer, inner)                                                                     \
+	"void at::native::vectorized_elementwise_kernel<8, "                                       \
+	"at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "                         \
+	"at::native::GeluType)::{lambda()#" outer "}::operator()() const::{lambda()#" inner        \
+	"}::operator()() const::{lambda(float, float)#1}, std::array<char*, 3ul> >"
+
+/* op of the one-op group fusegroup_build() makes of model m's node n, or NULL (why set) */
+static char *one_op(struct model *m, int n, char **why)
+{
+	struct candidate c;
+	memset(&c, 0, sizeof(c));
+	c.kind = "elementwise-chain";
+	c.nodes = &n;
+	c.nnodes = 1;
+	cJSON *g = fusegroup_build(m, &c, why);
+	if (!g)
+		return NULL;
+	const cJSON *op =
+	    cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(g, "ops"), 0), "op");
+	char *r = cJSON_IsString(op) ? xstrdup(op->valuestring) : NULL;
+	cJSON_Delete(g);
+	return r;
+}
+
+static void gelu_forms(void **state)
+{
+	(void)state;
+	/* Gemma's MLP: act_fn is GELUTanh, its kernel the tanh lambda on bf16 (inner lambda #4) */
+	struct model *m = mk_gated();
+	struct node *act = &m->nodes[1];
+	free(act->name);
+	free(act->full_name);
+	free(act->model_site.func);
+	act->name = xstrdup("vectorized_elementwise_kernel<8, GeluCUDAKernelImpl>");
+	act->full_name = xstrdup(GELU_TANH_BF16);
+	act->model_site.func = xstrdup("GELUTanh.forward");
+	act->sem.op = "gelu_tanh"; /* semantics.c's name for the tanh lambda */
+	cJSON *a = funcgroups_json(m);
+	assert_int_equal(cJSON_GetArraySize(a), 1);
+	const cJSON *f = cJSON_GetArrayItem(a, 0);
+	assert_string_equal(cJSON_GetObjectItem(f, "form")->valuestring, "gated");
+	assert_string_equal(
+	    cJSON_GetObjectItem(cJSON_GetObjectItem(f, "binding"), "act_class")->valuestring,
+	    "GELUTanh");
+	const cJSON *ops = cJSON_GetObjectItem(cJSON_GetObjectItem(f, "group"), "ops");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(ops, 0), "op")->valuestring,
+	                    "gelu_tanh");
+	cJSON_Delete(a);
+	/* named gelu by an older table, the tanh lambda still decides */
+	act->sem.op = "gelu";
+	char *why = NULL, *op = one_op(m, 1, &why);
+	assert_non_null(op);
+	assert_string_equal(op, "gelu_tanh");
+	free(op);
+
+	/* the backward kernels, (dy, x): node 3 (the mul) as ATen's GeluBackward */
+	struct node *b = &m->nodes[3];
+	free(b->full_name);
+	b->sem.op = "gelu_backward";
+	b->sem.backward = 1;
+	static const struct {
+		const char *name, *op;
+	} t[] = {
+	    {GELU_BWD("1", "4"), "gelu_tanh_backward"}, /* tanh, bf16 */
+	    {GELU_BWD("1", "2"), "gelu_tanh_backward"}, /* an inner #2 is not the erf form */
+	    {GELU_BWD("2", "1"), "gelu_backward"},      /* erf */
+	    {GELU_BWD("3", "1"), NULL},                 /* neither: refused */
+	};
+	b->full_name = NULL;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		free(b->full_name);
+		b->full_name = xstrdup(t[i].name);
+		why = NULL;
+		op = one_op(m, 3, &why);
+		if (t[i].op) {
+			assert_non_null(op);
+			assert_string_equal(op, t[i].op);
+		} else {
+			assert_null(op);
+			assert_non_null(why);
+			assert_non_null(strstr(why, "cannot tell GELU's form"));
+		}
+		free(op);
+		free(why);
+	}
+	model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(module_path),
 	    cmocka_unit_test(functions),
 	    cmocka_unit_test(gated),
+	    cmocka_unit_test(gelu_forms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
