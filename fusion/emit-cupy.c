@@ -109,7 +109,12 @@ static const char preamble[] =
     "AIC_HD float aic_pow(float x, float e)\n"
     "{\n"
     "\treturn e == 2.f ? x * x : e == 3.f ? x * x * x : e == -2.f ? 1.f / (x * x) : powf(x, e);\n"
-    "}\n";
+    "}\n"
+    "/* as emit-kernel.c's prelude computes them on the GPU */\n"
+    "AIC_HD float aic_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }\n"
+    "AIC_HD float aic_silu(float x) { return x / (1.f + expf(-x)); }\n"
+    "AIC_HD float aic_sigmoid_fast(float x) { return __fdividef(1.f, 1.f + __expf(-x)); }\n"
+    "AIC_HD float aic_silu_fast(float x) { return x * aic_sigmoid_fast(x); }\n";
 
 int emit_cupy(struct strbuf *sb, const struct fgroup *g)
 {

@@ -75,6 +75,16 @@ static void add_var(struct strbuf *sb, int v)
 	strbuf_addf(sb, "v%d", v);
 }
 
+/* Whether the group's transcendental ops may take their fast forms ($f): every write is
+ * 16-bit, so a few ulp of fp32 are far below what the stored result keeps. */
+static int fast_math(const struct fgroup *g)
+{
+	for (int k = 0; k < g->nwrites; k++)
+		if (g->writes[k].dtype != FD_F16 && g->writes[k].dtype != FD_BF16)
+			return 0;
+	return g->nwrites > 0;
+}
+
 /* See fusion.h. */
 void emit_expr(struct strbuf *sb, const struct fgroup *g, const struct fopnode *n, int ref,
                const char *argfmt, const char *ufmt)
@@ -98,7 +108,10 @@ void emit_expr(struct strbuf *sb, const struct fgroup *g, const struct fopnode *
 			strbuf_addf(sb, ufmt, n->drop);
 		else if (c == 't')
 			strbuf_addf(sb, "aic_round_%s", fdtype_name(n->to));
-		else if (c == 'm') {
+		else if (c == 'f') {
+			if (!ref && fast_math(g))
+				strbuf_adds(sb, "_fast");
+		} else if (c == 'm') {
 			if (n->causal)
 				strbuf_addf(sb, "(col > row %% %ldL)", g->cols);
 			else {
@@ -153,6 +166,22 @@ static const char prelude[] =
     "{\n"
     "\treturn e == 2.f ? x * x : e == 3.f ? x * x * x : e == -2.f ? 1.f / (x * x) : powf(x, e);\n"
     "}\n"
+    "/* sigmoid and silu as PyTorch computes them (expf), and their _fast forms, which groups\n"
+    " * whose writes are all 16-bit use (fusion.h, emit_expr's $f): on the GPU the fast\n"
+    " * exponential and division (__expf, __fdividef: a few ulp of fp32, as torch.compile's\n"
+    " * kernels compute them), exact on the CPU (the checks). tanh stays tanhf: a fast form\n"
+    " * through __expf measured slower than CUDA's tanhf (docs/perf.md, session 18) */\n"
+    "AIC_HD float aic_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }\n"
+    "AIC_HD float aic_silu(float x) { return x / (1.f + expf(-x)); }\n"
+    "AIC_HD float aic_sigmoid_fast(float x)\n"
+    "{\n"
+    "#ifdef __CUDA_ARCH__\n"
+    "\treturn __fdividef(1.f, 1.f + __expf(-x));\n"
+    "#else\n"
+    "\treturn aic_sigmoid(x);\n"
+    "#endif\n"
+    "}\n"
+    "AIC_HD float aic_silu_fast(float x) { return x * aic_sigmoid_fast(x); }\n"
     "#endif\n";
 
 /* Whether value v is an argument of an op after op i, or written. */

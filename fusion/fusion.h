@@ -43,7 +43,9 @@ enum {
  * One row of the op table. expr is the fp32 C expression the fused kernel and the unfused
  * reference evaluate: $0 $1 $2 stand for the arguments, $s for the op's number (scalar, value,
  * eps), $k for the keep probability 1-p and $i for 1/(1-p) (dropout), $u for the op's uniform
- * random number, $t for the cast's rounding to "to". ref is the same op written plainly in
+ * random number, $t for the cast's rounding to "to", $f for "_fast" in a group whose writes
+ * are all 16-bit (aic_sigmoid_fast, aic_silu_fast: the GPU's fast exponential and division,
+ * emit-kernel.c's prelude), else nothing. ref is the same op written plainly in
  * double for the CPU op-by-op reference. Reduction ops have neither (the emitters know them).
  */
 struct fop {

@@ -48,15 +48,15 @@ const struct fop fop_table[] = {
      "($0 * (0.5 * (1.0 + tanh(sqrt(2.0 / M_PI) * ($1 + 0.044715 * $1 * $1 * $1))) + 0.5 * $1 * "
      "(1.0 - pow(tanh(sqrt(2.0 / M_PI) * ($1 + 0.044715 * $1 * $1 * $1)), 2.0)) * sqrt(2.0 / "
      "M_PI) * (1.0 + 3.0 * 0.044715 * $1 * $1)))"},
-    {"silu", 1, 1, EW, 0, "($0 / (1.f + expf(-$0)))", "($0 / (1.0 + exp(-$0)))"},
+    {"silu", 1, 1, EW, 0, "aic_silu$f($0)", "($0 / (1.0 + exp(-$0)))"},
     /* the backward ops of the fused backward (fusion/backward.c): (dy, x) or (dy, y) */
     {"relu_backward", 2, 2, EW, 0, "($1 > 0.f ? $0 : 0.f)", "($1 > 0.0 ? $0 : 0.0)"},
     {"silu_backward", 2, 2, EW, 0,
-     "($0 * (1.f / (1.f + expf(-$1))) * (1.f + $1 * (1.f - 1.f / (1.f + expf(-$1)))))",
+     "($0 * aic_sigmoid$f($1) * (1.f + $1 * (1.f - aic_sigmoid$f($1))))",
      "($0 * (1.0 / (1.0 + exp(-$1))) * (1.0 + $1 * (1.0 - 1.0 / (1.0 + exp(-$1)))))"},
     {"sigmoid_backward", 2, 2, EW, 0, "($0 * $1 * (1.f - $1))", "($0 * $1 * (1.0 - $1))"},
     {"tanh_backward", 2, 2, EW, 0, "($0 * (1.f - $1 * $1))", "($0 * (1.0 - $1 * $1))"},
-    {"sigmoid", 1, 1, EW, 0, "(1.f / (1.f + expf(-$0)))", "(1.0 / (1.0 + exp(-$0)))"},
+    {"sigmoid", 1, 1, EW, 0, "aic_sigmoid$f($0)", "(1.0 / (1.0 + exp(-$0)))"},
     {"tanh", 1, 1, EW, 0, "tanhf($0)", "tanh($0)"},
     {"exp", 1, 1, EW, 0, "expf($0)", "exp($0)"},
     {"log", 1, 1, EW, 0, "logf($0)", "log($0)"},

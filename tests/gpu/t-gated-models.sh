@@ -5,12 +5,12 @@
 # run gated_models.py's check (apply(), first-use verification, forward, gradients and six
 # AdamW steps against the original). The traces stay in $GPU_OUT (device.sh returns them in
 # traces.tar.gz). Prints TAP lines. Run from the repository root after make:
-#   sh tests/gpu/t-gated-models.sh
+#   sh tests/gpu/t-gated-models.sh     (GATED_MODELS="gemma": only those)
 . "$(dirname "$0")/../func/lib.sh"
 out=${GPU_OUT:-$B/gpu}
 mkdir -p "$out"
 [ -x "$B/aicprof" ] || make -j8 build/aicprof >/dev/null 2>&1
-for m in qwen2 gemma; do
+for m in ${GATED_MODELS:-qwen2 gemma}; do
 	t=$out/${m}_train.aicp.jsonl
 	AICPROF_OUTPUT=$t LD_PRELOAD=$B/libaicprof.so timeout 180 \
 		python3 "$top/tests/gpu/gated_models.py" train "$m" --steps 6 >"$tmp/$m.rec" 2>"$out/${m}_train.stderr"

@@ -784,6 +784,37 @@ static void test_model_ops(void **state)
 	fgroup_release(&b);
 	fgroup_release(&g);
 
+	/* a group whose writes are all bf16 takes sigmoid's and silu's fast forms on the GPU, its
+	 * backward too; with an f32 write the exact ones */
+	cJSON *sj = cJSON_Parse(
+	    "{\"kind\": \"elementwise-chain\", \"dtype\": \"bf16\", \"numel\": 64, \"inputs\": "
+	    "[{\"name\": \"g\"}, {\"name\": \"u\"}], \"ops\": [{\"op\": \"silu\", \"args\": "
+	    "[\"g\"], \"out\": \"t\"}, {\"op\": \"mul\", \"args\": [\"t\", \"u\"], \"out\": "
+	    "\"y\"}], \"outputs\": [{\"name\": \"y\"}]}");
+	assert_non_null(sj);
+	assert_int_equal(fgroup_parse(sj, "s.json", "s", &g, &err), 0);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= aic_silu_fast(v0); /* t = silu */"));
+	free(m);
+	assert_int_equal(fgroup_backward(&g, &b, grad_of, &err), 0);
+	m = emit(emit_math, &b);
+	assert_non_null(
+	    strstr(m, "aic_sigmoid_fast(v0) * (1.f + v0 * (1.f - aic_sigmoid_fast(v0))))"));
+	free(m);
+	fgroup_release(&b);
+	g.writes[0].dtype = FD_F32;
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "= aic_silu(v0); /* t = silu */"));
+	free(m);
+	fgroup_release(&g);
+	cJSON_Delete(sj);
+	/* GELU's tanh form keeps tanhf in a bf16 group (its fast form measured slower) */
+	parse_ok("geglu.json", &g);
+	m = emit(emit_math, &g);
+	assert_non_null(strstr(m, "tanhf(0.797884561f * (v0 + "));
+	free(m);
+	fgroup_release(&g);
+
 	parse_ok("ops_chain.json", &g);
 	m = emit(emit_math, &g);
 	assert_non_null(strstr(m, "= sinf(v3); /* t2 = sin */"));
