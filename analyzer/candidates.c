@@ -16,7 +16,9 @@
  *     (library: a cuBLASLt epilogue);
  *  5. optimizer horizontal fusion: the optimizer's multi_tensor_apply kernels, or a run of 4 or
  *     more same-named elementwise kernels in the last third of the step (library: a fused
- *     optimizer).
+ *     optimizer); the per-parameter Adam/AdamW step (find_single_optimizer(): every elementwise
+ *     kernel of the lines that launched ATen's addcdiv outside autograd) is taken before the
+ *     chains.
  * A chain that stops at a kernel of unknown semantics, another stream, or another numel is
  * written to rejected[] with the reason, and so is an elementwise chain that would remove no
  * value (every intermediate is read later, so only re-reads would be saved).
@@ -610,7 +612,8 @@ static void find_gemm_epilogues(struct cctx *x)
 
 /*
  * The library form for the program's own optimizer, from its kernels' names: PyTorch's fused
- * and foreach kernels name SGD or Adam, or betray Adam by a square root, lerp or addcdiv;
+ * and foreach kernels name SGD or Adam, or betray Adam by a square root, lerp or addcdiv (the
+ * per-parameter step's lerp_scalar_kernel and addcdiv_cuda_kernel too);
  * foreach kernels that only add and multiply are SGD's (momentum). Unknown: Adam/AdamW/SGD.
  */
 static const char *optimizer_form(const struct model *m, const int *grp, int n)
@@ -622,7 +625,8 @@ static const char *optimizer_form(const struct model *m, const int *grp, int n)
 		if (strcasestr(name, "sgd"))
 			sgd++;
 		else if (strcasestr(name, "adam") || strstr(name, "Sqrt") || strstr(name, "Lerp") ||
-		         strstr(name, "PointwiseOpScalarListFunctor"))
+		         strstr(name, "PointwiseOpScalarListFunctor") ||
+		         strstr(name, "addcdiv_cuda_kernel") || strstr(name, "lerp_scalar_kernel"))
 			adam++;
 	}
 	if (adam && !sgd)
@@ -639,6 +643,64 @@ static const char *optimizer_form(const struct model *m, const int *grp, int n)
 			return "torch.optim.SGD(fused=True)";
 	}
 	return "the optimizer's fused=True (torch.optim.AdamW/Adam/SGD)";
+}
+
+/* Whether n is a kernel of torch.optim's per-parameter Adam/AdamW step (torch/optim/adam.py's
+ * _single_tensor_adam: exp_avg.lerp_, exp_avg_sq.addcmul_, param.addcdiv_); *final: the
+ * parameter's update, addcdiv, which an EMA's lerp_ alone never has. */
+static int single_adam_kernel(const struct node *n, int *final)
+{
+	const char *s = n->full_name ? n->full_name : n->name ? n->name : "";
+	*final = strstr(s, "addcdiv_cuda_kernel") != NULL;
+	return !n->sem.backward && !n->autograd &&
+	       (*final || strstr(s, "lerp_scalar_kernel") || strstr(s, "addcmul_cuda_kernel"));
+}
+
+/*
+ * torch.optim's per-parameter Adam/AdamW (foreach off, or a parameter type foreach refuses): each
+ * parameter's update is a chain of ATen's own kernels (mul, lerp, addcmul, sqrt, div, add,
+ * addcdiv) that find_chains() would take as elementwise chains with no rule for lerp and
+ * addcmul. The program lines that launched an addcdiv kernel outside autograd are the
+ * optimizer's step(); every unclaimed forward elementwise kernel of those lines is one
+ * optimizer-horizontal candidate, whose library form is fused=True on that optimizer. Runs
+ * before find_chains().
+ */
+static void find_single_optimizer(struct cctx *x)
+{
+	struct model *m = x->m;
+	const struct lineref **steps = NULL;
+	int nsteps = 0;
+	for (int i = 0; i < m->nnodes; i++) {
+		int final;
+		const struct node *n = &m->nodes[i];
+		if (!single_adam_kernel(n, &final) || !final || !n->user_site.file)
+			continue;
+		int seen = 0;
+		for (int k = 0; k < nsteps && !seen; k++)
+			seen = steps[k]->line == n->user_site.line &&
+			       !strcmp(steps[k]->file, n->user_site.file);
+		if (!seen) {
+			steps = xrealloc(steps, sizeof(*steps) * (size_t)(nsteps + 1));
+			steps[nsteps++] = &n->user_site;
+		}
+	}
+	int *grp = xmalloc(sizeof(int) * (m->nnodes + 1)), n = 0;
+	for (int i = 0; i < m->nnodes && nsteps; i++) {
+		const struct node *d = &m->nodes[i];
+		if (d->claimed >= 0 || !is_ew(d) || d->sem.backward || d->autograd ||
+		    !d->user_site.file)
+			continue;
+		for (int k = 0; k < nsteps; k++)
+			if (steps[k]->line == d->user_site.line &&
+			    !strcmp(steps[k]->file, d->user_site.file)) {
+				grp[n++] = i;
+				break;
+			}
+	}
+	if (n >= 2)
+		add_candidate(x, "optimizer-horizontal", grp, n, optimizer_form(m, grp, n));
+	free(grp);
+	free(steps);
 }
 
 static void find_optimizer(struct cctx *x)
@@ -689,6 +751,7 @@ void candidates_find(struct model *m)
 	for (int i = 0; i < m->nnodes; i++)
 		x.ew[i] = is_ew_sem(&m->nodes[i]) ? 1 : infer_ew(&x, i) ? 2 : 0;
 	find_attention(&x);
+	find_single_optimizer(&x);
 	find_chains(&x);
 	find_reductions(&x);
 	find_gemm_epilogues(&x);

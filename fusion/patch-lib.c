@@ -649,7 +649,8 @@ static const char *optim_of_kernels(const struct pctx *x, const cJSON *cand)
 		if (strcasestr(name, "sgd"))
 			sgd++;
 		else if (strcasestr(name, "adam") || strstr(name, "Sqrt") || strstr(name, "Lerp") ||
-		         strstr(name, "PointwiseOpScalarListFunctor"))
+		         strstr(name, "PointwiseOpScalarListFunctor") ||
+		         strstr(name, "addcdiv_cuda_kernel") || strstr(name, "lerp_scalar_kernel"))
 			adam++;
 		else if (strstr(name, "multi_tensor_apply"))
 			generic++;

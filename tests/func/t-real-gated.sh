@@ -3,7 +3,8 @@
 # under the shim (tests/gpu/gated_models.py train, 6 steps; gzip'd in tests/traces/): Qwen2's
 # SwiGLU and Gemma's GeGLU (GELU's tanh form). analyze lists Qwen2MLP.forward and
 # GemmaMLP.forward as "gated" with their activation classes (SiLUActivation, GELUTanh), four
-# invocations a step; fuse writes their groups with
+# invocations a step; their AdamW, which ran per parameter, is one optimizer candidate whose
+# form is fused=True (not chains without a rule); fuse writes their groups with
 # silu's fast forms (bf16 writes), GELU's tanh form and its fused backward, and nvcc compiles each group's
 # C ABI file where there is an nvcc. Prints TAP lines.
 . "$(dirname "$0")/lib.sh"
@@ -26,7 +27,26 @@ PY
 	*) want="gated GemmaMLP.forward 4 GELUTanh gelu_tanh,cast,mul" ;;
 	esac
 	check "$m: functions has '$want' (got: $(tr '\n' ';' <"$tmp/$m.f"))" grep -qx "$want" "$tmp/$m.f"
+	# their AdamW ran per parameter (lerp_, addcmul_, addcdiv_ kernels): one optimizer
+	# candidate holds every one of them, with fused=True as its form, and no chain holds any
+	python3 - "$tmp/$m/summary.json" >"$tmp/$m.o" 2>&1 <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+n = {x["id"]: x for x in s["nodes"]}
+opt = [i for i, x in n.items() if any(k in x["full_name"] for k in
+       ("lerp_scalar_kernel", "addcmul_cuda_kernel", "addcdiv_cuda_kernel"))]
+oc = [c for c in s["candidates"] if c["kind"] == "optimizer-horizontal"]
+held = [c["id"] for c in s["candidates"] if c["kind"] != "optimizer-horizontal" and
+        set(c["nodes"]) & set(opt)]
+print(len(opt), len(oc), oc[0]["library_form"] if oc else "-",
+      len(set(opt) - set(oc[0]["nodes"])) if oc else -1, len(held))
+PY
+	set -- $(cat "$tmp/$m.o")
+	check "$m: one optimizer candidate (AdamW(fused=True)) holds the per-parameter step's kernels, no chain does (kernels $1, candidates $2, form $3, missing $4, in chains $5)" \
+		test "$1" -gt 0 -a "$2" = 1 -a "$3" = "torch.optim.AdamW(fused=True)" -a "$4" = 0 -a "$5" = 0
 	(cd "$tmp" && "$B/aicprof" fuse "$tmp/$m" -o "$tmp/$m-f" --src /nonexistent) >"$tmp/$m.fu" 2>&1
+	check "$m: fuse advises the optimizer's fused form" \
+		grep -q "optimizer-horizontal: use the library's fused form: torch.optim.AdamW(fused=True)" "$tmp/$m.fu"
 	gd=$(ls -d "$tmp/$m-f"/aicprof_fused/f*_*MLP_forward 2>/dev/null | head -1)
 	n=$(basename "${gd:-none}")
 	check "$m: fuse wrote the MLP's group ($n)" test -s "$gd/${n}_math.h"
