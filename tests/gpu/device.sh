@@ -11,7 +11,7 @@
 # suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
 # GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings), GPU_OVH=1 tests/gpu/overhead.sh
 # (OVH_* settings) and GPU_E2E=1 tests/gpu/e2e_gpt2.py (E2E_ROUNDS rounds, default 3, within
-# E2E_BUDGET seconds, default 300; E2E_MODEL gpt2, resnet or llama) at the end; GPU_KBENCH=1
+# E2E_BUDGET seconds, default 300; E2E_MODEL gpt2, resnet, llama, qwen2 or gemma) at the end; GPU_KBENCH=1
 # tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl;
 # KBENCH_ARGS=--large adds the sizes past the L2)
 # and GPU_NCU=1 tests/gpu/ncu_fidelity.sh (ncu's DRAM counters beside the shim's traces, into

@@ -18,8 +18,9 @@ replaced. Run from the repository root after make:
 Each run's result also goes to stderr as it ends ("# round R VARIANT: {...}"). The first fused
 run builds the package's kernels with nvcc (cached in the package) and each compile run
 compiles: budget about a minute per compile run.
-Without --pkg it analyses samples/traces/gpt2_train.aicp.jsonl and fuses it into a temporary
-directory first (build/aicprof).
+Without --pkg it analyses samples/traces/MODEL_train.aicp.jsonl (qwen2 and gemma:
+tests/traces/MODEL_train.aicp.jsonl.gz) and fuses it into a temporary directory first
+(build/aicprof).
 """
 import argparse
 import json
@@ -114,7 +115,7 @@ def main():
     ap.add_argument("--model", default="gpt2", choices=("gpt2", "resnet", "llama", "qwen2", "gemma"),
                     help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's;"
                     " llama: samples/llama_train.py's; qwen2, gemma: tests/gpu/gated_models.py's"
-                    " (give --pkg: no bundled trace)")
+                    " (without --pkg, fused from tests/traces/MODEL_train.aicp.jsonl.gz)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -125,7 +126,10 @@ def main():
     if not a.pkg:
         tmp = tempfile.mkdtemp(prefix="e2e_gpt2.")
         aic = os.path.join(top, "build", "aicprof")
-        subprocess.run([aic, "analyze", os.path.join(top, "samples/traces/%s_train.aicp.jsonl" % a.model),
+        # qwen2 and gemma: the traces t-gated-models.sh recorded, kept gzip'd in tests/traces/
+        tr = ("tests/traces/%s_train.aicp.jsonl.gz" if a.model in ("qwen2", "gemma")
+              else "samples/traces/%s_train.aicp.jsonl") % a.model
+        subprocess.run([aic, "analyze", os.path.join(top, tr),
                         "-o", os.path.join(tmp, "an")], check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         subprocess.run([aic, "fuse", os.path.join(tmp, "an"), "-o", os.path.join(tmp, "f")],
