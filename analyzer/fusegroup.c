@@ -944,7 +944,7 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, f, a, 1, res, rsz);
 		return 0;
 	}
-	if (!strcmp(op, "gelu_backward") && na == 2) {
+	if ((!strcmp(op, "gelu_backward") || !strcmp(op, "gelu_tanh_backward")) && na == 2) {
 		const char *f = gelu_form(n, "GeluBackwardCUDAKernelImpl", 1);
 		if (!f)
 			return fail(g, "node %d: cannot tell GELU's form from '%s'", n->id,

@@ -316,7 +316,10 @@ struct functor_rule {
  */
 static const struct functor_rule functors[] = {
     /* ActivationGeluKernel.cu: GeluBackwardCUDAKernelImpl, GeluCUDAKernelImpl; the first
-     * dispatch lambda ({lambda()#1}) is GeluType::Tanh, the second the erf form */
+     * dispatch lambda ({lambda()#1}) is GeluType::Tanh, the second the erf form (the lambdas
+     * nested in it number the dtypes) */
+    {"GeluBackwardCUDAKernelImpl & GeluType)::{lambda()#1}", EW, "gelu_tanh_backward", EWF | R_BWD,
+     NULL},
     {"GeluBackwardCUDAKernelImpl", EW, "gelu_backward", EWF | R_BWD, NULL},
     {"GeluCUDAKernelImpl & GeluType)::{lambda()#1}", EW, "gelu_tanh", EWF, NULL},
     /* later versions name the two forms as functors: GeluTanhFunctor, GeluErfFunctor */

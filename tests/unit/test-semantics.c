@@ -42,6 +42,12 @@ static const struct kcase cases[] = {
 	{"gelu bf16 vectorized",
 	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_18GeluCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKUlvE0_clEvENKUlvE2_clEvEUlN3c108BFloat16EE_St5arrayIPcLm2EEEEviT0_T1_",
 	 FAM_ELEMENTWISE, "gelu", DT_BF16, 0, 1, "torch-vectorized-elementwise"},
+	/* GeluBackwardCUDAKernelImpl's {lambda()#1} (UlvE_), the tanh form, nested bf16 lambda #4
+	 * (UlvE2_), from the Gemma trace: not the erf form's gelu_backward (mlp_train's, below,
+	 * is UlvE0_ then UlvE2_) */
+	{"gelu tanh backward bf16",
+	 "_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_26GeluBackwardCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKUlvE_clEvENKUlvE2_clEvEUlN3c108BFloat16ES8_E_St5arrayIPcLm3EEEEviT0_T1_",
+	 FAM_ELEMENTWISE, "gelu_tanh_backward", DT_BF16, 1, 1, "torch-vectorized-elementwise"},
 	/* {lambda()#1} of GeluCUDAKernelImpl = GeluType::Tanh branch */
 	{"gelu tanh f16 vectorized",
 	 "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_18GeluCUDAKernelImplERNS_18TensorIteratorBaseENS0_8GeluTypeEENKUlvE_clEvENKUlvE1_clEvEUlN3c104HalfEE_St5arrayIPcLm2EEEEviT0_T1_",
