@@ -38,6 +38,8 @@ struct fuse_entry {
 	char *sources;
 	struct fgroup g;
 	struct patch_group pg; /* the patch's result for a generated group */
+	double bytes;          /* the finding's bytes_saved_per_step */
+	int cov;               /* an elementwise or reduction finding with no library form */
 };
 
 /* A function of the summary's "functions" for the package. */
@@ -223,6 +225,10 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		const cJSON *grp = cJSON_GetObjectItemCaseSensitive(c, "group");
 		const cJSON *kind = cJSON_GetObjectItemCaseSensitive(c, "kind");
 		const char *ks = cJSON_IsString(kind) ? kind->valuestring : "?";
+		const cJSON *bs = cJSON_GetObjectItemCaseSensitive(c, "bytes_saved_per_step");
+		e.bytes = cJSON_IsNumber(bs) && bs->valuedouble > 0 ? bs->valuedouble : 0;
+		e.cov = (!strcmp(ks, "elementwise-chain") || !strcmp(ks, "reduction-epilogue")) &&
+		        !(cJSON_IsString(lib) && *lib->valuestring);
 		struct strbuf msg = STRBUF_INIT;
 		int nf = -1;
 		for (int k = 0; k < 3; k++)
@@ -728,6 +734,28 @@ int cmd_fuse(int argc, char **argv)
 			    "not fusion: %d candidates (dead %d, invariant %d, memory %d); see the "
 			    "report\n",
 			    nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
+		/* the issue's coverage figure: the elementwise and reduction findings' bytes (the
+		 * optimizers, attention and epilogues are the library's) that got a kernel */
+		double tot = 0, gen = 0;
+		int ncov = 0, ngen = 0;
+		for (int i = 0; i < run.nr; i++)
+			if (run.e[i].cov) {
+				ncov++;
+				tot += run.e[i].bytes;
+				if (run.e[i].name) {
+					ngen++;
+					gen += run.e[i].bytes;
+				}
+			}
+		if (!rc && ncov && tot > 0) {
+			char b1[32], b2[32];
+			printf("coverage  %d of %d elementwise and reduction findings, %s of %s a "
+			       "step "
+			       "(%.1f%%), have a generated kernel (aicprof bench checks them on a "
+			       "GPU)\n",
+			       ngen, ncov, fmt_bytes(gen, b1), fmt_bytes(tot, b2),
+			       gen < tot && 100.0 * gen / tot > 99.9 ? 99.9 : 100.0 * gen / tot);
+		}
 		free(p1);
 		free(p2);
 		free(readme);

@@ -5,7 +5,8 @@
 # GemmaMLP.forward as "gated" with their activation classes (SiLUActivation, GELUTanh), four
 # invocations a step; their AdamW, which ran per parameter, is one optimizer candidate whose
 # form is fused=True (not chains without a rule); fuse writes their groups with
-# silu's fast forms (bf16 writes), GELU's tanh form and its fused backward, and nvcc compiles each group's
+# silu's fast forms (bf16 writes), GELU's tanh form and its fused backward, and prints a coverage
+# of at least 90% (the elementwise and reduction findings' bytes with a generated kernel), and nvcc compiles each group's
 # C ABI file where there is an nvcc. Prints TAP lines.
 . "$(dirname "$0")/lib.sh"
 NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
@@ -45,6 +46,9 @@ PY
 	check "$m: one optimizer candidate (AdamW(fused=True)) holds the per-parameter step's kernels, no chain does (kernels $1, candidates $2, form $3, missing $4, in chains $5)" \
 		test "$1" -gt 0 -a "$2" = 1 -a "$3" = "torch.optim.AdamW(fused=True)" -a "$4" = 0 -a "$5" = 0
 	(cd "$tmp" && "$B/aicprof" fuse "$tmp/$m" -o "$tmp/$m-f" --src /nonexistent) >"$tmp/$m.fu" 2>&1
+	cov=$(sed -n 's/^coverage  .*(\([0-9.]*\)%), have a generated kernel.*/\1/p' "$tmp/$m.fu")
+	check "$m: fuse prints its coverage, at least 90% ($cov%)" \
+		awk -v c="${cov:-0}" 'BEGIN { exit !(c >= 90) }'
 	check "$m: fuse advises the optimizer's fused form" \
 		grep -q "optimizer-horizontal: use the library's fused form: torch.optim.AdamW(fused=True)" "$tmp/$m.fu"
 	gd=$(ls -d "$tmp/$m-f"/aicprof_fused/f*_*MLP_forward 2>/dev/null | head -1)
