@@ -12,7 +12,10 @@
  *
  * The kernel file adds the loads and stores. A chain is one grid-stride loop over vectors of
  * VEC elements (16 bytes at most per tensor), EPT vectors per thread per iteration with all
- * loads issued before the math, and a scalar tail for the last n % VEC elements. A row group has
+ * loads issued before the math, and a scalar tail for the last n % VEC elements; the launcher
+ * gives it a block per tile (no cap of waves), and the package's default is one vector a thread:
+ * two held a gated backward's 48 floats in 81 registers, a quarter of the SM's warps, and ran
+ * 6% slower on an H100 than one at 32 registers (docs/perf.md, session 19). A row group has
  * two kernels, both compiled, the launcher choosing at run time from cols and the vector width
  * it settled on: a short row (cols <= 32 * VEC * <name>_WARP_K, 8 vectors a lane) takes one warp
  * (<name>_wkernel: blockDim.x / 32 rows a block, grid-stride over rows), each lane holding its
@@ -1444,8 +1447,10 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 		strbuf_adds(sb, "\tif (a.n <= 0)\n\t\treturn cudaSuccess;\n"
 		                "\tconst long per = (long)block * vec * ept;\n"
 		                "\tlong grid = (a.n + per - 1) / per;\n"
-		                "\tconst long cap = (long)aic_sm_count() * (2048 / block) * 8;\n"
-		                "\tif (grid > cap)\n\t\tgrid = cap;\n"
+		                /* one block a tile, the hardware scheduling them: a cap of a few
+		                 * waves, each block looping, measured 1% slower (docs/perf.md,
+		                 * session 19); the loop stays for grids past gridDim.x's limit */
+		                "\tif (grid > 0x7fffffffL)\n\t\tgrid = 0x7fffffffL;\n"
 		                "\tif (grid < 1)\n\t\tgrid = 1;\n"
 		                "\tswitch (vec * 10 + ept) {\n");
 		for (int v = 1; v <= maxv; v *= 2)

@@ -614,8 +614,8 @@ void emit_module(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\"\"\"\nimport ctypes\nimport json\nimport os\nimport shutil\n"
 	                "import subprocess\nimport typing\n\nimport torch\n"
 	                "import torch.nn.functional as F\n\n");
-	strbuf_addf(sb, "NAME = \"%s\"\n_NDROP = %d\n_DEFAULT = (256, %d, %d)\n_SHAPE = %d\n", nm,
-	            g->ndrop, maxv, g->kind == FG_CHAIN ? 2 : 1, shape_from);
+	strbuf_addf(sb, "NAME = \"%s\"\n_NDROP = %d\n_DEFAULT = (256, %d, 1)\n_SHAPE = %d\n", nm,
+	            g->ndrop, maxv, shape_from);
 	/* inputs read through index maps: the recorded element count, the writes flat (their
 	 * order is the group's index, no input's shape) */
 	if (mapped)

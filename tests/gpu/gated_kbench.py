@@ -3,7 +3,8 @@ device: each package's kernels (the C ABI of aicprof_fused/<group>/, built here 
 (32768, 1408) bf16 (46M elements, past the L2) for three launch configurations, the packages
 alternating config by config in one process, against torch.compile's kernels for the same math
 written in torch, eager PyTorch (its backward is that torch formula, not autograd's) and a copy
-moving the forward's bytes. CUDA events, median of 7 runs of 100 calls, µs; one JSON line a
+moving the forward's bytes (KB_CFGS="256,8,2 512,8,1 ..." names the (block, vec, ept)
+configurations, by default those three). CUDA events, median of 7 runs of 100 calls, µs; one JSON line a
 measurement, then all.
   python3 tests/gpu/gated_kbench.py llama|gemma LABEL=FUSEDDIR [LABEL=FUSEDDIR ...]
 FUSEDDIR: what aicprof fuse wrote (f2_LlamaMLP_forward from the Llama sample's trace,
@@ -57,7 +58,9 @@ def load(pkg, label):
 out = {"which": which, "n": N * C}
 ref_y = (act(g.float()).to(torch.bfloat16).float() * u.float()).to(torch.bfloat16)
 mods = [(lp.split("=", 1)[0], load(lp.split("=", 1)[1], lp.split("=", 1)[0])) for lp in pkgs]
-for cfg in ((256, 8, 2), (512, 8, 2), (128, 8, 4)):
+CFGS = [tuple(int(v) for v in c.split(",")) for c in
+        os.environ.get("KB_CFGS", "256,8,2 512,8,2 128,8,4").split()]
+for cfg in CFGS:
     for label, m in mods:  # the packages alternate, config by config
         m._cfg = cfg
         y = m._fwd(g, u, 0, 0)

@@ -499,6 +499,10 @@ static void test_emit_chain(void **state)
 	assert_non_null(strstr(k, "vec /= 2;"));
 	assert_non_null(strstr(k, "for (long i = nvec * V + threadIdx.x; i < a.n;"));
 	assert_non_null(strstr(k, "base += step"));
+	/* a block a tile: no cap of a few waves (the grid-stride loop covers only grids past
+	 * gridDim.x's limit); docs/perf.md, session 19 */
+	assert_non_null(strstr(k, "if (grid > 0x7fffffffL)"));
+	assert_null(strstr(k, "aic_sm_count() * (2048 / block) * 8"));
 	assert_non_null(strstr(k, "curand_init(seed, grp, offset, &st)"));
 	assert_non_null(strstr(k, "return _curand_uniform4(st.output);"));
 	assert_non_null(strstr(k, "aic_uniforms<V>(a.seed, a.offset + 0ull, i, u[0]);"));
@@ -524,6 +528,8 @@ static void test_emit_chain(void **state)
 	assert_non_null(strstr(py, "_op.register_autograd(_backward, setup_context=_setup)"));
 	assert_non_null(strstr(py, "_FUSED_BWD = True"));
 	assert_non_null(strstr(py, "_GRAD_OF = [0, 1]"));
+	/* one vector a thread by default: two cost registers and occupancy (session 19) */
+	assert_non_null(strstr(py, "_DEFAULT = (256, 8, 1)"));
 	char *ch = emit(emit_capi_h, &g);
 	assert_non_null(strstr(ch, "extern \"C\" {"));
 	assert_non_null(strstr(ch, "int mlp_gelu_dropout_add_run(const void *const *in"));
