@@ -39,6 +39,14 @@
  * the library form "sdpa" (no group): apply() calls transformers' sdpa_attention_forward. Its
  * run also takes the kernels of the program's own line between two of its kernels: softmax and
  * dropout reach the trace through torch's functional frames only, so they show the user's line.
+ * A function named apply_rotary_pos_emb (transformers' rotary position embedding of q and k,
+ * q * cos + rotate_half(q) * sin and the same of k) whose runs hold two muls and an add for each
+ * of its two results, with rotate_half's neg and cat between them, is listed as the form
+ * "rotary" (no group): apply() runs the package's rotary kernel, both tensors in one launch and
+ * its backward in one more. Its run also takes the kernels of rotate_half between two of its
+ * own (rotate_half is a function of its own, so its kernels show that name). The trace cannot
+ * give the slices rotate_half takes (session 9, docs/fusion.md), so no group is generated from
+ * the kernels: the form is the function's, checked on first use against the original.
  * Functions that do not qualify are not listed (their kernels stay in the candidates).
  */
 #include "analyzer/funcgroup.h"
@@ -447,6 +455,19 @@ static int has_family(const struct model *m, int a, int len, enum op_family f)
 	return k;
 }
 
+/* Whether the run is the rotary embedding of q and k (the file's header): per result a mul,
+ * rotate_half's neg and cat, a mul and an add, twice, and nothing else. */
+static int rotary_run(const struct model *m, int a, int len)
+{
+	static const char *want[] = {"mul", "neg", "cat", "mul", "add"};
+	if (len != 10)
+		return 0;
+	for (int i = 0; i < len; i++)
+		if (strcmp(op_of(&m->nodes[a + i]), want[i % 5]))
+			return 0;
+	return 1;
+}
+
 static cJSON *function_json(const struct model *m, int a, int len, int nruns, int k)
 {
 	const struct node *n0 = &m->nodes[a];
@@ -471,6 +492,12 @@ static cJSON *function_json(const struct model *m, int a, int len, int nruns, in
 			return NULL;
 		}
 		form = "sdpa";
+	} else if (!strcmp(func, "apply_rotary_pos_emb")) {
+		if (!rotary_run(m, a, len)) {
+			free(mod);
+			return NULL;
+		}
+		form = "rotary";
 	} else if (strchr(func, '.') && (g = gated_group(m, a, len, &act_cls))) {
 		form = "gated";
 	} else {
@@ -573,6 +600,18 @@ static int is_eager_attention(const struct node *n)
 	return !strcmp(n->model_site.func, "eager_attention_forward");
 }
 
+static int is_rotary(const struct node *n)
+{
+	return !strcmp(n->model_site.func, "apply_rotary_pos_emb");
+}
+
+/* x is a kernel of rotate_half from the same file as the rotary function n */
+static int in_rotate_half(const struct node *n, const struct node *x)
+{
+	return is_rotary(n) && lib_forward(x) && !strcmp(x->model_site.func, "rotate_half") &&
+	       !strcmp(x->model_site.file, n->model_site.file);
+}
+
 /* The run of the function of node a from a: its consecutive kernels; for eager attention also
  * the user-line kernels between two of them. */
 static int run_len(const struct model *m, int a)
@@ -584,7 +623,7 @@ static int run_len(const struct model *m, int a)
 		const struct node *y = a + len + 1 < m->nnodes ? &m->nodes[a + len + 1] : NULL;
 		if (lib_forward(x) && same_func(n, x))
 			end = ++len;
-		else if (is_eager_attention(n) && user_forward(x))
+		else if ((is_eager_attention(n) && user_forward(x)) || in_rotate_half(n, x))
 			len++;
 		else if (lib_forward(x) && is_act(x) && y && lib_forward(y) && same_func(n, y))
 			len++; /* an activation module's one kernel between two of its caller's */

@@ -136,14 +136,15 @@ static void functions_from(const cJSON *j, const char *path, struct fuse_run *ru
 		int gated = x->pf.form && !strcmp(x->pf.form, "gated");
 		struct strbuf msg = STRBUF_INIT;
 		if (!x->pf.form || !x->pf.module || !x->pf.qualname ||
-		    (strcmp(x->pf.form, "fused") && strcmp(x->pf.form, "sdpa") && !gated)) {
+		    (strcmp(x->pf.form, "fused") && strcmp(x->pf.form, "sdpa") &&
+		     strcmp(x->pf.form, "rotary") && !gated)) {
 			strbuf_addf(&msg, "%s: functions[%d]: no form, module or qualname", path,
 			            i);
 		} else if (gated && !valid_class(x->pf.act_class)) {
 			strbuf_addf(&msg,
 			            "%s: functions[%d].binding.act_class: not a Python class name",
 			            path, i);
-		} else if (strcmp(x->pf.form, "sdpa")) {
+		} else if (strcmp(x->pf.form, "sdpa") && strcmp(x->pf.form, "rotary")) {
 			char where[128], name[32];
 			snprintf(where, sizeof(where), "%s: functions[%d].group", path, i);
 			snprintf(name, sizeof(name), "f%d", i);
@@ -471,6 +472,12 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 				                ? "`) and the product in one kernel between "
 				                  "`gate_proj`, `up_proj` and `down_proj`"
 				                : "");
+			else if (!strcmp(x->pf.form, "rotary"))
+				strbuf_addf(&sb,
+				            "- `%s.%s` (%d a step): the package's rotary kernel "
+				            "(`aicprof_fused/_rotary/`), q and k in one launch and "
+				            "their backward in one more\n",
+				            x->pf.module, x->pf.qualname, x->pf.invocations);
 			else
 				strbuf_addf(&sb,
 				            "- `%s.%s` (%d a step): transformers' "
@@ -589,6 +596,20 @@ static void release_run(struct fuse_run *run)
 	patch_lib_release(run->libs, run->nlibs);
 }
 
+/* aicprof_fused/_rotary/ under dir: the rotary form's kernel files. Returns 0 or -1 (printed). */
+static int write_rotary(const char *dir)
+{
+	char *rd = path_join(dir, "_rotary");
+	int rc = mkdir_nofollow(rd) ? -1 : 0;
+	for (int k = 0; !rc && emit_rotary_name(k); k++) {
+		char *p = path_join(rd, emit_rotary_name(k));
+		rc = write_file_atomic(p, emit_rotary_file(k), strlen(emit_rotary_file(k)));
+		free(p);
+	}
+	free(rd);
+	return rc;
+}
+
 /* FUSEDDIR/aicprof_fused/: its __init__.py and the fused functions' groups. Returns 0 or
  * error() (printed). */
 static int write_package(const char *fused, struct fuse_run *run)
@@ -596,12 +617,14 @@ static int write_package(const char *fused, struct fuse_run *run)
 	char *dir = path_join(fused, "aicprof_fused");
 	int rc = mkdir_nofollow(dir) ? -1 : 0; /* a planted link is refused, not written through */
 	struct pkg_func *pf = xcalloc(run->nfn, sizeof(*pf));
-	int n = 0;
+	int n = 0, rotary = 0;
 	for (int i = 0; i < run->nfn && !rc; i++) {
 		if (run->fn[i].advice)
 			continue;
 		if (run->fn[i].pf.g && fusion_write_group(dir, run->fn[i].pf.g))
 			rc = -1;
+		if (!rc && !strcmp(run->fn[i].pf.form, "rotary") && !rotary++)
+			rc = write_rotary(dir);
 		pf[n++] = run->fn[i].pf;
 	}
 	if (!rc) {
@@ -720,7 +743,9 @@ int cmd_fuse(int argc, char **argv)
 			else
 				printf("package   %s/aicprof_fused: %s.%s -> %s\n", fused,
 				       x->pf.module, x->pf.qualname,
-				       x->pf.g ? x->pf.g->name : "sdpa_attention_forward");
+				       x->pf.g                            ? x->pf.g->name
+				       : !strcmp(x->pf.form, "rotary") ? "_rotary/aic_rotary.cu"
+				                                          : "sdpa_attention_forward");
 		}
 		if (!rc && run.pkg_where)
 			printf("package   apply() added to %s\n", run.pkg_where);

@@ -309,6 +309,12 @@ struct pkg_func {
 /* aicprof_fused/__init__.py of the functions f[0..n-1] (apply(), applied(), counts()). */
 void emit_pkg(struct strbuf *sb, const struct pkg_func *f, int n);
 
+/* The rotary form's fixed files under aicprof_fused/_rotary/ (fusion/emit-rotary.c): their
+ * contents and names for which = 0 (aic_rotary_math.h), 1 (aic_rotary.cu, the kernel and its C
+ * ABI aic_rotary_run) and 2 (aic_rotary_cpucheck.cu, a host program); NULL for any other. */
+const char *emit_rotary_file(int which);
+const char *emit_rotary_name(int which);
+
 /* One generated group offered to the patch (patch.c). */
 struct patch_group {
 	const struct fgroup *g;

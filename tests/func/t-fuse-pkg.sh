@@ -68,6 +68,25 @@ sys.exit(not (f['form']=='gated' and f['binding']['act_class']=='SiLUActivation'
 check "llama: eager_attention_forward of modeling_llama as the sdpa form" \
 	grep -q "^sdpa transformers.models.llama.modeling_llama eager_attention_forward" \
 	"$tmp/llama.tab"
+check "llama: apply_rotary_pos_emb of modeling_llama as the rotary form (no group)" \
+	grep -q "^rotary transformers.models.llama.modeling_llama apply_rotary_pos_emb - -" \
+	"$tmp/llama.tab"
+check "llama: the rotary function's run is its 6 kernels and rotate_half's 4, 4 a step" \
+	python3 -c "
+import json,sys
+s=json.load(open('$tmp/llama/summary.json'))
+f=[f for f in s['functions'] if f['func']=='apply_rotary_pos_emb'][0]
+ops=[s['nodes'][i]['op'] for i in f['nodes']]
+sys.exit(not (f['form']=='rotary' and f['group'] is None and f['invocations']==4
+ and ops==['mul','neg','cat','mul','add']*2))"
+check "gpt2: no rotary form (GPT-2 has no rotary embedding)" \
+	sh -c "! grep -q '^rotary' '$tmp/gpt2.tab'"
+check "llama: the package holds the rotary kernel's files" \
+	test -s "$tmp/llama-f/aicprof_fused/_rotary/aic_rotary.cu" -a \
+	-s "$tmp/llama-f/aicprof_fused/_rotary/aic_rotary_math.h" -a \
+	-s "$tmp/llama-f/aicprof_fused/_rotary/aic_rotary_cpucheck.cu"
+check "gpt2: no rotary files where no function takes the form" \
+	test ! -e "$tmp/gpt2-f/aicprof_fused/_rotary"
 check "gpt2: no function of the program's own tree, nor a fragment (GPT2Block.forward)" \
 	sh -c "! grep -q 'samples\\|GPT2Block\\|GPT2Attention' '$tmp/gpt2.tab'"
 check "summary.json: functions[] with the binding (llama's weight a param of 512 elements)" \
@@ -174,6 +193,14 @@ class Tensor:
     def __getitem__(self, m): return Tensor([a for a, k in zip(self.data, m.data) if k], None, self.dtype)
     def size(self, d): return self.shape[d]
     def __mul__(self, o): return Tensor([a * b for a, b in zip(self.data, o.data)], self.shape, self.dtype, self.is_cuda)
+    def stride(self, d=None):
+        st, acc = [], 1
+        for n in reversed(self.shape):
+            st.insert(0, acc)
+            acc *= n
+        return tuple(st) if d is None else st[d]
+    @property
+    def device(self): return "cuda" if self.is_cuda else "cpu"
 
 def _map(f, t): return Tensor([1.0 if f(a) else 0.0 for a in t.data], t.shape, bool)
 def isnan(t): return _map(math.isnan, t)
@@ -233,6 +260,8 @@ def eager_attention_forward(module, query, key, value, attention_mask, scaling, 
     return torch.Tensor(value.data, value.shape, value.dtype), "weights"
 def caller(module, q, k, v):
     return eager_attention_forward(module, q, k, v, None, 0.125, dropout=0.1)
+def apply_rotary_pos_emb(q, k, cos, sin=None, position_ids=None, unsqueeze_dim=1):
+    return "original %d" % (3 if sin is None else 4)
 class Lin(torch.nn.Module):
     def __init__(self, scale):
         self.scale, self.calls = scale, 0
@@ -457,6 +486,22 @@ elif which == "llama":
     out = ml.caller(mod, q, q, q)
     check("eager attention: asked for the weights, the original runs",
           out[1] == "weights" and af.counts()[akey] == 1)
+    # the rotary form: replaced at the module global; a call that does not fit runs the original
+    rkey = "transformers.models.llama.modeling_llama.apply_rotary_pos_emb"
+    rot = af.applied()[rkey]
+    check("rotary: apply_rotary_pos_emb replaced by the rotary form (module global)",
+          rot["applied"] and rot["form"] == "rotary" and
+          ml.apply_rotary_pos_emb._aicprof_original is not None and "_rotary" in rot["reason"])
+    t4 = torch.Tensor([1.0, 2.0, 3.0, 4.0], (1, 1, 1, 4), cuda=False)
+    r3 = ml.apply_rotary_pos_emb(t4, t4, t4)
+    check("rotary: a call without sin runs the original, and says why",
+          r3 == "original 3" and
+          "apply_rotary_pos_emb(q, k, cos, sin" in af.applied()[rkey]["last_fallback"]
+          and af.counts()[rkey] == 0)
+    r4 = ml.apply_rotary_pos_emb(t4, t4, t4, t4)
+    check("rotary: CPU tensors run the original, and say why",
+          r4 == "original 4" and "CUDA" in af.applied()[rkey]["last_fallback"] and
+          af.counts()[rkey] == 0)
     # the gated MLP: the projections as the module's own, act_fn and the product fused
     mlp_orig = ml.LlamaMLP.forward._aicprof_original
     check("gated MLP replaced, with the activation's class from the trace",
@@ -521,6 +566,7 @@ if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 else
 	for gd in "$gp"/aicprof_fused/*/ "$lp"/aicprof_fused/*/; do
 		g=$(basename "$gd")
+		[ "$g" = _rotary ] && continue
 		(cd "$gd" && "$NVCC" -arch=sm_90 -Xcompiler -fPIC -c "${g}_capi.cu" -o capi.o \
 			>capi.log 2>&1)
 		check "$g: nvcc -arch=sm_90 -c of the C ABI" test $? = 0
@@ -537,6 +583,20 @@ else
 			test $? = 0
 		sed 's/^/# /' "$gd/bc.out"
 	done
+	rd=$lp/aicprof_fused/_rotary
+	(cd "$rd" && "$NVCC" -arch=sm_90 -Xcompiler -fPIC -c aic_rotary.cu -o rot.o >rot.log 2>&1)
+	check "rotary: nvcc -arch=sm_90 -c of the rotary kernel and its C ABI" test $? = 0
+	(cd "$rd" && "$NVCC" -o rotcheck aic_rotary_cpucheck.cu >rc.log 2>&1 && ./rotcheck >rc.out 2>&1)
+	check "rotary: CPU check (the forward against q*cos + rotate_half(q)*sin in double, the backward by the adjoint identity)" \
+		test $? = 0
+	sed 's/^/# /' "$rd/rc.out"
+	# the check can fail: the backward's sin taken at the wrong half
+	sed 's/\*d2 = g2 \* c2 - g1 \* s1;/*d2 = g2 * c2 - g1 * s2;/' "$rd/aic_rotary_math.h" >"$tmp/rm.h"
+	mkdir -p "$tmp/rotbad" && cp "$rd/aic_rotary_cpucheck.cu" "$tmp/rotbad/" &&
+		cp "$tmp/rm.h" "$tmp/rotbad/aic_rotary_math.h"
+	(cd "$tmp/rotbad" && "$NVCC" -o rotcheck aic_rotary_cpucheck.cu >rc.log 2>&1 && ./rotcheck >rc.out 2>&1)
+	check "rotary: the CPU check fails on a backward with sin at the wrong half" \
+		sh -c "test $? != 0 && grep -q FAILED '$tmp/rotbad/rc.out'"
 	check "llama: LlamaRMSNorm.forward's group has a fused backward (a row and a column kernel)" \
 		sh -c "grep -q '^_FUSED_BWD = True' '$lp'/aicprof_fused/f*_LlamaRMSNorm_forward/f*_LlamaRMSNorm_forward.py &&
 		 ls '$lp'/aicprof_fused/f*_LlamaRMSNorm_forward/f*_LlamaRMSNorm_forward_bwdc_kernel.cu >/dev/null"

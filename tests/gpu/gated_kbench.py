@@ -7,15 +7,16 @@ moving the forward's bytes (KB_CFGS="256,8,2 512,8,1 ..." names the (block, vec,
 configurations, by default those three). CUDA events, median of 7 runs of 100 calls, µs; one JSON line a
 measurement, then all.
   python3 tests/gpu/gated_kbench.py llama|gemma LABEL=FUSEDDIR [LABEL=FUSEDDIR ...]
-FUSEDDIR: what aicprof fuse wrote (f2_LlamaMLP_forward from the Llama sample's trace,
-f1_GemmaMLP_forward from tests/traces/gemma_train.aicp.jsonl.gz). docs/perf.md, session 18.
+FUSEDDIR: what aicprof fuse wrote (f<k>_LlamaMLP_forward from the Llama sample's trace,
+f<k>_GemmaMLP_forward from tests/traces/gemma_train.aicp.jsonl.gz; k is the function's place
+in the package, found here). docs/perf.md, sessions 18 and 19.
 """
 import importlib.util, json, os, shutil, statistics, subprocess, sys, tempfile
 import torch
 import torch.nn.functional as F
 
 which, pkgs = sys.argv[1], sys.argv[2:]
-name = {"llama": "f2_LlamaMLP_forward", "gemma": "f1_GemmaMLP_forward"}[which]
+cls = {"llama": "LlamaMLP_forward", "gemma": "GemmaMLP_forward"}[which]
 act = (lambda g: F.silu(g)) if which == "llama" else (lambda g: F.gelu(g, approximate="tanh"))
 N, C = 32 * 1024, 1408
 torch.manual_seed(0)
@@ -40,6 +41,8 @@ def t_us(fn, iters=100, reps=7):
 
 def load(pkg, label):
     """The package's group module, its C ABI built afresh in a scratch copy."""
+    name = next(n for n in sorted(os.listdir(os.path.join(pkg, "aicprof_fused")))
+                if n.startswith("f") and n.split("_", 1)[-1] == cls)
     d = os.path.join(tempfile.gettempdir(), "gated_kbench_%s_%s" % (which, label))
     shutil.rmtree(d, ignore_errors=True)
     shutil.copytree(os.path.join(pkg, "aicprof_fused", name), d)

@@ -3,7 +3,8 @@
 # analyse the bundled GPT-2 and Llama traces (nothing is recorded), fuse them, then in Python
 # build the samples' models (samples/gpt2_train.py's and llama_train.py's configs, dropout 0)
 # and check that apply() replaced NewGELUActivation.forward and eager_attention_forward (GPT-2),
-# LlamaRMSNorm.forward, eager_attention_forward and LlamaMLP.forward (Llama; the gated form), that the first use verified them, that a forward in eval mode
+# LlamaRMSNorm.forward, eager_attention_forward, LlamaMLP.forward (Llama; the gated form) and
+# apply_rotary_pos_emb (the rotary form; then tests/gpu/rotary_check.py), that the first use verified them, that a forward in eval mode
 # (under no_grad; a form without a fused backward runs only there; RMSNorm's has one since
 # 2ac7818, so its train-mode check now runs the fused backward)
 # and a forward + backward in train mode under bf16 autocast match the original within
@@ -50,7 +51,8 @@ else:
     model = LlamaForCausalLM(cfg).cuda()
     keys = ["transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",
             "transformers.models.llama.modeling_llama.eager_attention_forward",
-            "transformers.models.llama.modeling_llama.LlamaMLP.forward"]
+            "transformers.models.llama.modeling_llama.LlamaMLP.forward",
+            "transformers.models.llama.modeling_llama.apply_rotary_pos_emb"]
 ids = torch.randint(0, cfg.vocab_size, (8 if which == "gpt2" else 4, 256), device="cuda")
 
 def run(train):
@@ -108,4 +110,9 @@ done
 python3 "$top/tests/gpu/rms_grad.py" "$tmp/llama-f" >"$tmp/rg.out" 2>"$tmp/rg.err" ||
 	nok "llama: rms_grad.py ran to its end"
 sed 's/^\(ok\|not ok\) - /\1 - llama: /' "$tmp/rg.out"
+# the rotary form against transformers' apply_rotary_pos_emb: layouts, dtypes, GQA, gradients
+python3 "$top/tests/gpu/rotary_check.py" "$tmp/llama-f" >"$tmp/rc.out" 2>"$tmp/rc.err" ||
+	nok "llama: rotary_check.py ran to its end"
+cat "$tmp/rc.out"
+grep -v '^\s*$' "$tmp/rc.err" | grep -v Warning | tail -5 | sed 's/^/# /'
 grep -v '^\s*$' "$tmp/rg.err" | grep -v Warning | tail -5 | sed 's/^/# /'
