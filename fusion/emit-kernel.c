@@ -601,7 +601,7 @@ static const char device_prelude[] =
     "}\n"
     "static inline bool aic_aligned(const void *p, size_t bytes)\n"
     "{\n\treturn (uintptr_t)p % bytes == 0;\n}\n"
-    "static inline int aic_sm_count(void)\n"
+    "static inline __attribute__((unused)) int aic_sm_count(void)\n"
     "{\n"
     "\tstatic int sms;\n"
     "\tif (!sms) {\n"
