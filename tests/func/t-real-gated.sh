@@ -3,7 +3,8 @@
 # under the shim (tests/gpu/gated_models.py train, 6 steps; gzip'd in tests/traces/): Qwen2's
 # SwiGLU and Gemma's GeGLU (GELU's tanh form). analyze lists Qwen2MLP.forward and
 # GemmaMLP.forward as "gated" with their activation classes (SiLUActivation, GELUTanh), four
-# invocations a step; their AdamW, which ran per parameter, is one optimizer candidate whose
+# invocations a step, and apply_rotary_pos_emb as the rotary form (the package carries its
+# kernel); their AdamW, which ran per parameter, is one optimizer candidate whose
 # form is fused=True (not chains without a rule); fuse writes their groups with
 # silu's fast forms (bf16 writes), GELU's tanh form and its fused backward, and prints a coverage
 # of at least 90% (the elementwise and reduction findings' bytes with a generated kernel), and nvcc compiles each group's
@@ -28,6 +29,8 @@ PY
 	*) want="gated GemmaMLP.forward 4 GELUTanh gelu_tanh,cast,mul" ;;
 	esac
 	check "$m: functions has '$want' (got: $(tr '\n' ';' <"$tmp/$m.f"))" grep -qx "$want" "$tmp/$m.f"
+	check "$m: functions has the rotary form of apply_rotary_pos_emb, 4 a step" \
+		grep -qx "rotary apply_rotary_pos_emb 4 - -" "$tmp/$m.f"
 	# their AdamW ran per parameter (lerp_, addcmul_, addcdiv_ kernels): one optimizer
 	# candidate holds every one of them, with fused=True as its form, and no chain holds any
 	python3 - "$tmp/$m/summary.json" >"$tmp/$m.o" 2>&1 <<'PY'
@@ -49,6 +52,8 @@ PY
 	cov=$(sed -n 's/^coverage  .*(\([0-9.]*\)%), have a generated kernel.*/\1/p' "$tmp/$m.fu")
 	check "$m: fuse prints its coverage, at least 90% ($cov%)" \
 		awk -v c="${cov:-0}" 'BEGIN { exit !(c >= 90) }'
+	check "$m: the package carries the rotary kernel (aicprof_fused/_rotary/)" \
+		test -s "$tmp/$m-f/aicprof_fused/_rotary/aic_rotary.cu"
 	check "$m: fuse advises the optimizer's fused form" \
 		grep -q "optimizer-horizontal: use the library's fused form: torch.optim.AdamW(fused=True)" "$tmp/$m.fu"
 	gd=$(ls -d "$tmp/$m-f"/aicprof_fused/f*_*MLP_forward 2>/dev/null | head -1)
