@@ -502,6 +502,27 @@ elif which == "llama":
     check("rotary: CPU tensors run the original, and say why",
           r4 == "original 4" and "CUDA" in af.applied()[rkey]["last_fallback"] and
           af.counts()[rkey] == 0)
+    # the launch's cos strides, computed once a geometry without views: what
+    # cos.unsqueeze(ud).expand(x.shape).stride()[:3] gives (torch's rules, by hand)
+    bs = af._bcast_strides
+    cases = [(((2, 16, 8), (128, 8, 1), 1, (2, 4, 16, 8)), [128, 0, 8]),
+             (((2, 16, 8), (128, 8, 1), 2, (2, 16, 4, 8)), [128, 8, 0]),
+             (((1, 16, 8), (128, 8, 1), 1, (2, 4, 16, 8)), [0, 0, 8]),
+             (((16, 8), (8, 1), 0, (2, 4, 16, 8)), [0, 0, 8]),
+             (((2, 16, 8), (128, 8, 1), -3, (2, 4, 16, 8)), [128, 0, 8]),
+             (((2, 16, 8), (1000, 10, 1), 1, (2, 4, 16, 8)), [1000, 0, 10]),
+             (((2, 1, 8), (8, 8, 1), 1, (2, 4, 16, 8)), [8, 0, 0])]
+    bad = []
+    for a, want in cases:
+        if bs(*a) != want:
+            bad.append((a, bs(*a), want))
+    try:
+        bs((2, 16, 8), (128, 8, 1), 1, (2, 4, 32, 8))
+        bad.append("no error for a cos that does not broadcast")
+    except RuntimeError:
+        pass
+    check("rotary: the cos strides a launch plan takes are torch's broadcast strides (7 "
+          "layouts) and a mismatch is an error" + (": %r" % (bad,) if bad else ""), not bad)
     # the gated MLP: the projections as the module's own, act_fn and the product fused
     mlp_orig = ml.LlamaMLP.forward._aicprof_original
     check("gated MLP replaced, with the activation's class from the trace",

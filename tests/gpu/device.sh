@@ -11,7 +11,8 @@
 # suite); GPU_REAL=1 runs tests/gpu/real.sh after them; GPU_PAR="tests/gpu/t-fusion.sh ..." runs those on the second GPU, beside the suite.
 # GPU_STRESS=1 runs tests/gpu/stress.sh (STRESS_* settings), GPU_OVH=1 tests/gpu/overhead.sh
 # (OVH_* settings) and GPU_E2E=1 tests/gpu/e2e_gpt2.py (E2E_ROUNDS rounds, default 3, within
-# E2E_BUDGET seconds, default 300; E2E_MODEL gpt2, resnet, llama, qwen2 or gemma) at the end; GPU_KBENCH=1
+# E2E_BUDGET seconds, default 300; E2E_MODEL gpt2, resnet, llama, qwen2 or gemma, or several
+# in turn; E2E_ARGS more arguments, e.g. --profile) at the end; GPU_KBENCH=1
 # tests/gpu/kbench.py (the package's kernels against eager and torch.compile, $OUT/kbench.jsonl;
 # KBENCH_ARGS=--large adds the sizes past the L2)
 # and GPU_NCU=1 tests/gpu/ncu_fidelity.sh (ncu's DRAM counters beside the shim's traces, into
@@ -138,9 +139,11 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 		OUT=$OUT sh tests/gpu/overhead.sh
 	fi
 	if [ "${GPU_E2E:-0}" = 1 ]; then
-		echo "== GPT-2 end to end (tests/gpu/e2e_gpt2.py)"
-		python3 tests/gpu/e2e_gpt2.py --model "${E2E_MODEL:-gpt2}" --rounds "${E2E_ROUNDS:-3}" \
-			--steps 20 --budget "${E2E_BUDGET:-300}" 2>&1 | tee "$OUT/e2e.jsonl"
+		for m in ${E2E_MODEL:-gpt2}; do
+			echo "== $m end to end (tests/gpu/e2e_gpt2.py)"
+			python3 tests/gpu/e2e_gpt2.py --model "$m" --rounds "${E2E_ROUNDS:-3}" \
+				--steps 20 --budget "${E2E_BUDGET:-300}" ${E2E_ARGS:-} 2>&1 | tee -a "$OUT/e2e.jsonl"
+		done
 	fi
 	if [ "${GPU_KBENCH:-0}" = 1 ]; then
 		echo "== kernels against eager and torch.compile (tests/gpu/kbench.py)"

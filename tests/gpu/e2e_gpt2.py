@@ -32,7 +32,42 @@ import tempfile
 import time
 
 
-def one(variant, steps, pkg, model_name="gpt2"):
+def profile_steps(step, n=3):
+    """n steps under torch.profiler (CPU and CUDA): a step's kernels, the GPU's busy time (the
+    union of its kernel intervals), its wall time under the profiler, the aten ops the host
+    dispatched, and the ten ops of most host self time (where a host-bound step goes)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t = time.perf_counter()
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) * 1e3 / n
+    iv, ops, selfus = [], 0, {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            if not e.name.startswith(("Memcpy", "Memset")):
+                iv.append((e.time_range.start, e.time_range.end))
+        elif e.name.startswith("aten::"):
+            ops += 1
+            selfus[e.name] = selfus.get(e.name, 0) + e.self_cpu_time_total
+    iv.sort()
+    busy, end = 0.0, None
+    for a, b in iv:
+        if end is None or a > end:
+            busy += b - a
+            end = b
+        elif b > end:
+            busy += b - end
+            end = b
+    top = sorted(selfus.items(), key=lambda kv: -kv[1])[:10]
+    return {"kernels_a_step": len(iv) / n, "gpu_busy_ms": round(busy / 1e3 / n, 3),
+            "profiled_wall_ms": round(wall, 3), "aten_ops_a_step": ops / n,
+            "top_self_us_a_step": [(k, round(v / n, 1)) for k, v in top]}
+
+
+def one(variant, steps, pkg, model_name="gpt2", prof=False):
     import torch
     info = {}
     if variant == "fused" and pkg and os.path.isdir(os.path.join(pkg, "aicprof_fused")):
@@ -85,18 +120,25 @@ def one(variant, steps, pkg, model_name="gpt2"):
         def loss_of():
             return fwd(input_ids=ids, labels=ids).loss
     times, loss = [], None
-    for _ in range(steps):
-        t = time.perf_counter()
+
+    def step():
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = loss_of()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss
+
+    for _ in range(steps):
+        t = time.perf_counter()
+        loss = step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
     warm = 5 if variant == "compile" else 2
     out = {"variant": variant, "step_ms": statistics.median(times[warm:] or times),
            "loss": loss.item(), "applied": info}
+    if prof:
+        out["profile"] = profile_steps(step)
     if info:
         import aicprof_fused
         out["counts"] = aicprof_fused.counts()
@@ -116,10 +158,13 @@ def main():
                     help="gpt2: samples/gpt2_train.py's model; resnet: samples/resnet_train.py's;"
                     " llama: samples/llama_train.py's; qwen2, gemma: tests/gpu/gated_models.py's"
                     " (without --pkg, fused from tests/traces/MODEL_train.aicp.jsonl.gz)")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timed steps, 3 more under torch.profiler: kernels a step, "
+                    "the GPU's busy time, aten ops and the ops of most host time")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        one(a.one, a.steps, a.pkg, a.model)
+        one(a.one, a.steps, a.pkg, a.model, a.profile)
         return
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tmp = None
@@ -147,7 +192,8 @@ def main():
             if a.budget and time.time() - t0 > a.budget:
                 break
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", v,
-                                "--steps", str(a.steps), "--pkg", a.pkg, "--model", a.model],
+                                "--steps", str(a.steps), "--pkg", a.pkg, "--model", a.model]
+                               + (["--profile"] if a.profile else []),
                                capture_output=True, text=True)
             line = [x for x in p.stdout.splitlines() if x.startswith("{")]
             if p.returncode or not line:
@@ -162,6 +208,8 @@ def main():
         res[v] = {"median_step_ms": statistics.median([r["step_ms"] for r in rs]) if rs else None,
                   "step_ms": [round(r["step_ms"], 3) for r in rs],
                   "final_loss": [round(r["loss"], 5) for r in rs]}
+        if a.profile and rs:
+            res[v]["profile"] = [r.get("profile") for r in rs]
         if v == "fused" and rs:
             res[v]["applied"] = rs[-1]["applied"]
             res[v]["counts"] = rs[-1].get("counts")
