@@ -69,7 +69,7 @@ def profile_steps(step, n=3):
             "top_self_us_a_step": [(k, round(v / n, 1)) for k, v in top]}
 
 
-def one(variant, steps, pkg, model_name="gpt2", prof=False):
+def one(variant, steps, pkg, model_name="gpt2", prof=False, bscale=1):
     import torch
     info = {}
     if variant == "fused" and pkg and os.path.isdir(os.path.join(pkg, "aicprof_fused")):
@@ -86,8 +86,8 @@ def one(variant, steps, pkg, model_name="gpt2", prof=False):
             memory_format=torch.channels_last)
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4,
                               fused=(variant in ("fused", "optim")))
-        x = torch.randn(32, 3, 128, 128, device="cuda").to(memory_format=torch.channels_last)
-        y = torch.randint(0, 100, (32,), device="cuda")
+        x = torch.randn(32 * bscale, 3, 128, 128, device="cuda").to(memory_format=torch.channels_last)
+        y = torch.randint(0, 100, (32 * bscale,), device="cuda")
         fwd = torch.compile(model) if variant == "compile" else model
 
         def loss_of():
@@ -116,7 +116,7 @@ def one(variant, steps, pkg, model_name="gpt2", prof=False):
             cfg._attn_implementation = "eager"
             model = cls(cfg).cuda()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=(variant in ("fused", "optim")))
-        ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
+        ids = torch.randint(0, cfg.vocab_size, (batch * bscale, 256), device="cuda")
         fwd = torch.compile(model) if variant == "compile" else model
 
         def loss_of():
@@ -163,10 +163,14 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="after the timed steps, 3 more under torch.profiler: kernels a step, "
                     "the GPU's busy time, aten ops and the ops of most host time")
+    ap.add_argument("--batch-scale", type=int, default=1,
+                    help="the batch times this: a step the GPU rather than the host bounds, "
+                    "where the fusions' GPU time can show (the package was fused at scale 1; "
+                    "its kernels take any size)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        one(a.one, a.steps, a.pkg, a.model, a.profile)
+        one(a.one, a.steps, a.pkg, a.model, a.profile, max(1, a.batch_scale))
         return
     top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tmp = None
@@ -195,7 +199,8 @@ def main():
                 break
             p = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", v,
                                 "--steps", str(a.steps), "--pkg", a.pkg, "--model", a.model]
-                               + (["--profile"] if a.profile else []),
+                               + (["--profile"] if a.profile else [])
+                               + ["--batch-scale", str(a.batch_scale)],
                                capture_output=True, text=True)
             line = [x for x in p.stdout.splitlines() if x.startswith("{")]
             if p.returncode or not line:
@@ -204,7 +209,8 @@ def main():
             runs[v].append(json.loads(line[-1]))
             # each run as it ends, so that a run cut short still leaves its figures
             print("# round %d %s: %s" % (rounds, v, line[-1]), file=sys.stderr, flush=True)
-    res = {"model": a.model, "rounds": rounds, "steps": a.steps, "errors": errors,
+    res = {"model": a.model, "batch_scale": a.batch_scale, "rounds": rounds, "steps": a.steps,
+           "errors": errors,
            "seconds": round(time.time() - t0, 1)}
     for v, rs in runs.items():
         res[v] = {"median_step_ms": statistics.median([r["step_ms"] for r in rs]) if rs else None,
