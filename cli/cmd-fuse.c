@@ -16,6 +16,11 @@
  * FUSEDDIR/aicprof_fused/: __init__.py (fusion/emit-pkg.c: apply(), applied(), counts()) and
  * each fused function's group files under aicprof_fused/<name>/; a function whose group does
  * not parse is advice. The patch adds the package and the two lines that call apply().
+ *
+ * Where the summary's time model says the captured step is host-bound (GPU busy under half of
+ * it, as the report's lead decides), the output's `step` line and a README paragraph say that
+ * the kernels' savings mostly do not shorten the step, with the model's busy, gap and
+ * end-to-end figures. The last line is the coverage figure.
  */
 #include "aicprof.h"
 #include "fusion/fusion.h"
@@ -24,6 +29,7 @@
 #include "lib/summary.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +68,9 @@ struct fuse_run {
 	int notfusion[3]; /* dead, invariant, memory candidates: the report's, not fuse's */
 	long *ids, *nums; /* every candidate's id and number in the summary */
 	int nids;
+	/* the summary's time model: the captured step, the GPU's busy time in it, the launch
+	 * gaps, and the findings' saving on the step's critical path (all µs; step 0: none) */
+	double step_us, busy_us, gap_us, promised_us;
 };
 
 static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
@@ -286,9 +295,46 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		i++;
 	}
 	functions_from(j, path, run);
+	const cJSON *tm = cJSON_GetObjectItemCaseSensitive(j, "time_model");
+	double st = 0, bu = 0, ga = 0, pr = 0;
+	if (tm && json_get_number(tm, "step_us", &st) == JSON_OK && st > 0 && isfinite(st) &&
+	    json_get_number(tm, "busy_us", &bu) == JSON_OK && bu >= 0 && isfinite(bu)) {
+		if (json_get_number(tm, "launch_gap_us", &ga) != JSON_OK || !(ga >= 0) ||
+		    !isfinite(ga))
+			ga = 0;
+		if (json_get_number(tm, "promised_us", &pr) != JSON_OK || !(pr >= 0) ||
+		    !isfinite(pr))
+			pr = 0;
+		run->step_us = st;
+		run->busy_us = bu < st ? bu : st; /* as the report's lead clamps it */
+		run->gap_us = ga < st ? ga : st;
+		run->promised_us = pr < st ? pr : st;
+	}
 	cJSON_Delete(j);
 	free(path);
 	return 0;
+}
+
+/* Whether the captured step waits on the host more than on the GPU (the GPU busy under half
+ * of it, the report's lead's test): then the kernels' savings mostly do not shorten it. */
+static int host_bound(const struct fuse_run *run)
+{
+	return run->step_us > 0 && run->busy_us < 0.5 * run->step_us;
+}
+
+/* The host-bound note, said by fuse's output and the README alike: what the trace says the
+ * generated kernels can give end to end. */
+static void host_bound_note(struct strbuf *o, const struct fuse_run *run)
+{
+	strbuf_addf(o,
+	            "the GPU is busy %.1f%% of the captured step (%.2f of %.2f ms; launch gaps "
+	            "%.2f ms): the step waits on the host, so the kernels' savings mostly do not "
+	            "shorten it; the time model bounds what the proven findings save end to end "
+	            "at %.1f µs a step (the report's lead). What shortens such a step is "
+	            "fewer launches: the library forms (a fused optimizer, SDPA), CUDA graphs, a "
+	            "larger batch",
+	            100 * run->busy_us / run->step_us, run->busy_us / 1000, run->step_us / 1000,
+	            run->gap_us / 1000, run->promised_us);
 }
 
 /* The patch of the generated groups of a summary's candidates (patch.c). */
@@ -423,6 +469,11 @@ static char *build_readme(const struct fuse_run *run, const char *origin)
 	         "(`<name>_bwd_kernel.cu`) or an RMS norm (`<name>_bwd_kernel.cu`,\nthen the "
 	         "weight's column sums in `<name>_bwdc_kernel.cu`). Rewriting the program's\n"
 	         "source to call it is left to you (or the patch).\n");
+	if (host_bound(run)) {
+		strbuf_adds(&sb, "\n**What to expect end to end.** In the trace ");
+		host_bound_note(&sb, run);
+		strbuf_adds(&sb, ".\n");
+	}
 	if (ngen) {
 		strbuf_adds(&sb, "\n## Generated\n");
 		for (int i = 0; i < run->nr; i++)
@@ -743,9 +794,9 @@ int cmd_fuse(int argc, char **argv)
 			else
 				printf("package   %s/aicprof_fused: %s.%s -> %s\n", fused,
 				       x->pf.module, x->pf.qualname,
-				       x->pf.g                            ? x->pf.g->name
+				       x->pf.g                         ? x->pf.g->name
 				       : !strcmp(x->pf.form, "rotary") ? "_rotary/aic_rotary.cu"
-				                                          : "sdpa_attention_forward");
+				                                       : "sdpa_attention_forward");
 		}
 		if (!rc && run.pkg_where)
 			printf("package   apply() added to %s\n", run.pkg_where);
@@ -772,6 +823,12 @@ int cmd_fuse(int argc, char **argv)
 					gen += run.e[i].bytes;
 				}
 			}
+		if (!rc && host_bound(&run)) {
+			struct strbuf hb = STRBUF_INIT;
+			host_bound_note(&hb, &run);
+			printf("step      %s\n", hb.buf);
+			strbuf_release(&hb);
+		}
 		if (!rc && ncov && tot > 0) {
 			char b1[32], b2[32];
 			printf("coverage  %d of %d elementwise and reduction findings, %s of %s a "

@@ -52,6 +52,28 @@ PY
 	cov=$(sed -n 's/^coverage  .*(\([0-9.]*\)%), have a generated kernel.*/\1/p' "$tmp/$m.fu")
 	check "$m: fuse prints its coverage, at least 90% ($cov%)" \
 		awk -v c="${cov:-0}" 'BEGIN { exit !(c >= 90) }'
+	# a host-bound step (the GPU busy under half of it): fuse and the package's README say
+	# what the kernels can give end to end, with the time model's own figures
+	want=$(python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))['time_model']
+b, s = min(t['busy_us'], t['step_us']), t['step_us']
+print('%.1f%% of the captured step (%.2f of %.2f ms' % (100 * b / s, b / 1000, s / 1000)
+      if b < 0.5 * s else 'none')" "$tmp/$m/summary.json")
+	check "$m: fuse says the step is host-bound, with the time model's busy share ($want)" \
+		sh -c "test '$want' != none && grep -qF 'step      the GPU is busy $want' '$tmp/$m.fu' &&
+		grep -qF '**What to expect end to end.** In the trace the GPU is busy $want' '$tmp/$m-f/README.md'"
+	cp -r "$tmp/$m" "$tmp/$m-gb"
+	python3 -c "
+import json, sys
+p = sys.argv[1] + '/summary.json'
+j = json.load(open(p))
+j['time_model']['busy_us'] = 0.6 * j['time_model']['step_us']
+json.dump(j, open(p, 'w'))" "$tmp/$m-gb"
+	(cd "$tmp" && "$B/aicprof" fuse "$tmp/$m-gb" -o "$tmp/$m-gbf" --src /nonexistent) >"$tmp/$m.gbfu" 2>&1
+	check "$m: with the GPU busy 60% of the step, neither fuse nor the README says host-bound" \
+		sh -c "grep -q '^coverage' '$tmp/$m.gbfu' && ! grep -q '^step ' '$tmp/$m.gbfu' &&
+		! grep -q 'What to expect' '$tmp/$m-gbf/README.md'"
 	check "$m: the package carries the rotary kernel (aicprof_fused/_rotary/)" \
 		test -s "$tmp/$m-f/aicprof_fused/_rotary/aic_rotary.cu"
 	check "$m: fuse advises the optimizer's fused form" \
