@@ -10,7 +10,8 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
         cost without the noise between processes; allocations are recorded in both, so their
         cost is in neither: "alloc_reports_per_step" counts them, from PyTorch's counters;
         with AICPROF_PAUSE_BLOCKS=1 the paused halves skip the caching allocator's blocks, and
-        the difference holds their cost too: "blocks_paused" says which)
+        the difference holds their cost too: "blocks_paused" says which; BENCH_BATCH: the
+        batch, default 8, the sample's)
   WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
         200 rounds; BENCH_SETTLE_S=S: after S seconds of warm-up), oopdeep (the same loop called 40 Python frames deep, as a model's
         modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
@@ -107,7 +108,10 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
     cfg._attn_implementation = "eager"
     model = GPT2LMHeadModel(cfg).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, cfg.vocab_size, (8, 256), device="cuda")
+    # BENCH_BATCH (default 8, the sample's): a larger batch makes a step the GPU bounds, with
+    # the same launches a step, as a real training job's
+    batch = int(os.environ.get("BENCH_BATCH", "8"))
+    ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
 
     def step():
         torch.cuda.synchronize()
@@ -131,7 +135,7 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
     # (each an allocation or free record in both halves), from PyTorch's own counters
     reports = sum(ms1.get(k, 0) - ms0.get(k, 0)
                   for k in ("allocation.all.allocated", "allocation.all.freed")) / (2 * npairs)
-    print(json.dumps({"mode": mode, "what": what, "step_ms": round(m_on, 3),
+    print(json.dumps({"mode": mode, "what": what, "batch": batch, "step_ms": round(m_on, 3),
                       "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
                       "pct_added": round(100 * m_d / m_off, 2),
                       "alloc_reports_per_step": round(reports, 1),

@@ -3,8 +3,11 @@
 # driver and CUPTI of tests/mock, the shim preloaded and subscribed at its start
 # (AICPROF_EAGER=1), launches fired from Python DEPTH frames deep. Modes, each its own process,
 # LC_ROUNDS interleaved rounds: none (the mock with nobody subscribed: the call itself), shim
-# (defaults), attrib0, args0; LC_WHAT=blocks times the caching allocator's reports instead. A yardstick between versions of the shim's code on one machine;
-# CUPTI's own dispatch is tests/gpu/cupti_floor.cu's.
+# (defaults), attrib0, args0; LC_WHAT=blocks times the caching allocator's reports instead;
+# LC_WHAT=cold sweeps LC_SWEEP_KB (default 4096) KiB before each launch, as a real program's
+# host work leaves the caches (read its AICPROF_SELFTIME=1 parts: the sweep dominates the total).
+# A yardstick between versions of the shim's code on one machine; CUPTI's own dispatch is
+# tests/gpu/cupti_floor.cu's.
 #   sh tests/tools/launch-cost.sh     (after make build/libaicprof.so and the mocks)
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)

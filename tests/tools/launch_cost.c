@@ -5,7 +5,10 @@
  * machine. Loaded by Python with ctypes, which releases the GIL around the call, as PyTorch's
  * bindings do around an op. lc_blocks fires PyTorch's caching-allocator reports instead (the
  * mock libc10_cuda.so's mock_block, through its GOT, as the real allocator reports a block
- * handed out and taken back), for the shim's allocation path.
+ * handed out and taken back), for the shim's allocation path. lc_launch_cold makes each launch
+ * find the caches as a real program's does: a sweep of a buffer before it (the op's own host
+ * work evicts the shim's lines and the interpreter's frames from L1 and L2), a short spin between
+ * its entry and its exit (the driver's work a launch, which evicts little).
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -61,6 +64,34 @@ void lc_launch(int n)
 		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp,
 		     &ok);
 	}
+}
+
+/* n launches, each after writing one byte a cache line of a sweep_kb KiB buffer, and with a spin
+ * of about spin_ns between its entry and exit callbacks; 0, or -1 when the buffer cannot be had */
+int lc_launch_cold(int n, int sweep_kb, int spin_ns)
+{
+	static const CUresult ok = CUDA_SUCCESS;
+	static volatile unsigned char *buf;
+	static size_t have;
+	size_t bytes = (size_t)(sweep_kb > 0 ? sweep_kb : 1) << 10;
+	if (have < bytes) {
+		free((void *)buf);
+		if (!(buf = malloc(bytes)))
+			return -1;
+		have = bytes;
+	}
+	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+	for (int i = 0; i < n; i++) {
+		for (size_t k = 0; k < bytes; k += 64)
+			buf[k]++;
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, &lp,
+		     NULL);
+		for (volatile int s = 0; s < spin_ns / 2; s++)
+			;
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp,
+		     &ok);
+	}
+	return 0;
 }
 
 /* n launches alternating the mock kernel and the strided loop (its closure kept whole) */

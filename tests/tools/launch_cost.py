@@ -13,6 +13,9 @@ if WHAT == "blocks":  # the mock allocator, loaded before the first cuMemAlloc a
     ctypes.CDLL(os.path.join(os.path.dirname(sys.argv[2]), "libc10_cuda.so"), mode=ctypes.RTLD_GLOBAL)
 lib = ctypes.CDLL(sys.argv[1])
 depth = int(os.environ.get("DEPTH", "30"))
+# LC_WHAT=cold: the caches as a real program leaves them (launch_cost.c's lc_launch_cold)
+SWEEP_KB = int(os.environ.get("LC_SWEEP_KB", "4096"))
+SPIN_NS = int(os.environ.get("LC_SPIN_NS", "1500"))
 if lib.lc_init(sys.argv[2].encode(), ctypes.c_uint64(0x7F0000000000)):
     sys.exit("cannot open the mock CUPTI")
 lib.lc_alloc(ctypes.c_uint64(0x7F0000000000))
@@ -25,6 +28,8 @@ def batch():
     for _ in range(10):
         if WHAT == "blocks":  # a block handed out and taken back counts as one
             lib.lc_blocks(100, ctypes.c_uint64(0x7F0000000000))
+        elif WHAT == "cold":  # each launch after a sweep of LC_SWEEP_KB (default 4096) KiB
+            lib.lc_launch_cold(100, SWEEP_KB, SPIN_NS)
         elif WHAT == "mixed":
             lib.lc_launch_mixed(100)
         else:
