@@ -63,6 +63,24 @@ print('%.1f%% of the captured step (%.2f of %.2f ms' % (100 * b / s, b / 1000, s
 	check "$m: fuse says the step is host-bound, with the time model's busy share ($want)" \
 		sh -c "test '$want' != none && grep -qF 'step      the GPU is busy $want' '$tmp/$m.fu' &&
 		grep -qF '**What to expect end to end.** In the trace the GPU is busy $want' '$tmp/$m-f/README.md'"
+	# the GPU's side: what the findings take off the busy time, from the summary's own
+	# kernel_saved_us (GPU findings, not the report-only kinds), never above the busy time;
+	# the two expected pieces of text go to files for grep -F -f
+	gw=$(python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s['time_model']
+b = min(t['busy_us'], t['step_us'])
+skip = ('dead', 'invariant', 'memory', 'comm-overlap')
+g = [c for c in s['candidates'] if c['kind'] not in skip and c.get('time_kind') == 'gpu']
+a = min(sum(c['kernel_saved_us'] for c in g), b)
+lib = min(sum(c['kernel_saved_us'] for c in g if c.get('library_form')), a)
+open(sys.argv[2], 'w').write('own %.2f ms a step, the findings take off %.2f ms (%.0f%%;\\n' % (b / 1000, a / 1000, 100 * a / b))
+open(sys.argv[3], 'w').write('the library forms %.2f ms)\\n' % (lib / 1000))
+print('%.0f%%' % (100 * a / b) if a > 0 else 'none')" "$tmp/$m/summary.json" "$tmp/$m.gw1" "$tmp/$m.gw2")
+	check "$m: fuse and the README say what the findings take off the GPU's busy time ($gw)" \
+		sh -c "test '$gw' != none && grep -qF -f '$tmp/$m.gw1' '$tmp/$m.fu' &&
+		grep -qF -f '$tmp/$m.gw2' '$tmp/$m.fu' && grep -qF -f '$tmp/$m.gw1' '$tmp/$m-f/README.md'"
 	cp -r "$tmp/$m" "$tmp/$m-gb"
 	python3 -c "
 import json, sys
