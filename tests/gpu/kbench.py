@@ -6,7 +6,8 @@ torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples
 
 For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
 LlamaRMSNorm.forward and LlamaMLP.forward (--only mlp: the gated form, its GEMMs included in
-every form's time) at the Llama sample's; with --large also at a size whose copy runs from
+every form's time) at the Llama sample's, and apply_rotary_pos_emb (--only rotary: q the input,
+k a parameter, both results' gradients; not yet run on a GPU); with --large also at a size whose copy runs from
 HBM, not the L2) and each form (eager: the library's code; fused:
 after aicprof_fused.apply(); compile: torch.compile of the module, default mode), runs the
 forward and backward `iters` times under torch.profiler and sums the GPU time of the kernels of
@@ -69,12 +70,18 @@ def bench(name, make, x_shape, dtype, iters, pkg):
 
         def step():
             y = fwd()
-            y.backward(g)
+            if isinstance(y, tuple):  # several results (rotary's q and k): a gradient each
+                torch.autograd.backward(y, [torch.ones_like(t) for t in y])
+            else:
+                y.backward(g)
 
         from torch.profiler import ProfilerActivity, profile
         with torch.no_grad():
             y = fwd()  # the bytes one forward moves: its input and its result as they are
-        res["fwd_bytes"] = x.numel() * x.element_size() + y.numel() * y.element_size()
+        ys = y if isinstance(y, tuple) else (y,)
+        # its inputs (x, and the module's bench_inputs() where it has more) and its results
+        more = mod.bench_inputs() if hasattr(mod, "bench_inputs") else ()
+        res["fwd_bytes"] = sum(t.numel() * t.element_size() for t in (x, *more, *ys))
         for _ in range(5):
             step()
         torch.cuda.synchronize()
@@ -184,6 +191,38 @@ def main():
         if a.large:  # 128 MiB in and out; the package guards on the sample's 512 columns
             bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (32, 2048, 512),
                   torch.float32, a.iters, pkg)
+    if "rotary" in a.only:  # not yet run on a GPU (session 21 wrote it)
+        pkg = a.pkg_llama or ("fused" in FORMS and fuse(
+            top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
+            tempfile.mkdtemp(prefix="kb_llama.")))
+        import transformers.models.llama.modeling_llama as ml
+
+        class Rotary(torch.nn.Module):
+            """transformers' apply_rotary_pos_emb on q (the input) and k (a parameter, so that
+            both get gradients), cos and sin of the Llama sample's layout ([b, s, d], bf16);
+            looked up in its module at each call, where apply() replaces it"""
+            def __init__(self, shape):
+                super().__init__()
+                b, h, s, d = shape
+                self.k = torch.nn.Parameter(torch.randn(shape, dtype=torch.bfloat16))
+                pos = torch.arange(s, dtype=torch.float32)[:, None]
+                inv = 1.0 / (10000 ** (torch.arange(0, d, 2, dtype=torch.float32) / d))
+                emb = torch.cat((pos * inv, pos * inv), dim=-1)
+                self.register_buffer("cos", emb.cos().to(torch.bfloat16).expand(b, s, d).contiguous())
+                self.register_buffer("sin", emb.sin().to(torch.bfloat16).expand(b, s, d).contiguous())
+
+            def forward(self, q):
+                return ml.apply_rotary_pos_emb(q, self.k, self.cos, self.sin)
+
+            def bench_inputs(self):  # what a forward reads besides q
+                return (self.k, self.cos, self.sin)
+
+        # the Llama sample's q: batch 4, 8 heads, 256 tokens, head dim 64
+        bench("apply_rotary_pos_emb", lambda: Rotary((4, 8, 256, 64)), (4, 8, 256, 64),
+              torch.bfloat16, a.iters, pkg)
+        if a.large:  # 64 MiB each of q, k and their results
+            bench("apply_rotary_pos_emb", lambda: Rotary((32, 8, 2048, 64)), (32, 8, 2048, 64),
+                  torch.bfloat16, a.iters, pkg)
     if "mlp" in a.only:
         pkg = a.pkg_llama or ("fused" in FORMS and fuse(
             top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
