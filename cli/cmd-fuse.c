@@ -49,7 +49,7 @@ struct fuse_entry {
 	double bytes;          /* the finding's bytes_saved_per_step */
 	int cov;               /* an elementwise or reduction finding with no library form */
 	double gpu_us;         /* a GPU finding's kernel_saved_us (time_kind "gpu"), else 0 */
-	int lib;               /* it has a library form */
+	int pos;               /* its index in the summary's candidates, -1 with --group */
 };
 
 /* A function of the summary's "functions" for the package. */
@@ -75,6 +75,9 @@ struct fuse_run {
 	/* the summary's time model: the captured step, the GPU's busy time in it, the launch
 	 * gaps, and the findings' saving on the step's critical path (all µs; step 0: none) */
 	double step_us, busy_us, gap_us, promised_us;
+	/* what the findings take off the GPU's busy time (summary_gpu_saved()): all of it, the
+	 * library forms' part and the generated kernels' part (µs) */
+	double gpu_all_us, gpu_lib_us, gpu_gen_us;
 };
 
 static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
@@ -241,9 +244,9 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		const char *ks = cJSON_IsString(kind) ? kind->valuestring : "?";
 		const cJSON *bs = cJSON_GetObjectItemCaseSensitive(c, "bytes_saved_per_step");
 		e.bytes = cJSON_IsNumber(bs) && bs->valuedouble > 0 ? bs->valuedouble : 0;
-		e.lib = cJSON_IsString(lib) && *lib->valuestring;
+		e.pos = i;
 		e.cov = (!strcmp(ks, "elementwise-chain") || !strcmp(ks, "reduction-epilogue")) &&
-		        !e.lib;
+		        !(cJSON_IsString(lib) && *lib->valuestring);
 		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(c, "time_kind");
 		const cJSON *ksv = cJSON_GetObjectItemCaseSensitive(c, "kernel_saved_us");
 		if (strcmp(ks, "comm-overlap") && cJSON_IsString(tk) &&
@@ -320,6 +323,16 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		run->busy_us = bu < st ? bu : st; /* as the report's lead clamps it */
 		run->gap_us = ga < st ? ga : st;
 		run->promised_us = pr < st ? pr : st;
+		unsigned char *counted = xcalloc((size_t)i + 1, 1);
+		run->gpu_all_us = summary_gpu_saved(j, run->busy_us, &run->gpu_lib_us, counted);
+		for (int k = 0; k < run->nr; k++) {
+			const struct fuse_entry *x = &run->e[k];
+			if (x->name && x->pos >= 0 && x->pos < i && counted[x->pos])
+				run->gpu_gen_us += x->gpu_us;
+		}
+		if (run->gpu_gen_us > run->gpu_all_us)
+			run->gpu_gen_us = run->gpu_all_us;
+		free(counted);
 	}
 	cJSON_Delete(j);
 	free(path);
@@ -346,18 +359,10 @@ static void host_bound_note(struct strbuf *o, const struct fuse_run *run)
 	            100 * run->busy_us / run->step_us, run->busy_us / 1000, run->step_us / 1000,
 	            run->gap_us / 1000, run->promised_us);
 	/* what the findings take off the GPU's own time: the part of the step they shorten
-	 * where the GPU bounds it (a larger batch or sequence, the same launches) */
-	double all = 0, gen = 0, lib = 0;
-	for (int i = 0; i < run->nr; i++) {
-		all += run->e[i].gpu_us;
-		gen += run->e[i].name ? run->e[i].gpu_us : 0;
-		lib += run->e[i].lib ? run->e[i].gpu_us : 0;
-	}
+	 * where the GPU bounds it (a larger batch or sequence, the same launches); the report's
+	 * lead says the same figure (lib/summary.c) */
+	double all = run->gpu_all_us, gen = run->gpu_gen_us, lib = run->gpu_lib_us;
 	if (all > 0 && run->busy_us > 0) {
-		/* findings may share kernels: no figure above the busy time */
-		all = all < run->busy_us ? all : run->busy_us;
-		gen = gen < all ? gen : all;
-		lib = lib < all ? lib : all;
 		strbuf_addf(o,
 		            ". Of the GPU's own %.2f ms a step, the findings take off %.2f ms "
 		            "(%.0f%%; the generated kernels %.2f ms, the library forms %.2f ms): "
@@ -762,7 +767,7 @@ int cmd_fuse(int argc, char **argv)
 		for (int i = 0; i < ngroups && !rc; i++) {
 			struct fuse_entry e = {0};
 			struct strbuf err = STRBUF_INIT;
-			e.cand = e.num = -1;
+			e.cand = e.num = e.pos = -1;
 			if (fgroup_parse_file(groups[i], &e.g, &err)) {
 				rc = error("%s", err.buf);
 			} else {

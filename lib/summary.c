@@ -22,6 +22,7 @@
  */
 #include "lib/summary.h"
 #include "lib/file.h"
+#include "lib/hmap.h"
 #include "lib/json.h"
 
 #include <limits.h>
@@ -338,4 +339,63 @@ cJSON *summary_read_kind(const char *path, enum summary_kind kind, struct strbuf
 cJSON *summary_read(const char *path)
 {
 	return summary_read_kind(path, SUMMARY_RUN, NULL);
+}
+
+/* A candidate's node id, or -1 when it is no integer in [0, 2^53] (never cast out of range). */
+static int64_t node_id(const cJSON *n)
+{
+	if (!cJSON_IsNumber(n) || !(n->valuedouble >= 0) || n->valuedouble > 9007199254740992.0 ||
+	    n->valuedouble != floor(n->valuedouble))
+		return -1;
+	return (int64_t)n->valuedouble;
+}
+
+double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, unsigned char *counted)
+{
+	static const char *const skip[] = {"dead", "invariant", "memory", "comm-overlap"};
+	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(root, "candidates"), *c;
+	struct hmap taken;
+	double sum = 0, lib = 0;
+	int i = 0;
+	hmap_init(&taken);
+	cJSON_ArrayForEach(c, cands)
+	{
+		int at = i++;
+		if (counted)
+			counted[at] = 0;
+		const cJSON *k = cJSON_GetObjectItemCaseSensitive(c, "kind");
+		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(c, "time_kind");
+		const cJSON *ks = cJSON_GetObjectItemCaseSensitive(c, "kernel_saved_us");
+		if (!cJSON_IsString(k) || !cJSON_IsString(tk) || strcmp(tk->valuestring, "gpu") ||
+		    !cJSON_IsNumber(ks) || !(ks->valuedouble > 0) || !isfinite(ks->valuedouble))
+			continue;
+		int other = 0;
+		for (size_t j = 0; j < sizeof(skip) / sizeof(skip[0]); j++)
+			other |= !strcmp(k->valuestring, skip[j]);
+		const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(c, "nodes"), *n;
+		cJSON_ArrayForEach(n, nodes)
+		{
+			uint64_t v;
+			other |= node_id(n) >= 0 && hmap_get(&taken, (uint64_t)node_id(n), &v);
+		}
+		if (other)
+			continue;
+		cJSON_ArrayForEach(n, nodes)
+		{
+			if (node_id(n) >= 0)
+				hmap_put(&taken, (uint64_t)node_id(n), 1);
+		}
+		double v = ks->valuedouble < 1e12 ? ks->valuedouble : 1e12;
+		sum += v;
+		const cJSON *lf = cJSON_GetObjectItemCaseSensitive(c, "library_form");
+		if (cJSON_IsString(lf) && *lf->valuestring)
+			lib += v;
+		if (counted)
+			counted[at] = 1;
+	}
+	hmap_release(&taken);
+	sum = sum < busy_us ? sum : busy_us > 0 ? busy_us : 0;
+	if (lib_us)
+		*lib_us = lib < sum ? lib : sum;
+	return sum;
 }

@@ -17,11 +17,14 @@
  * has one (analyzer/timemodel.c), so the lead and the overview agree. The remedies carry estimates:
  * CUDA graphs or torch.compile(mode="reduce-overhead") remove the launch gaps (gaps under
  * 100 us, less the ~2 us a graph's node still costs), removing a sync saves its stall, and a
- * larger batch grows the kernels but not the gaps (the busy share at twice the batch). A wait
+ * larger batch grows the kernels but not the gaps (the busy share at twice the batch), and the
+ * findings' kernel savings (their kernel_saved_us, at most the busy time, as fuse says it) are
+ * what then shortens the step. A wait
  * between steps (data loading) is outside the step's time as the analyzer measures it (first
  * GPU start to last GPU end), so it cannot show here.
  */
 #include "report/lead.h"
+#include "lib/summary.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -315,8 +318,20 @@ void report_lead_section(const struct rmodel *m, struct strbuf *o)
 	strbuf_adds(
 	    o, "</ul>\n<p>Until the gaps are gone, a faster kernel mostly waits longer for the "
 	       "host's next launch: each finding below counts only the part of its saving "
-	       "on the step's critical path (the rest is shown as kernel time).</p>\n");
-	strbuf_adds(o, "</section>\n");
+	       "on the step's critical path (the rest is shown as kernel time).");
+	/* what the findings take off the GPU's busy time: fuse's host-bound note says the same */
+	double gpu = summary_gpu_saved(m->root, busy, NULL, NULL);
+	if (gpu > 0) {
+		strbuf_adds(o, " Of the GPU's own ");
+		add_time(o, busy);
+		strbuf_adds(o, " a step, the findings take off ");
+		add_time(o, gpu);
+		strbuf_addf(o,
+		            " (%.0f%%): that part shows end to end where the GPU bounds the step, "
+		            "at a larger batch or sequence with the same launches.",
+		            100 * gpu / busy);
+	}
+	strbuf_adds(o, "</p>\n</section>\n");
 	strbuf_release(&hs);
 	free(ev);
 }

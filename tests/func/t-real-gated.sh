@@ -64,7 +64,8 @@ print('%.1f%% of the captured step (%.2f of %.2f ms' % (100 * b / s, b / 1000, s
 		sh -c "test '$want' != none && grep -qF 'step      the GPU is busy $want' '$tmp/$m.fu' &&
 		grep -qF '**What to expect end to end.** In the trace the GPU is busy $want' '$tmp/$m-f/README.md'"
 	# the GPU's side: what the findings take off the busy time, from the summary's own
-	# kernel_saved_us (GPU findings, not the report-only kinds), never above the busy time;
+	# kernel_saved_us (GPU findings, not the report-only kinds, a shared node counted once),
+	# never above the busy time;
 	# the two expected pieces of text go to files for grep -F -f
 	gw=$(python3 -c "
 import json, sys
@@ -72,15 +73,25 @@ s = json.load(open(sys.argv[1]))
 t = s['time_model']
 b = min(t['busy_us'], t['step_us'])
 skip = ('dead', 'invariant', 'memory', 'comm-overlap')
-g = [c for c in s['candidates'] if c['kind'] not in skip and c.get('time_kind') == 'gpu']
+g, taken = [], set()
+for c in s['candidates']:  # in order, one sharing a node with one taken skipped
+    if c['kind'] in skip or c.get('time_kind') != 'gpu' or taken & set(c.get('nodes', [])):
+        continue
+    g.append(c)
+    taken |= set(c.get('nodes', []))
 a = min(sum(c['kernel_saved_us'] for c in g), b)
 lib = min(sum(c['kernel_saved_us'] for c in g if c.get('library_form')), a)
 open(sys.argv[2], 'w').write('own %.2f ms a step, the findings take off %.2f ms (%.0f%%;\\n' % (b / 1000, a / 1000, 100 * a / b))
 open(sys.argv[3], 'w').write('the library forms %.2f ms)\\n' % (lib / 1000))
-print('%.0f%%' % (100 * a / b) if a > 0 else 'none')" "$tmp/$m/summary.json" "$tmp/$m.gw1" "$tmp/$m.gw2")
+tm = lambda us: '%.2f ms' % (us / 1000) if us >= 1000 else '%.1f µs' % us
+open(sys.argv[4], 'w').write('own %s a step, the findings take off %s (%.0f%%):\\n' % (tm(b), tm(a), 100 * a / b))
+print('%.0f%%' % (100 * a / b) if a > 0 else 'none')" "$tmp/$m/summary.json" "$tmp/$m.gw1" "$tmp/$m.gw2" "$tmp/$m.gw3")
 	check "$m: fuse and the README say what the findings take off the GPU's busy time ($gw)" \
 		sh -c "test '$gw' != none && grep -qF -f '$tmp/$m.gw1' '$tmp/$m.fu' &&
 		grep -qF -f '$tmp/$m.gw2' '$tmp/$m.fu' && grep -qF -f '$tmp/$m.gw1' '$tmp/$m-f/README.md'"
+	"$B/aicprof" report "$tmp/$m" >/dev/null 2>&1
+	check "$m: the report's lead gives the same share of the GPU's busy time ($gw)" \
+		sh -c "test '$gw' != none && grep -qF -f '$tmp/$m.gw3' '$tmp/$m/report.html'"
 	cp -r "$tmp/$m" "$tmp/$m-gb"
 	python3 -c "
 import json, sys

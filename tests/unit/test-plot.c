@@ -166,6 +166,49 @@ static void test_lead_idle(void **state)
 	free(h);
 }
 
+/* the same idle step with the findings given: what they take off the GPU's busy time */
+static char *lead_with(const char *cands)
+{
+	char buf[2048];
+	snprintf(buf, sizeof(buf),
+	         "{\"steps\":{\"times_us\":[1000]},\"timeline\":{\"step\":0,\"events\":["
+	         "{\"kind\":\"kernel\",\"start_us\":0,\"dur_us\":5,\"name\":\"a\"},"
+	         "{\"kind\":\"kernel\",\"start_us\":50,\"dur_us\":5,\"name\":\"b\"},"
+	         "{\"kind\":\"kernel\",\"start_us\":100,\"dur_us\":5,\"name\":\"c\"},"
+	         "{\"kind\":\"kernel\",\"start_us\":150,\"dur_us\":5,\"name\":\"d\"}]},"
+	         "\"candidates\":[%s]}",
+	         cands);
+	return lead(buf);
+}
+
+static void test_lead_gpu_share(void **state)
+{
+	/* two GPU findings count (5 + 8 of the 20 us busy); a schedule change, a report-only kind
+	 * and a host-blocked finding do not */
+	char *h = lead_with(
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":5},"
+	    "{\"kind\":\"attention\",\"time_kind\":\"gpu\",\"kernel_saved_us\":8,"
+	    "\"library_form\":\"sdpa\"},"
+	    "{\"kind\":\"comm-overlap\",\"time_kind\":\"gpu\",\"kernel_saved_us\":100},"
+	    "{\"kind\":\"dead\",\"time_kind\":\"gpu\",\"kernel_saved_us\":50},"
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"host-blocked\","
+	    "\"kernel_saved_us\":30}");
+	assert_non_null(strstr(h, "Of the GPU's own 20.0 µs a step, the findings take off 13.0 µs "
+	                          "(65%): that part shows end to end where the GPU bounds"));
+	free(h);
+	/* never above the busy time */
+	h = lead_with(
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":1e300},"
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":-5}");
+	assert_non_null(strstr(h, "the findings take off 20.0 µs (100%)"));
+	free(h);
+	/* no GPU finding: no such sentence */
+	h = lead_with("{\"kind\":\"memory\",\"time_kind\":\"none\",\"kernel_saved_us\":0}");
+	assert_non_null(strstr(h, "The GPU is idle"));
+	assert_null(strstr(h, "the findings take off"));
+	free(h);
+}
+
 static void test_lead_busy(void **state)
 {
 	char *h = lead("{\"timeline\":{\"step\":0,\"events\":["
@@ -186,6 +229,7 @@ int main(void)
 	    cmocka_unit_test(test_roofline_close_labels_apart),
 	    cmocka_unit_test(test_huge_numbers),
 	    cmocka_unit_test(test_lead_idle),
+	    cmocka_unit_test(test_lead_gpu_share),
 	    cmocka_unit_test(test_lead_busy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

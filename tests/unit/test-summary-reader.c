@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,44 @@ static void test_summary_refused(void **state)
 	strbuf_release(&msg);
 }
 
+/* summary_gpu_saved: the GPU findings' kernel savings, a shared node counted once, capped */
+static void test_gpu_saved(void **state)
+{
+	cJSON *j = cJSON_Parse(
+	    "{\"candidates\":["
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":10,"
+	    "\"nodes\":[1,2]},"
+	    /* shares node 2 with the first: not counted again */
+	    "{\"kind\":\"reduction-epilogue\",\"time_kind\":\"gpu\",\"kernel_saved_us\":7,"
+	    "\"nodes\":[2,3]},"
+	    "{\"kind\":\"attention\",\"time_kind\":\"gpu\",\"kernel_saved_us\":4,"
+	    "\"library_form\":\"sdpa\",\"nodes\":[4]},"
+	    /* not fusion, a schedule change, host time, no number: none count */
+	    "{\"kind\":\"dead\",\"time_kind\":\"gpu\",\"kernel_saved_us\":50,\"nodes\":[9]},"
+	    "{\"kind\":\"comm-overlap\",\"time_kind\":\"gpu\",\"kernel_saved_us\":50},"
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"host-blocked\","
+	    "\"kernel_saved_us\":50},"
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":\"x\"},"
+	    /* node ids out of any range are no node (and no cast out of range) */
+	    "{\"kind\":\"elementwise-chain\",\"time_kind\":\"gpu\",\"kernel_saved_us\":1,"
+	    "\"nodes\":[1e300,-1,0.5]}]}");
+	assert_non_null(j);
+	unsigned char counted[8];
+	double lib = -1;
+	assert_true(fabs(summary_gpu_saved(j, 1000, &lib, counted) - 15) < 1e-9);
+	assert_true(fabs(lib - 4) < 1e-9);
+	const unsigned char want[8] = {1, 0, 1, 0, 0, 0, 0, 1};
+	assert_memory_equal(counted, want, 8);
+	/* at most the busy time, the library part at most the sum */
+	assert_true(fabs(summary_gpu_saved(j, 3, &lib, NULL) - 3) < 1e-9);
+	assert_true(fabs(lib - 3) < 1e-9);
+	assert_true(summary_gpu_saved(j, 0, NULL, NULL) == 0);
+	cJSON_Delete(j);
+	j = cJSON_Parse("{\"candidates\":7}");
+	assert_true(summary_gpu_saved(j, 100, &lib, NULL) == 0 && lib == 0);
+	cJSON_Delete(j);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(dir) ? 0 : -1;
@@ -263,7 +302,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_getters),         cmocka_unit_test(test_file_and_parse),
 	    cmocka_unit_test(test_median),          cmocka_unit_test(test_summary_valid),
-	    cmocka_unit_test(test_summary_refused),
+	    cmocka_unit_test(test_summary_refused), cmocka_unit_test(test_gpu_saved),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
