@@ -48,7 +48,6 @@ struct fuse_entry {
 	struct patch_group pg; /* the patch's result for a generated group */
 	double bytes;          /* the finding's bytes_saved_per_step */
 	int cov;               /* an elementwise or reduction finding with no library form */
-	double gpu_us;         /* a GPU finding's kernel_saved_us (time_kind "gpu"), else 0 */
 	int pos;               /* its index in the summary's candidates, -1 with --group */
 };
 
@@ -247,12 +246,6 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		e.pos = i;
 		e.cov = (!strcmp(ks, "elementwise-chain") || !strcmp(ks, "reduction-epilogue")) &&
 		        !(cJSON_IsString(lib) && *lib->valuestring);
-		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(c, "time_kind");
-		const cJSON *ksv = cJSON_GetObjectItemCaseSensitive(c, "kernel_saved_us");
-		if (strcmp(ks, "comm-overlap") && cJSON_IsString(tk) &&
-		    !strcmp(tk->valuestring, "gpu") && cJSON_IsNumber(ksv) &&
-		    ksv->valuedouble > 0 && isfinite(ksv->valuedouble))
-			e.gpu_us = ksv->valuedouble;
 		struct strbuf msg = STRBUF_INIT;
 		int nf = -1;
 		for (int k = 0; k < 3; k++)
@@ -323,16 +316,14 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		run->busy_us = bu < st ? bu : st; /* as the report's lead clamps it */
 		run->gap_us = ga < st ? ga : st;
 		run->promised_us = pr < st ? pr : st;
-		unsigned char *counted = xcalloc((size_t)i + 1, 1);
-		run->gpu_all_us = summary_gpu_saved(j, run->busy_us, &run->gpu_lib_us, counted);
-		for (int k = 0; k < run->nr; k++) {
-			const struct fuse_entry *x = &run->e[k];
-			if (x->name && x->pos >= 0 && x->pos < i && counted[x->pos])
-				run->gpu_gen_us += x->gpu_us;
-		}
+		double *each = xcalloc((size_t)i + 1, sizeof(double));
+		run->gpu_all_us = summary_gpu_saved(j, run->busy_us, &run->gpu_lib_us, each);
+		for (int k = 0; k < run->nr; k++) /* the generated groups' part */
+			if (run->e[k].name && run->e[k].pos >= 0 && run->e[k].pos < i)
+				run->gpu_gen_us += each[run->e[k].pos];
 		if (run->gpu_gen_us > run->gpu_all_us)
 			run->gpu_gen_us = run->gpu_all_us;
-		free(counted);
+		free(each);
 	}
 	cJSON_Delete(j);
 	free(path);

@@ -350,7 +350,7 @@ static int64_t node_id(const cJSON *n)
 	return (int64_t)n->valuedouble;
 }
 
-double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, unsigned char *counted)
+double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, double *each)
 {
 	static const char *const skip[] = {"dead", "invariant", "memory", "comm-overlap"};
 	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(root, "candidates"), *c;
@@ -361,8 +361,8 @@ double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, unsi
 	cJSON_ArrayForEach(c, cands)
 	{
 		int at = i++;
-		if (counted)
-			counted[at] = 0;
+		if (each)
+			each[at] = 0;
 		const cJSON *k = cJSON_GetObjectItemCaseSensitive(c, "kind");
 		const cJSON *tk = cJSON_GetObjectItemCaseSensitive(c, "time_kind");
 		const cJSON *ks = cJSON_GetObjectItemCaseSensitive(c, "kernel_saved_us");
@@ -373,25 +373,27 @@ double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, unsi
 		for (size_t j = 0; j < sizeof(skip) / sizeof(skip[0]); j++)
 			other |= !strcmp(k->valuestring, skip[j]);
 		const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(c, "nodes"), *n;
+		uint64_t v;
 		cJSON_ArrayForEach(n, nodes)
 		{
-			uint64_t v;
-			other |= node_id(n) >= 0 && hmap_get(&taken, (uint64_t)node_id(n), &v);
+			int64_t id = node_id(n);
+			other |= id >= 0 && hmap_get(&taken, (uint64_t)id, &v);
 		}
 		if (other)
 			continue;
 		cJSON_ArrayForEach(n, nodes)
 		{
-			if (node_id(n) >= 0)
-				hmap_put(&taken, (uint64_t)node_id(n), 1);
+			int64_t id = node_id(n);
+			if (id >= 0)
+				hmap_put(&taken, (uint64_t)id, 1);
 		}
-		double v = ks->valuedouble < 1e12 ? ks->valuedouble : 1e12;
-		sum += v;
+		double s = ks->valuedouble < 1e12 ? ks->valuedouble : 1e12;
+		sum += s;
 		const cJSON *lf = cJSON_GetObjectItemCaseSensitive(c, "library_form");
 		if (cJSON_IsString(lf) && *lf->valuestring)
-			lib += v;
-		if (counted)
-			counted[at] = 1;
+			lib += s;
+		if (each)
+			each[at] = s;
 	}
 	hmap_release(&taken);
 	sum = sum < busy_us ? sum : busy_us > 0 ? busy_us : 0;

@@ -48,11 +48,11 @@ cJSON *summary_read(const char *path);
  * whose time_kind is "gpu" and whose kind is a fusion (not dead, invariant, memory, nor
  * comm-overlap, a change of schedule), in the candidates' order, skipping one that shares a
  * node with a candidate already counted (the headline's rule), the sum at most busy_us.
- * *lib_us (when not NULL) gets the part of it with a library_form, at most the sum. counted
- * (when not NULL, at least as long as the candidates array) gets 1 at each candidate's index
- * that counted, else 0. root: a checked summary; missing or bad fields count nothing. Returns
- * the sum, 0 when none; allocates only while it runs.
+ * *lib_us (when not NULL) gets the part of it with a library_form, at most the sum. each
+ * (when not NULL, at least as long as the candidates array) gets at each candidate's index
+ * what it counted (its kernel_saved_us, up to 1e12), else 0. root: a checked summary; missing
+ * or bad fields count nothing. Returns the sum, 0 when none; allocates only while it runs.
  */
-double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, unsigned char *counted);
+double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, double *each);
 
 #endif
