@@ -17,9 +17,12 @@
  *
  * Backward kernels (launched inside autograd: an inherited site, or frames through
  * torch/autograd/) carry only backward()'s line. Each is attributed, in step order, through
- * the data flow: among the values it reads, the latest forward writer (not autograd) with a
- * model line gives it; else the latest backward writer already attributed; the line is then
- * marked derived. A backward kernel reading nothing written in the step (the first ones of a
+ * the data flow: each value it reads that a forward node (not autograd, with a model line)
+ * wrote points at that writer, or, where the value's forward readers outside the writer's
+ * function all sit in one other function, at the latest of those readers (a saved input:
+ * rotary's sin and cos are written by the embedding module and read only by
+ * apply_rotary_pos_emb, whose backward reads them again); the latest such node gives the line;
+ * else the latest backward writer already attributed; the line is then marked derived. A backward kernel reading nothing written in the step (the first ones of a
  * step that starts inside the backward pass) keeps its own line. own_site keeps the line of
  * the node's own frames (the pattern key uses it, so every occurrence folds alike).
  *
@@ -117,6 +120,41 @@ struct site_rec {
 	char *op;
 };
 
+/* Two sites in one function of one file (the line may differ). */
+static int same_func(const struct lineref *a, const struct lineref *b)
+{
+	return a->file && b->file && !strcmp(a->file, b->file) &&
+	       (a->func && b->func ? !strcmp(a->func, b->func) : a->line == b->line);
+}
+
+/* Which forward node a backward kernel's read of value v points at: v's forward writer, or,
+ * where v's forward readers outside the writer's function all sit in one other function, the
+ * latest of them (v is that function's saved input: cos and sin are LlamaRotaryEmbedding's
+ * results, read only by apply_rotary_pos_emb, whose backward reads them again). -1: none. */
+static int forward_of(const struct model *m, const struct value *v, int self)
+{
+	int w = v->writer;
+	if (w < 0 || w >= m->nnodes || w == self)
+		return -1;
+	const struct node *wn = &m->nodes[w];
+	if (wn->autograd || !wn->model_site.file)
+		return -1;
+	int pick = -1;
+	for (int r = 0; r < v->nreaders; r++) {
+		int x = v->readers[r];
+		if (x < 0 || x >= m->nnodes || x == self || x < w)
+			continue;
+		const struct node *xn = &m->nodes[x];
+		if (xn->autograd || !xn->model_site.file || same_func(&xn->model_site, &wn->model_site))
+			continue;
+		if (pick >= 0 && !same_func(&xn->model_site, &m->nodes[pick].model_site))
+			return w; /* read by several other functions: no one of them owns it */
+		if (x > pick)
+			pick = x;
+	}
+	return pick >= 0 ? pick : w;
+}
+
 /* The node's attribution from the forward writers of what it reads (see the header). */
 static void derive(struct model *m, struct node *n)
 {
@@ -125,12 +163,13 @@ static void derive(struct model *m, struct node *n)
 		int v = n->reads[k];
 		if (v < 0 || v >= m->nvalues)
 			continue;
+		int f = forward_of(m, &m->values[v], n->id);
+		if (f > fwd)
+			fwd = f;
 		int w = m->values[v].writer;
 		if (w < 0 || w >= m->nnodes || w == n->id)
 			continue;
 		const struct node *wn = &m->nodes[w];
-		if (!wn->autograd && wn->model_site.file && w > fwd)
-			fwd = w;
 		if (wn->autograd && wn->model_derived && w > bwd)
 			bwd = w;
 	}

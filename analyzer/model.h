@@ -89,7 +89,8 @@ struct node {
 	int nfp;
 	/* lines.c: the model's own line (innermost frame outside torch), the user's line
 	 * (innermost "user" frame) and the torch op it went through; model_derived 1 when the
-	 * model line was taken from the forward writer of a value a backward kernel reads */
+	 * model line was taken from the forward node (a value's writer or its one other
+	 * function's reader) of a value a backward kernel reads */
 	struct lineref model_site, user_site;
 	struct lineref own_site; /* the model line of the node's own frames (before derivation) */
 	char *torch_op;          /* owned, NULL unknown */

@@ -49,6 +49,7 @@ struct fuse_entry {
 	double bytes;          /* the finding's bytes_saved_per_step */
 	int cov;               /* an elementwise or reduction finding with no library form */
 	int pos;               /* its index in the summary's candidates, -1 with --group */
+	char *mfile, *mfunc;   /* its model line's file and function (owned), or NULL */
 };
 
 /* A function of the summary's "functions" for the package. */
@@ -246,6 +247,14 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		e.pos = i;
 		e.cov = (!strcmp(ks, "elementwise-chain") || !strcmp(ks, "reduction-epilogue")) &&
 		        !(cJSON_IsString(lib) && *lib->valuestring);
+		if (e.cov) {
+			const cJSON *ms = cJSON_GetObjectItemCaseSensitive(c, "model_site");
+			const char *mf = str_of(ms, "file"), *mu = str_of(ms, "func");
+			if (mf && mu) {
+				e.mfile = xstrdup(mf);
+				e.mfunc = xstrdup(mu);
+			}
+		}
 		struct strbuf msg = STRBUF_INIT;
 		int nf = -1;
 		for (int k = 0; k < 3; k++)
@@ -659,6 +668,8 @@ static void release_run(struct fuse_run *run)
 		free(run->e[i].sources);
 		free(run->e[i].pg.where);
 		free(run->e[i].pg.advice);
+		free(run->e[i].mfile);
+		free(run->e[i].mfunc);
 		fgroup_release(&run->e[i].g);
 	}
 	free(run->e);
@@ -716,6 +727,34 @@ static int write_package(const char *fused, struct fuse_run *run)
 	free(pf);
 	free(dir);
 	return rc;
+}
+
+/* 100 * a / t, shown to one decimal: under 100 unless a is all of t. */
+static double pct(double a, double t)
+{
+	double p = 100.0 * a / t;
+	return a < t && p > 99.9 ? 99.9 : p;
+}
+
+/* The package function whose own kernels (a generated group, or the rotary kernel: not
+ * SDPA, the library's) replace e's finding: e's model line is in that function's file and
+ * function. Its backward findings have that line derived from the forward values they read
+ * (analyzer/lines.c), and the package's autograd.Function runs forward and backward. NULL:
+ * none. */
+static const struct fuse_fn *covering_fn(const struct fuse_run *run, const struct fuse_entry *e)
+{
+	if (!e->mfile || !e->mfunc)
+		return NULL;
+	for (int k = 0; k < run->nfn; k++) {
+		const struct fuse_fn *f = &run->fn[k];
+		const char *fu = str_of(f->spec, "func");
+		if (f->advice || !f->pf.form || !strcmp(f->pf.form, "sdpa") || !f->pf.file ||
+		    !fu)
+			continue;
+		if (!strcmp(f->pf.file, e->mfile) && !strcmp(fu, e->mfunc))
+			return f;
+	}
+	return NULL;
 }
 
 static const char *const fuse_usage[] = {
@@ -839,8 +878,11 @@ int cmd_fuse(int argc, char **argv)
 			    nnf, run.notfusion[0], run.notfusion[1], run.notfusion[2]);
 		/* the issue's coverage figure: the elementwise and reduction findings' bytes (the
 		 * optimizers, attention and epilogues are the library's) that got a kernel */
-		double tot = 0, gen = 0;
-		int ncov = 0, ngen = 0;
+		double tot = 0, gen = 0, pkg = 0;
+		int ncov = 0, ngen = 0, npkg = 0;
+		struct strbuf fns = STRBUF_INIT; /* the functions whose forms cover the rest */
+		const struct fuse_fn **seen = xcalloc(run.nfn + 1, sizeof(*seen));
+		int nseen = 0;
 		for (int i = 0; i < run.nr; i++)
 			if (run.e[i].cov) {
 				ncov++;
@@ -848,6 +890,20 @@ int cmd_fuse(int argc, char **argv)
 				if (run.e[i].name) {
 					ngen++;
 					gen += run.e[i].bytes;
+					continue;
+				}
+				const struct fuse_fn *f = covering_fn(&run, &run.e[i]);
+				if (f) {
+					npkg++;
+					pkg += run.e[i].bytes;
+					int k = 0;
+					while (k < nseen && seen[k] != f)
+						k++;
+					if (k == nseen) {
+						seen[nseen++] = f;
+						strbuf_addf(&fns, "%s%s", fns.len ? ", " : "",
+						            str_of(f->spec, "func"));
+					}
 				}
 			}
 		if (!rc && host_bound(&run)) {
@@ -857,14 +913,21 @@ int cmd_fuse(int argc, char **argv)
 			strbuf_release(&hb);
 		}
 		if (!rc && ncov && tot > 0) {
-			char b1[32], b2[32];
+			char b1[32], b2[32], b3[32];
 			printf("coverage  %d of %d elementwise and reduction findings, %s of %s a "
 			       "step "
 			       "(%.1f%%), have a generated kernel (aicprof bench checks them on a "
-			       "GPU)\n",
-			       ngen, ncov, fmt_bytes(gen, b1), fmt_bytes(tot, b2),
-			       gen < tot && 100.0 * gen / tot > 99.9 ? 99.9 : 100.0 * gen / tot);
+			       "GPU)",
+			       ngen, ncov, fmt_bytes(gen, b1), fmt_bytes(tot, b2), pct(gen, tot));
+			if (npkg)
+				printf("; %d more sit in functions the package replaces with its "
+				       "own kernels, forward and backward (%s): %d of %d, %s (%.1f%%)",
+				       npkg, fns.buf, ngen + npkg, ncov, fmt_bytes(gen + pkg, b3),
+				       pct(gen + pkg, tot));
+			printf("\n");
 		}
+		strbuf_release(&fns);
+		free(seen);
 		free(p1);
 		free(p2);
 		free(readme);

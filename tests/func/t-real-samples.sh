@@ -29,6 +29,15 @@ check "llama_train: RMSNorm's chain names LlamaRMSNorm.forward in modeling_llama
 	q "$tmp/llama_train/summary.json" "any(ms(c).get('func')=='LlamaRMSNorm.forward' and ms(c).get('file','').endswith('modeling_llama.py') and c['count_per_step']>=7 for c in C)"
 check "llama_train: the rotary chain names LlamaRotaryEmbedding.forward" \
 	q "$tmp/llama_train/summary.json" "any(ms(c).get('func')=='LlamaRotaryEmbedding.forward' for c in C)"
+# backward chains carry backward()'s line: their model line comes from the forward function
+# that read the values they read (sin and cos: apply_rotary_pos_emb, not the embedding that
+# wrote them; RMSNorm's rsqrt: LlamaRMSNorm.forward, not the decoder layer)
+check "llama_train: rotate_half's backward (neg -> copy) names apply_rotary_pos_emb, derived" \
+	q "$tmp/llama_train/summary.json" "any(c.get('torch_op')=='neg' and ms(c).get('func')=='apply_rotary_pos_emb' and ms(c).get('derived') for c in C)"
+check "llama_train: no backward chain names LlamaRotaryEmbedding.forward" \
+	q "$tmp/llama_train/summary.json" "not any(ms(c).get('func')=='LlamaRotaryEmbedding.forward' and ms(c).get('derived') for c in C)"
+check "llama_train: RMSNorm's backward (pow's) names LlamaRMSNorm.forward, derived" \
+	q "$tmp/llama_train/summary.json" "any(c.get('torch_op')=='pow' and ms(c).get('func')=='LlamaRMSNorm.forward' and ms(c).get('derived') for c in C)"
 check "resnet_train: a residual-add chain names torchvision's BasicBlock.forward" \
 	q "$tmp/resnet_train/summary.json" "any(ms(c).get('func')=='BasicBlock.forward' and 'torchvision' in ms(c).get('file','') for c in C)"
 check "resnet_train: the optimizer finding names SGD, the program's own" \

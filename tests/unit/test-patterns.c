@@ -2,7 +2,9 @@
  * two occurrences that differ only by layer (node ids, values) fold into one pattern of count 2
  * with summed bytes; a different dtype, or another model line, does not fold; ranking is by
  * total bytes; and from a site's frames the model line is the innermost frame outside torch,
- * the user line the innermost "user" frame, the op the innermost torch frame's function. */
+ * the user line the innermost "user" frame, the op the innermost torch frame's function; and
+ * a backward kernel's line is derived from the forward function that read what it reads (a
+ * saved input's reader, where one other function reads it), else that value's writer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -125,12 +127,78 @@ static void test_pick_lines(void **state)
 	assert_false(lines_is_torch("/x/site-packages/transformers/activations.py"));
 }
 
+
+/* Forward and backward nodes over values for lines_resolve() (no site records: the lines
+ * are set here). Forward: 0 Emb.forward writes v0 (sin); 1 and 2 rot() read v0 (q * sin,
+ * k * sin); 3 A.forward writes v1, read by 4 B.forward and 5 C.forward; 6 Norm.forward
+ * writes v2 (rsqrt), read by 7 Norm.forward. Backward: 8 reads v0 and v3 (a gradient, no
+ * forward writer); 9 reads v1; 10 reads v2; 11 reads only v4, 8's result. */
+static void test_derive_backward(void **state)
+{
+	(void)state;
+	static const char *const fn[] = {"Emb.forward", "rot", "rot", "A.forward", "B.forward",
+	                                 "C.forward",   "Norm.forward", "Norm.forward"};
+	static const int line[] = {125, 159, 160, 10, 20, 30, 65, 66};
+	static const int writer[] = {0, 3, 6, -1, 8};
+	static const int rd[5][3] = {{1, 2, 8}, {4, 5, 9}, {7, 10, -1}, {8, -1, -1}, {11, -1, -1}};
+	struct model *m = xcalloc(1, sizeof(*m));
+	m->nnodes = 12;
+	m->nodes = xcalloc(m->nnodes, sizeof(struct node));
+	m->nvalues = 5;
+	m->values = xcalloc(m->nvalues, sizeof(struct value));
+	for (int i = 0; i < m->nnodes; i++) {
+		struct node *d = &m->nodes[i];
+		d->id = i;
+		d->site_id = -1;
+		d->name = xstrdup("k");
+		if (i < 8) {
+			d->model_site.file = xstrdup(i == 0 ? "emb.py" : "model.py");
+			d->model_site.func = xstrdup(fn[i]);
+			d->model_site.line = line[i];
+		} else {
+			d->autograd = 1; /* backward()'s own line, as the trace gives it */
+			d->model_site.file = xstrdup("train.py");
+			d->model_site.func = xstrdup("main");
+			d->model_site.line = 36;
+		}
+	}
+	for (int v = 0; v < m->nvalues; v++) {
+		struct value *x = &m->values[v];
+		x->id = v;
+		x->writer = writer[v];
+		x->readers = xcalloc(3, sizeof(int));
+		for (int k = 0; k < 3 && rd[v][k] >= 0; k++) {
+			x->readers[x->nreaders++] = rd[v][k];
+			struct node *r = &m->nodes[rd[v][k]];
+			r->reads[r->nreads++] = v;
+		}
+	}
+	lines_resolve(m, NULL);
+	/* sin's one other reader is rot(): its latest read (k * sin, line 160), not Emb */
+	assert_string_equal(m->nodes[8].model_site.func, "rot");
+	assert_int_equal(m->nodes[8].model_site.line, 160);
+	assert_true(m->nodes[8].model_derived);
+	/* v1 is read by two other functions: no one of them owns it, so its writer's line */
+	assert_string_equal(m->nodes[9].model_site.func, "A.forward");
+	/* v2's readers are its writer's own function: the writer */
+	assert_string_equal(m->nodes[10].model_site.func, "Norm.forward");
+	assert_int_equal(m->nodes[10].model_site.line, 65);
+	/* only a backward value: from its backward writer's derived line */
+	assert_string_equal(m->nodes[11].model_site.func, "rot");
+	assert_true(m->nodes[11].model_derived);
+	/* forward nodes keep their own lines */
+	assert_string_equal(m->nodes[0].model_site.func, "Emb.forward");
+	assert_false(m->nodes[0].model_derived);
+	model_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fold_layers),
 	    cmocka_unit_test(test_no_fold_other_line),
 	    cmocka_unit_test(test_pick_lines),
+	    cmocka_unit_test(test_derive_backward),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
