@@ -22,9 +22,10 @@
  * function all sit in one other function, at the latest of those readers (a saved input:
  * rotary's sin and cos are written by the embedding module and read only by
  * apply_rotary_pos_emb, whose backward reads them again); the latest such node gives the line;
- * else the latest backward writer already attributed; the line is then marked derived. A backward kernel reading nothing written in the step (the first ones of a
- * step that starts inside the backward pass) keeps its own line. own_site keeps the line of
- * the node's own frames (the pattern key uses it, so every occurrence folds alike).
+ * else the latest backward writer already attributed; the line is then marked derived. A backward
+ * kernel reading nothing written in the step (the first ones of a step that starts inside the
+ * backward pass) keeps its own line. own_site keeps the line of the node's own frames (the pattern
+ * key uses it, so every occurrence folds alike).
  *
  * XLA's kernels: their frames end at the line that called the jitted function. The shim's
  * "xla" records (preload/xla.c) name each fusion instruction of the optimized HLO with its
@@ -145,7 +146,8 @@ static int forward_of(const struct model *m, const struct value *v, int self)
 		if (x < 0 || x >= m->nnodes || x == self || x < w)
 			continue;
 		const struct node *xn = &m->nodes[x];
-		if (xn->autograd || !xn->model_site.file || same_func(&xn->model_site, &wn->model_site))
+		if (xn->autograd || !xn->model_site.file ||
+		    same_func(&xn->model_site, &wn->model_site))
 			continue;
 		if (pick >= 0 && !same_func(&xn->model_site, &m->nodes[pick].model_site))
 			return w; /* read by several other functions: no one of them owns it */

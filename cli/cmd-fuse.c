@@ -748,8 +748,7 @@ static const struct fuse_fn *covering_fn(const struct fuse_run *run, const struc
 	for (int k = 0; k < run->nfn; k++) {
 		const struct fuse_fn *f = &run->fn[k];
 		const char *fu = str_of(f->spec, "func");
-		if (f->advice || !f->pf.form || !strcmp(f->pf.form, "sdpa") || !f->pf.file ||
-		    !fu)
+		if (f->advice || !f->pf.form || !strcmp(f->pf.form, "sdpa") || !f->pf.file || !fu)
 			continue;
 		if (!strcmp(f->pf.file, e->mfile) && !strcmp(fu, e->mfunc))
 			return f;
@@ -920,10 +919,11 @@ int cmd_fuse(int argc, char **argv)
 			       "GPU)",
 			       ngen, ncov, fmt_bytes(gen, b1), fmt_bytes(tot, b2), pct(gen, tot));
 			if (npkg)
-				printf("; %d more sit in functions the package replaces with its "
-				       "own kernels, forward and backward (%s): %d of %d, %s (%.1f%%)",
-				       npkg, fns.buf, ngen + npkg, ncov, fmt_bytes(gen + pkg, b3),
-				       pct(gen + pkg, tot));
+				printf(
+				    "; %d more sit in functions the package replaces with its "
+				    "own kernels, forward and backward (%s): %d of %d, %s (%.1f%%)",
+				    npkg, fns.buf, ngen + npkg, ncov, fmt_bytes(gen + pkg, b3),
+				    pct(gen + pkg, tot));
 			printf("\n");
 		}
 		strbuf_release(&fns);

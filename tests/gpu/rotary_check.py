@@ -30,9 +30,11 @@ def rel(x, y):
     return ((x.float() - y.float()).norm() / y.float().norm().clamp_min(1e-12)).item()
 
 
-def case(name, B, H, Hk, S, D, xdt, cdt, ud=1, transposed=True):
+def case(name, B, H, Hk, S, D, xdt, cdt, ud=1, transposed=True, pad=0):
     torch.manual_seed(1)
     def proj(h):
+        if pad:  # a view at an odd offset with odd strides: the kernel's scalar path
+            return torch.randn(B, h, S, D + pad, device="cuda", dtype=xdt)[..., pad:]
         if transposed:  # view(B, S, H, D).transpose(1, 2), as the attention modules make them
             return torch.randn(B, S, h, D, device="cuda", dtype=xdt).transpose(1, 2)
         return torch.randn(B, h, S, D, device="cuda", dtype=xdt)
@@ -68,6 +70,11 @@ case("grouped-query k (2 heads of 8)", 2, 8, 2, 128, 128, torch.bfloat16, torch.
 case("bf16 cos/sin", 2, 4, 4, 64, 64, torch.bfloat16, torch.bfloat16)
 case("f32 throughout, contiguous", 2, 4, 4, 64, 32, torch.float32, torch.float32, transposed=False)
 case("unsqueeze_dim 2 ([B, S, H, D])", 2, 4, 4, 64, 64, torch.bfloat16, torch.float32, ud=2)
+# the vector kernel (8 pairs a thread in bf16) cannot take these: the scalar one runs them
+case("q and k at an odd offset, odd strides", 2, 4, 4, 64, 64, torch.bfloat16, torch.bfloat16, pad=1)
+case("head dimension 12 (half of it not a multiple of 8)", 2, 4, 4, 64, 12, torch.bfloat16,
+     torch.float32)
+case("f16 q/k, f32 cos/sin", 2, 4, 2, 64, 64, torch.float16, torch.float32)
 # a call that does not fit: an odd head dimension runs the original
 q = torch.randn(1, 2, 4, 7, device="cuda")
 n0 = af.counts().get(key, 0)

@@ -127,7 +127,6 @@ static void test_pick_lines(void **state)
 	assert_false(lines_is_torch("/x/site-packages/transformers/activations.py"));
 }
 
-
 /* Forward and backward nodes over values for lines_resolve() (no site records: the lines
  * are set here). Forward: 0 Emb.forward writes v0 (sin); 1 and 2 rot() read v0 (q * sin,
  * k * sin); 3 A.forward writes v1, read by 4 B.forward and 5 C.forward; 6 Norm.forward
@@ -136,8 +135,9 @@ static void test_pick_lines(void **state)
 static void test_derive_backward(void **state)
 {
 	(void)state;
-	static const char *const fn[] = {"Emb.forward", "rot", "rot", "A.forward", "B.forward",
-	                                 "C.forward",   "Norm.forward", "Norm.forward"};
+	static const char *const fn[] = {"Emb.forward",  "rot",         "rot",
+	                                 "A.forward",    "B.forward",   "C.forward",
+	                                 "Norm.forward", "Norm.forward"};
 	static const int line[] = {125, 159, 160, 10, 20, 30, 65, 66};
 	static const int writer[] = {0, 3, 6, -1, 8};
 	static const int rd[5][3] = {{1, 2, 8}, {4, 5, 9}, {7, 10, -1}, {8, -1, -1}, {11, -1, -1}};
