@@ -7,7 +7,7 @@ torch.compile, for the functions apply() replaces in the GPT-2 and Llama samples
 For each function (transformers' NewGELUActivation.forward at the GPT-2 sample's shape,
 LlamaRMSNorm.forward and LlamaMLP.forward (--only mlp: the gated form, its GEMMs included in
 every form's time) at the Llama sample's, and apply_rotary_pos_emb (--only rotary: q the input,
-k a parameter, both results' gradients; not yet run on a GPU); with --large also at a size whose copy runs from
+k a parameter, both results' gradients); with --large also at a size whose copy runs from
 HBM, not the L2) and each form (eager: the library's code; fused:
 after aicprof_fused.apply(); compile: torch.compile of the module, default mode), runs the
 forward and backward `iters` times under torch.profiler and sums the GPU time of the kernels of
@@ -191,7 +191,7 @@ def main():
         if a.large:  # 128 MiB in and out; the package guards on the sample's 512 columns
             bench("LlamaRMSNorm.forward", lambda: LlamaRMSNorm(512), (32, 2048, 512),
                   torch.float32, a.iters, pkg)
-    if "rotary" in a.only:  # not yet run on a GPU (session 21 wrote it)
+    if "rotary" in a.only:
         pkg = a.pkg_llama or ("fused" in FORMS and fuse(
             top, os.path.join(top, "samples/traces/llama_train.aicp.jsonl"),
             tempfile.mkdtemp(prefix="kb_llama.")))
