@@ -80,8 +80,6 @@ struct fuse_run {
 	double gpu_all_us, gpu_lib_us, gpu_gen_us;
 };
 
-static const char *const notfusion_kinds[] = {"dead", "invariant", "memory"};
-
 static void add_entry(struct fuse_run *r, struct fuse_entry *e)
 {
 	ALLOC_GROW(r->e, r->nr, r->alloc);
@@ -258,7 +256,7 @@ static int from_summary(const char *outdir, struct fuse_run *run)
 		struct strbuf msg = STRBUF_INIT;
 		int nf = -1;
 		for (int k = 0; k < 3; k++)
-			if (!strcmp(ks, notfusion_kinds[k]))
+			if (!strcmp(ks, summary_notfusion_kinds[k]))
 				nf = k;
 		if (nf >= 0) {
 			/* not a fusion group: counted once, the report has them */
@@ -736,24 +734,24 @@ static double pct(double a, double t)
 	return a < t && p > 99.9 ? 99.9 : p;
 }
 
-/* The package function whose own kernels (a generated group, or the rotary kernel: not
- * SDPA, the library's) replace e's finding: e's model line is in that function's file and
- * function. Its backward findings have that line derived from the forward values they read
- * (analyzer/lines.c), and the package's autograd.Function runs forward and backward. NULL:
+/* The index in run->fn of the package function whose own kernels (a generated group, or the rotary
+ * kernel: not SDPA, the library's) replace e's finding: e's model line is in that function's file
+ * and function. Its backward findings have that line derived from the forward values they read
+ * (analyzer/lines.c), and the package's autograd.Function runs forward and backward. -1:
  * none. */
-static const struct fuse_fn *covering_fn(const struct fuse_run *run, const struct fuse_entry *e)
+static int covering_fn(const struct fuse_run *run, const struct fuse_entry *e)
 {
 	if (!e->mfile || !e->mfunc)
-		return NULL;
+		return -1;
 	for (int k = 0; k < run->nfn; k++) {
 		const struct fuse_fn *f = &run->fn[k];
 		const char *fu = str_of(f->spec, "func");
 		if (f->advice || !f->pf.form || !strcmp(f->pf.form, "sdpa") || !f->pf.file || !fu)
 			continue;
 		if (!strcmp(f->pf.file, e->mfile) && !strcmp(fu, e->mfunc))
-			return f;
+			return k;
 	}
-	return NULL;
+	return -1;
 }
 
 static const char *const fuse_usage[] = {
@@ -879,9 +877,7 @@ int cmd_fuse(int argc, char **argv)
 		 * optimizers, attention and epilogues are the library's) that got a kernel */
 		double tot = 0, gen = 0, pkg = 0;
 		int ncov = 0, ngen = 0, npkg = 0;
-		struct strbuf fns = STRBUF_INIT; /* the functions whose forms cover the rest */
-		const struct fuse_fn **seen = xcalloc(run.nfn + 1, sizeof(*seen));
-		int nseen = 0;
+		char *hit = xcalloc(run.nfn + 1, 1); /* the functions whose forms cover the rest */
 		for (int i = 0; i < run.nr; i++)
 			if (run.e[i].cov) {
 				ncov++;
@@ -891,20 +887,19 @@ int cmd_fuse(int argc, char **argv)
 					gen += run.e[i].bytes;
 					continue;
 				}
-				const struct fuse_fn *f = covering_fn(&run, &run.e[i]);
-				if (f) {
+				int f = covering_fn(&run, &run.e[i]);
+				if (f >= 0) {
 					npkg++;
 					pkg += run.e[i].bytes;
-					int k = 0;
-					while (k < nseen && seen[k] != f)
-						k++;
-					if (k == nseen) {
-						seen[nseen++] = f;
-						strbuf_addf(&fns, "%s%s", fns.len ? ", " : "",
-						            str_of(f->spec, "func"));
-					}
+					hit[f] = 1;
 				}
 			}
+		struct strbuf fns = STRBUF_INIT;
+		for (int k = 0; k < run.nfn; k++)
+			if (hit[k])
+				strbuf_addf(&fns, "%s%s", fns.len ? ", " : "",
+				            str_of(run.fn[k].spec, "func"));
+		free(hit);
 		if (!rc && host_bound(&run)) {
 			struct strbuf hb = STRBUF_INIT;
 			host_bound_note(&hb, &run);
@@ -927,7 +922,6 @@ int cmd_fuse(int argc, char **argv)
 			printf("\n");
 		}
 		strbuf_release(&fns);
-		free(seen);
 		free(p1);
 		free(p2);
 		free(readme);

@@ -341,6 +341,8 @@ cJSON *summary_read(const char *path)
 	return summary_read_kind(path, SUMMARY_RUN, NULL);
 }
 
+const char *const summary_notfusion_kinds[3] = {"dead", "invariant", "memory"};
+
 /* A candidate's node id, or -1 when it is no integer in [0, 2^53] (never cast out of range). */
 static int64_t node_id(const cJSON *n)
 {
@@ -352,7 +354,6 @@ static int64_t node_id(const cJSON *n)
 
 double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, double *each)
 {
-	static const char *const skip[] = {"dead", "invariant", "memory", "comm-overlap"};
 	const cJSON *cands = cJSON_GetObjectItemCaseSensitive(root, "candidates"), *c;
 	struct hmap taken;
 	double sum = 0, lib = 0;
@@ -369,9 +370,9 @@ double summary_gpu_saved(const cJSON *root, double busy_us, double *lib_us, doub
 		if (!cJSON_IsString(k) || !cJSON_IsString(tk) || strcmp(tk->valuestring, "gpu") ||
 		    !cJSON_IsNumber(ks) || !(ks->valuedouble > 0) || !isfinite(ks->valuedouble))
 			continue;
-		int other = 0;
-		for (size_t j = 0; j < sizeof(skip) / sizeof(skip[0]); j++)
-			other |= !strcmp(k->valuestring, skip[j]);
+		int other = !strcmp(k->valuestring, "comm-overlap"); /* a change of schedule */
+		for (int j = 0; j < 3; j++)
+			other |= !strcmp(k->valuestring, summary_notfusion_kinds[j]);
 		const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(c, "nodes"), *n;
 		uint64_t v;
 		cJSON_ArrayForEach(n, nodes)

@@ -42,6 +42,10 @@ cJSON *summary_read_kind(const char *path, enum summary_kind kind, struct strbuf
 /* summary_read_kind(path, SUMMARY_RUN, NULL): NULL after error(). */
 cJSON *summary_read(const char *path);
 
+/* The candidate kinds that are findings but no fusion (the report's, not fuse's): dead,
+ * invariant and memory, in that order. */
+extern const char *const summary_notfusion_kinds[3];
+
 /*
  * What the summary's fusion findings take off the GPU's own busy time a step, as fuse's
  * host-bound note and the report's lead both say it: the kernel_saved_us of each candidate
