@@ -89,6 +89,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 	c->depth = 4;
 	c->alloc_backend = -1;
 	c->max_mb = 2048;
+	c->steps = 100;
+	c->steps_s = 2;
 	c->writes = WRITES_INFER;
 	c->probe_count = 2;
 	c->args = 1;
@@ -118,6 +120,10 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		parse_double("AICPROF_DELAY", v, 0, 1e7, &c->delay_s, m);
 	if ((v = lookup("AICPROF_DURATION")))
 		parse_double("AICPROF_DURATION", v, 0, 1e7, &c->duration_s, m);
+	if ((v = lookup("AICPROF_STEPS")) && !parse_long("AICPROF_STEPS", v, 0, 1000000, &l, m))
+		c->steps = (int)l;
+	if ((v = lookup("AICPROF_STEPS_S")))
+		parse_double("AICPROF_STEPS_S", v, 0, 1e7, &c->steps_s, m);
 	if ((v = lookup("AICPROF_RANGE")))
 		parse_str("AICPROF_RANGE", v, c->range, sizeof(c->range), m);
 	if ((v = lookup("AICPROF_QUIET")) && !parse_bool("AICPROF_QUIET", v, &b, m))

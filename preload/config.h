@@ -24,6 +24,9 @@ struct config {
 	double delay_s;    /* AICPROF_DELAY: seconds after start before recording */
 	double duration_s; /* AICPROF_DURATION: seconds of recording, then the shim stops (0: to
 	                    * the end, or the size cap) */
+	int steps;         /* AICPROF_STEPS: the window closes once a loop of this many steps alike
+	                    * has run (stepwin.c; 0: no step window) */
+	double steps_s;    /* AICPROF_STEPS_S: ... and has lasted this many seconds */
 	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
 	int quiet;         /* AICPROF_QUIET: no "aicprof:" lines at all */
 	int debug;         /* AICPROF_DEBUG: extra diagnostics on stderr */

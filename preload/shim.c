@@ -31,6 +31,7 @@
 #include "preload/ring.h"
 #include "preload/selftime.h"
 #include "preload/sites.h"
+#include "preload/stepwin.h"
 #include "preload/writer.h"
 #include "preload/xla.h"
 
@@ -129,6 +130,9 @@ static void header(struct jbuf *b)
 	jb_key(b, "delay_s"), jb_s(b, d);
 	snprintf(d, sizeof(d), "%g", c->duration_s);
 	jb_key(b, "duration_s"), jb_s(b, d);
+	jb_key(b, "steps"), jb_i64(b, c->steps);
+	snprintf(d, sizeof(d), "%g", c->steps_s);
+	jb_key(b, "steps_s"), jb_s(b, d);
 	jb_key(b, "range"), jb_str(b, c->range);
 	jb_key(b, "capture"), jb_str(b, c->capture_api ? "profiler-api" : "all");
 	jb_key(b, "writes"), jb_str(b, c->writes == WRITES_PROBE ? "probe" : "infer");
@@ -218,6 +222,7 @@ static void after_fork_child(void)
 	writer_reset_after_fork();
 	sites_after_fork();
 	if (start_ok) {
+		stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
 		char path[1024];
 		if (trace_path(path, sizeof(path)) == 0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
@@ -258,7 +263,9 @@ static void window_stop(const char *why)
 	cupti_detach();
 	shim_say("the recording window closed (%s): the trace ends here and the program runs on "
 	         "unrecorded",
-	         strcmp(why, "cap") ? "AICPROF_DURATION" : "the trace is near AICPROF_MAX_MB");
+	         !strcmp(why, "cap")     ? "the trace is near AICPROF_MAX_MB"
+	         : !strcmp(why, "steps") ? "the training loop ran AICPROF_STEPS steps"
+	                                 : "AICPROF_DURATION");
 }
 
 /* Starts recording: CUPTI, the writer, exit hooks. Idempotent; returns 0 when recording. */
@@ -282,6 +289,7 @@ static int start(void)
 	if (cupti_start())
 		goto out;
 	writer_set_window(window_soft_cap(), window_end_ns(), window_stop); /* before the thread */
+	stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
 	if (writer_start()) {
 		shim_say("cannot start the writer thread: not recording");
 		goto out;

@@ -18,6 +18,7 @@
 #include "preload/nccl.h"
 #include "preload/record.h"
 #include "preload/ring.h"
+#include "preload/stepwin.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -542,6 +543,20 @@ static char linebuf[1u << 20];
 
 static SHIM_TLS int in_drain; /* this thread holds write_lock in writer_drain */
 
+/* the step window's input (stepwin.h): launches by their function, copies and memsets by
+ * their API (above any function index) */
+static void note_op(const struct rec_hdr *h)
+{
+	if (h->type == R_LAUNCH || h->type == R_LAUNCH_DEFER) {
+		const struct r_launch *r = (const void *)h;
+		stepwin_note(r->seq, r->fn, r->ts);
+	} else if (h->type == R_MEMCPY || h->type == R_MEMSET) {
+		const struct r_mem *r = (const void *)h;
+		stepwin_note(r->seq, 0x80000000u | (h->type == R_MEMSET ? 0x10000u : 0) | r->api,
+		             r->ts);
+	}
+}
+
 /* writer_drain's work, with write_lock held */
 static long drain_locked(void)
 {
@@ -587,6 +602,7 @@ static long drain_locked(void)
 				if (h->len == 0 || h->len > RING_SIZE)
 					break; /* impossible: stop reading this ring */
 				if (h->type != R_PAD) {
+					note_op(h);
 					struct jbuf b = {linebuf, 0, sizeof(linebuf), 0};
 					fmt_record(&b, h);
 					out_line(&b);
@@ -627,7 +643,8 @@ static long drain_here(void)
 	return n;
 }
 
-/* Whether the recording window has closed: "cap", "duration" or NULL. */
+/* Whether the recording window has closed: "cap", "duration" or NULL (the step window,
+ * "steps", is asked after it, without the lock). */
 static const char *window_closed(void)
 {
 	pthread_mutex_lock(&write_lock);
@@ -671,6 +688,16 @@ static void *writer_main(void *arg)
 		}
 		writer_drain();
 		const char *why = window_closed();
+		char said[512];
+		if (!why && stepwin_poll(said, sizeof(said))) {
+			char line[768];
+			struct jbuf b = {line, 0, sizeof(line), 0};
+			jb_s(&b, "{\"t\":\"note\",\"ts\":"), jb_u64(&b, shim_now_ns());
+			jb_s(&b, ",\"level\":\"info\",\"text\":"), jb_str(&b, said), jb_s(&b, "}");
+			if (!b.overflow)
+				writer_meta(line, b.len);
+			why = "steps";
+		}
 		if (why) {
 			void (*stop)(const char *) = atomic_load(&win_stop);
 			if (stop)

@@ -483,12 +483,16 @@ static void section_overview(struct page *pg, struct strbuf *o)
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "truncated")))
 			strbuf_adds(o, ", <strong>truncated</strong> (the process was cut short)");
 		const char *end = jstr(t, "end");
-		if (end && (!strcmp(end, "cap") || !strcmp(end, "duration")))
+		if (end &&
+		    (!strcmp(end, "cap") || !strcmp(end, "duration") || !strcmp(end, "steps")))
 			strbuf_addf(
 			    o,
 			    ", recording stopped at its window (%s) while the program ran on: "
 			    "the steps after it are not in this trace",
-			    !strcmp(end, "cap") ? "near AICPROF_MAX_MB" : "AICPROF_DURATION");
+			    !strcmp(end, "cap")        ? "near AICPROF_MAX_MB"
+			    : !strcmp(end, "duration") ? "AICPROF_DURATION"
+			                               : "AICPROF_STEPS: the loop had run that "
+			                                 "many steps alike");
 		else if (end && !strcmp(end, "yielded"))
 			strbuf_adds(o, ", ended where another CUPTI tool took over");
 		else if (end && !strcmp(end, "cuda-error"))

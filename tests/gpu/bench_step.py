@@ -12,7 +12,9 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
         with AICPROF_PAUSE_BLOCKS=1 the paused halves skip the caching allocator's blocks, and
         the difference holds their cost too: "blocks_paused" says which; BENCH_BATCH: the
         batch, default 8, the sample's)
-  WHAT: oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
+  WHAT: gpt2job (a whole training job: samples/gpt2_train.py's model, BENCH_JOB_STEPS steps
+        in one process, default 600; the mean step over all of them, so that a recording
+        window that closes early shows), oop (an out-of-place launch loop: y = y * a + b on 256x256, 100 launches a round,
         200 rounds; BENCH_SETTLE_S=S: after S seconds of warm-up), oopdeep (the same loop called 40 Python frames deep, as a model's
         modules call their ops) or a sample's path, run with ARGS through runpy; the sample prints
         "step_ms X" (median step after warm-up).
@@ -51,6 +53,37 @@ def pairs(run, n):
         off.append(t[False])
         diff.append(t[True] - t[False])
     return statistics.median(on), statistics.median(off), statistics.median(diff)
+
+
+def gpt2_step():
+    """samples/gpt2_train.py's model and training step (BENCH_BATCH), as a function that runs
+    one step and returns its milliseconds"""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
+                     bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    model = GPT2LMHeadModel(cfg).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    # BENCH_BATCH (default 8, the sample's): a larger batch makes a step the GPU bounds, with
+    # the same launches a step, as a real training job's
+    batch = int(os.environ.get("BENCH_BATCH", "8"))
+    ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
+
+    def step():
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) * 1e3
+
+    return step, batch
 
 
 if what in ("oop", "oopdeep"):
@@ -94,36 +127,25 @@ if what in ("oop", "oopdeep"):
             rnd()
         us = deep(40) if what == "oopdeep" else statistics.median(rnd() for _ in range(200))
     print(json.dumps({"mode": mode, "what": what, "us_per_launch": round(us, 3)}))
+elif what == "gpt2job":  # a whole training job: BENCH_JOB_STEPS steps (default 600) of the GPT-2
+    # model in one process, every step timed; the mean over all steps after two of warm-up is
+    # what the job took a step (a recording window that closes early shows in it), with the
+    # means of the first 150 steps and of the rest beside it
+    step, batch = gpt2_step()
+    with ctx:
+        ms = [step() for _ in range(int(os.environ.get("BENCH_JOB_STEPS", "600")))][2:]
+    print(json.dumps({"mode": mode, "what": what, "batch": batch, "steps": len(ms) + 2,
+                      "step_ms": round(statistics.mean(ms), 3),
+                      "median_ms": round(statistics.median(ms), 3),
+                      "first150_ms": round(statistics.mean(ms[:148]), 3),
+                      "rest_ms": round(statistics.mean(ms[148:] or ms), 3)}))
 elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's model), paired
     # in one process: steps alternate between recording and paused (AICPROF_CAPTURE=
     # profiler-api), in pairs whose order alternates; the figure is the median of the paired
     # differences, the recording path's cost a step without the noise between processes
     # (allocations are recorded in both halves: the shim's map needs them)
     import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    cfg = GPT2Config(n_layer=6, n_embd=512, n_head=8, vocab_size=8192, n_positions=256,
-                     bos_token_id=0, eos_token_id=0)
-    cfg._attn_implementation = "eager"
-    model = GPT2LMHeadModel(cfg).cuda()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    # BENCH_BATCH (default 8, the sample's): a larger batch makes a step the GPU bounds, with
-    # the same launches a step, as a real training job's
-    batch = int(os.environ.get("BENCH_BATCH", "8"))
-    ids = torch.randint(0, cfg.vocab_size, (batch, 256), device="cuda")
-
-    def step():
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize()
-        return (time.perf_counter() - t) * 1e3
-
+    step, batch = gpt2_step()
     for rec in (True, False, True, False):  # warm-up: the first stacks, both halves
         (torch.cuda.profiler.start if rec else torch.cuda.profiler.stop)()
         step()

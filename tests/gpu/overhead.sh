@@ -5,7 +5,9 @@
 #   bare       no shim
 #   async      no shim, PyTorch's allocator switched to cudaMallocAsync as the shim does: what
 #              the switch itself costs, with nothing recorded
-#   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded)
+#   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded; the step
+#              window closes the recording after 100 steps alike and 2 s: gpt2job shows it)
+#   shimall    defaults with AICPROF_STEPS=0: the whole run recorded (no step window)
 #   alloc0     AICPROF_ALLOC_BACKEND=0 (XLA's allocator left alone too; for PyTorch as shim)
 #   alloc1     AICPROF_ALLOC_BACKEND=1 (PyTorch switched to cudaMallocAsync: the old default)
 #   rshim      AICPROF_RESOLVE=shim (the shim's locked map resolves pointers at the launch and
@@ -56,6 +58,7 @@ run() { # mode workload...
 	*)
 		case $m in
 		shim) e= ;;
+		shimall) e=AICPROF_STEPS=0 ;;
 		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
 		alloc1) e=AICPROF_ALLOC_BACKEND=1 ;;
 		args0) e=AICPROF_ARGS=0 ;;

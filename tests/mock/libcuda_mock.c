@@ -3,12 +3,15 @@
  * GPU (built as build/mock/libcuda.so.1, never into the shim or core.a): a driver version and
  * no devices, and two kinds of kernel: every CUfunction is "mock_kernel(void *a, void *b, int n)"
  * (parameters at offsets 0, 8 and 16), but MOCK_LEGACY_FN, which is ATen's strided loop by name
- * (at::native::elementwise_kernel<128, 4, ...>(int N, closure)) with a 640-byte closure at 8.
+ * (at::native::elementwise_kernel<128, 4, ...>(int N, closure)) with a 640-byte closure at 8;
+ * the handles 0x6000 to 0x600f have mock_kernel's parameters under names of their own
+ * ("mock_step_0" ...), for a loop of several kernels (the step window's test).
  * test-window loads it by path before the shim's cupti_start() opens "libcuda.so.1", which then
  * finds this copy by its soname. Every other entry point the shim looks up is absent, as the shim
  * allows.
  */
 #include <cuda.h>
+#include <stdint.h>
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -34,6 +37,17 @@ EXPORT CUresult cuFuncGetName(const char **name, CUfunction f)
 {
 	if (!name || !f)
 		return CUDA_ERROR_INVALID_VALUE;
+	/* 0x6000 + k (k < 16): a kernel of its own name, for a loop of several kernels */
+	static const char *const step[16] = {
+	    "mock_step_0",  "mock_step_1",  "mock_step_2",  "mock_step_3",
+	    "mock_step_4",  "mock_step_5",  "mock_step_6",  "mock_step_7",
+	    "mock_step_8",  "mock_step_9",  "mock_step_10", "mock_step_11",
+	    "mock_step_12", "mock_step_13", "mock_step_14", "mock_step_15"};
+	uintptr_t u = (uintptr_t)f;
+	if (u >= 0x6000 && u < 0x6000 + 16) {
+		*name = step[u - 0x6000];
+		return CUDA_SUCCESS;
+	}
 	*name = f == MOCK_LEGACY_FN
 	            ? "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_"
 	              "impl_nocastINS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunc"

@@ -108,6 +108,27 @@ void lc_launch_mixed(int n)
 	}
 }
 
+/* a loop's step: n launches over k kernels of their own names (the mock's 0x6000 + j, k <= 16)
+ * in an order with no period shorter than the step's, as a training step launches its kernels */
+void lc_launch_step(int n, int k)
+{
+	static const CUresult ok = CUDA_SUCCESS;
+	for (int i = 0; i < n; i++) {
+		static const unsigned char order[64] = {
+		    10, 4, 12, 1,  2,  3,  11, 1,  6,  1,  2,  13, 13, 2,  7,  2,
+		    13, 1, 3,  7,  1,  12, 1,  7,  1,  4,  9,  13, 4,  3,  9,  5,
+		    3,  6, 11, 3,  2,  1,  6,  15, 13, 10, 14, 14, 11, 9,  7,  5,
+		    7,  2, 9,  15, 10, 14, 9,  2,  3,  13, 5,  10, 4,  15, 13, 1}; /* random */
+		int j = order[i % 64] % (k > 0 && k <= 16 ? k : 1);
+		cuLaunchKernel_params lp = {
+		    (CUfunction)(uintptr_t)(0x6000 + j), 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0, &lp,
+		     NULL);
+		fire(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 1, &lp,
+		     &ok);
+	}
+}
+
 /* n blocks handed out and taken back, through the mock allocator's report (loaded by the
  * caller); 0, or -1 when mock_block is not in the process */
 int lc_blocks(int n, uint64_t base)

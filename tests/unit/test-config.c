@@ -49,6 +49,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.eager, 0);
 	assert_int_equal(c.mux, 1);
 	assert_int_equal(c.resolve_shim, 0); /* the analyzer resolves pointers */
+	assert_int_equal(c.steps, 100);      /* the step window (stepwin.c) */
+	assert_true(c.steps_s > 1.99 && c.steps_s < 2.01);
 }
 
 /* AICPROF_RESOLVE: offline or shim; calibration needs the shim's map whatever it says */
@@ -109,6 +111,8 @@ static void test_every_variable(void **state)
 	set("AICPROF_ARGS", "0");
 	set("AICPROF_CAPTURE", "profiler-api");
 	set("AICPROF_PAUSE_BLOCKS", "1");
+	set("AICPROF_STEPS", "0");
+	set("AICPROF_STEPS_S", "30");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
@@ -128,6 +132,8 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.args, 0);
 	assert_int_equal(c.capture_api, 1);
 	assert_int_equal(c.pause_blocks, 1);
+	assert_int_equal(c.steps, 0);
+	assert_true(c.steps_s > 29.9 && c.steps_s < 30.1);
 }
 
 static void test_bad_values_keep_defaults(void **state)
@@ -141,10 +147,12 @@ static void test_bad_values_keep_defaults(void **state)
 	set("AICPROF_WRITES", "always");
 	set("AICPROF_OUTPUT", "");
 	set("AICPROF_CAPTURE", "cudaProfilerApi");
+	set("AICPROF_STEPS", "-3");
 	struct config c;
 	struct config_msgs m;
 	config_load(&c, lookup, &m);
-	assert_int_equal(m.n, 8);
+	assert_int_equal(m.n, 9);
+	assert_int_equal(c.steps, 100);
 	assert_int_equal(c.capture_api, 0);
 	assert_int_equal(c.depth, 4);
 	assert_int_equal(c.attrib, 1);
