@@ -190,7 +190,7 @@ static int run_child(char **argv)
 }
 
 static const char *const record_usage[] = {
-    "aicprof record [-o FILE] [-d SECONDS] [--capture-range] [--] PROGRAM [ARGS...]",
+    "aicprof record [-o FILE] [-d SECONDS] [-s STEPS] [--capture-range] [--] PROGRAM [ARGS...]",
     "",
     "Other settings come from AICPROF_* variables (see the README).",
     NULL,
@@ -199,7 +199,7 @@ static const char *const record_usage[] = {
 int cmd_record(int argc, char **argv)
 {
 	const char *out = NULL;
-	int duration = 0, capture_api = 0;
+	int duration = 0, capture_api = 0, steps = -1;
 	const struct parseopt options[] = {
 	    OPT_PATH('o', "output", &out, "FILE",
 	             "write the trace to FILE (%p: pid, %r: rank; default\n"
@@ -207,6 +207,9 @@ int cmd_record(int argc, char **argv)
 	    OPT_INT('d', "duration", &duration, "SECONDS", 1, 10000000,
 	            "record this many seconds, then let the program run on\n"
 	            "unrecorded (AICPROF_DURATION)"),
+	    OPT_INT('s', "steps", &steps, "N", 0, 1000000,
+	            "stop recording once the program's loop has run N steps\n"
+	            "alike (AICPROF_STEPS, default 100; 0: record the whole run)"),
 	    OPT_FLAG(0, "capture-range", &capture_api,
 	             "record only between the program's cudaProfilerStart and\n"
 	             "cudaProfilerStop (AICPROF_CAPTURE=profiler-api)"),
@@ -234,6 +237,11 @@ int cmd_record(int argc, char **argv)
 		char d[24];
 		snprintf(d, sizeof(d), "%d", duration);
 		setenv("AICPROF_DURATION", d, 1);
+	}
+	if (steps >= 0) {
+		char n[24];
+		snprintf(n, sizeof(n), "%d", steps);
+		setenv("AICPROF_STEPS", n, 1);
 	}
 	if (capture_api)
 		setenv("AICPROF_CAPTURE", "profiler-api", 1);

@@ -17,6 +17,14 @@ out=$("$A" record -d 45 -- /bin/sh -c 'echo "$AICPROF_DURATION"' 2>/dev/null)
 check "--duration sets AICPROF_DURATION ($out)" test "$out" = 45
 "$A" record -d 0 -- /bin/true 2>"$tmp/d0.err"; r=$?
 check "--duration 0 is refused ($r)" sh -c "[ $r != 0 ] && grep -q duration '$tmp/d0.err'"
+out=$("$A" record -s 0 -- /bin/sh -c 'echo "$AICPROF_STEPS"' 2>/dev/null)
+check "--steps 0 sets AICPROF_STEPS=0 ($out)" test "$out" = 0
+out=$("$A" record --steps 250 -- /bin/sh -c 'echo "$AICPROF_STEPS"' 2>/dev/null)
+check "--steps 250 sets AICPROF_STEPS ($out)" test "$out" = 250
+out=$(env -u AICPROF_STEPS "$A" record -- /bin/sh -c 'echo "${AICPROF_STEPS-unset}"' 2>/dev/null)
+check "without --steps AICPROF_STEPS is left alone ($out)" test "$out" = unset
+"$A" record -s -1 -- /bin/true 2>"$tmp/s1.err"; r=$?
+check "--steps -1 is refused ($r)" sh -c "[ $r != 0 ] && grep -q steps '$tmp/s1.err'"
 out=$("$A" record --capture-range -- /bin/sh -c 'echo "$AICPROF_CAPTURE"' 2>/dev/null)
 check "--capture-range sets AICPROF_CAPTURE=profiler-api ($out)" test "$out" = profiler-api
 out=$("$A" record -- /bin/sh -c 'echo "${AICPROF_CAPTURE-unset}"' 2>/dev/null)
