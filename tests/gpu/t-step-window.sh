@@ -17,12 +17,12 @@ trap 'rm -rf "$t"' EXIT
 export PYTHONUNBUFFERED=1
 for w in ${SW_WHAT:-gpt2 llama resnet vit jax cupy}; do
 	case $w in
-	gpt2) cmd="samples/gpt2_train.py --steps 400" ;;
-	llama) cmd="samples/llama_train.py --steps 400" ;;
+	gpt2) cmd="samples/gpt2_train.py --steps 250" ;;
+	llama) cmd="samples/llama_train.py --steps 250" ;;
 	resnet) cmd="samples/resnet_train.py --steps 400" ;;
 	vit) cmd="samples/vit_train.py --steps 300" ;;
-	jax) cmd="samples/jax_train.py --steps 1500" ;;
-	cupy) cmd="samples/cupy_loop.py --iters 15000" ;;
+	jax) cmd="samples/jax_train.py --steps 3000" ;;
+	cupy) cmd="samples/cupy_loop.py --iters 40000" ;;
 	*) continue ;;
 	esac
 	s0=$(date +%s.%N)
