@@ -222,7 +222,7 @@ static void after_fork_child(void)
 	writer_reset_after_fork();
 	sites_after_fork();
 	if (start_ok) {
-		stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
+		stepwin_init(shim_cfg.capture_api ? 0 : shim_cfg.steps, shim_cfg.steps_s);
 		char path[1024];
 		if (trace_path(path, sizeof(path)) == 0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
@@ -289,7 +289,8 @@ static int start(void)
 	if (cupti_start())
 		goto out;
 	writer_set_window(window_soft_cap(), window_end_ns(), window_stop); /* before the thread */
-	stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
+	/* a program that says what to record (its profiler ranges) gets no step window */
+	stepwin_init(shim_cfg.capture_api ? 0 : shim_cfg.steps, shim_cfg.steps_s);
 	if (writer_start()) {
 		shim_say("cannot start the writer thread: not recording");
 		goto out;
