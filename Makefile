@@ -110,11 +110,14 @@ $(B)/tests/test-poolhook: $(MOCK_C10)
 PY_EMBED := $(shell pkg-config --cflags --libs python3-embed 2>/dev/null)
 $(B)/tests/test-sites: EXTRA_TEST = $(PY_EMBED)
 
-tools: $(B)/tools/gen-trace $(B)/tools/period-check
+tools: $(B)/tools/gen-trace $(B)/tools/period-check $(B)/tools/stepwin-sim
 $(B)/tools/gen-trace: tests/tools/gen-trace.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -O2 $< -o $@ $(LDLIBS)
 $(B)/tools/period-check: tests/tools/period-check.c analyzer/period.c lib/util.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLCFLAGS) -O2 $(filter %.c,$^) -o $@ $(LDLIBS)
+$(B)/tools/stepwin-sim: tests/tools/stepwin-sim.c preload/stepwin.c preload/periodfind.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -O2 $(filter %.c,$^) -o $@ $(LDLIBS)
 
