@@ -1,6 +1,7 @@
 #!/bin/sh
 # The shim's memory over a long training run (the overhead issue's "bounded memory"): the GPT-2
-# sample under the shim for RSS_S seconds (default 540), with no trace cap (AICPROF_MAX_MB=0) so
+# sample under the shim for RSS_S seconds (default 540), with no trace cap (AICPROF_MAX_MB=0) and
+# no step window (AICPROF_STEPS=0) so
 # that every structure of the shim keeps working the whole time; the process's VmRSS and the
 # trace's size are sampled every RSS_EVERY seconds (default 10). Prints "# t_s rss_mib trace_mib"
 # rows and one TAP line: the growth from RSS_WARM seconds (default 120) to the end is at most
@@ -14,7 +15,7 @@ S=${RSS_S:-540}
 E=${RSS_EVERY:-10}
 T=$out/rss_long.aicp.jsonl
 rm -f "$T"
-AICPROF_MAX_MB=0 AICPROF_OUTPUT=$T LD_PRELOAD=$top/build/libaicprof.so \
+AICPROF_MAX_MB=0 AICPROF_STEPS=0 AICPROF_OUTPUT=$T LD_PRELOAD=$top/build/libaicprof.so \
 	timeout -s INT "$S" python3 samples/gpt2_train.py --steps 10000000 >"$out/rss_long.stdout" 2>"$out/rss_long.stderr" &
 pid=$!
 sleep 2
