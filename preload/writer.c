@@ -5,8 +5,9 @@
  * meta lines, then each ring up to the noted head. A string or site is queued before any
  * record that names it is published, so it is always written first.
  * Output goes through a 1 MiB buffer and write(2) of whole lines. The recording window
- * (writer_set_window) closes a little before the size cap, or after AICPROF_DURATION: the
- * writer thread stops every source of records and closes the trace. Records past the cap
+ * (writer_set_window) closes a little before the size cap, after AICPROF_DURATION, or when the
+ * step window (stepwin.h), which sees every launch, copy and memset written here, says the loop
+ * has run long enough: the writer thread stops every source of records and closes the trace. Records past the cap
  * itself (what was in flight) are counted and dropped, and the end line says so. A failed write
  * (disk full, file size limit) cuts the file back to its last whole line, prints one line and turns
  * the writer into a counter; an output file that was removed while the program ran (its link count

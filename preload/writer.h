@@ -48,7 +48,8 @@ void writer_set_before_final(void (*fn)(void));
  * (shim_now_ns) passes end_ns (0: never), the writer thread calls stop(why) (which ends every
  * source of records: CUPTI's callbacks and activity, the allocator's hook) and then closes the
  * trace with reason "cap" or "duration", so that the program runs on without the shim's
- * costs. Checked after every drain of the writer thread (at least every 50 ms). Safe from any
+ * costs. The step window (stepwin.h, armed by stepwin_init) closes it the same way, with reason
+ * "steps" and a note line before the end. Checked after every drain of the writer thread (at least every 50 ms). Safe from any
  * thread, before or after writer_start(); a later call moves the window.
  */
 void writer_set_window(uint64_t soft_cap, uint64_t end_ns, void (*stop)(const char *why));
