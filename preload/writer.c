@@ -7,11 +7,12 @@
  * Output goes through a 1 MiB buffer and write(2) of whole lines. The recording window
  * (writer_set_window) closes a little before the size cap, after AICPROF_DURATION, or when the
  * step window (stepwin.h), which sees every launch, copy and memset written here, says the loop
- * has run long enough: the writer thread stops every source of records and closes the trace. Records past the cap
- * itself (what was in flight) are counted and dropped, and the end line says so. A failed write
- * (disk full, file size limit) cuts the file back to its last whole line, prints one line and turns
- * the writer into a counter; an output file that was removed while the program ran (its link count
- * is 0 at a drain) is the same failure, said once. The program is never affected.
+ * has run long enough: the writer thread stops every source of records and closes the trace.
+ * Records past the cap itself (what was in flight) are counted and dropped, and the end line says
+ * so. A failed write (disk full, file size limit) cuts the file back to its last whole line, prints
+ * one line and turns the writer into a counter; an output file that was removed while the program
+ * ran (its link count is 0 at a drain) is the same failure, said once. The program is never
+ * affected.
  */
 #include "preload/writer.h"
 #include "preload/argscan.h"

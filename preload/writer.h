@@ -49,8 +49,9 @@ void writer_set_before_final(void (*fn)(void));
  * source of records: CUPTI's callbacks and activity, the allocator's hook) and then closes the
  * trace with reason "cap" or "duration", so that the program runs on without the shim's
  * costs. The step window (stepwin.h, armed by stepwin_init) closes it the same way, with reason
- * "steps" and a note line before the end. Checked after every drain of the writer thread (at least every 50 ms). Safe from any
- * thread, before or after writer_start(); a later call moves the window.
+ * "steps" and a note line before the end. Checked after every drain of the writer thread (at least
+ * every 50 ms). Safe from any thread, before or after writer_start(); a later call moves the
+ * window.
  */
 void writer_set_window(uint64_t soft_cap, uint64_t end_ns, void (*stop)(const char *why));
 
