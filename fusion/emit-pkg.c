@@ -7,25 +7,24 @@
  * its import path and qualified name, its form ("fused": a generated group, whose module
  * aicprof_fused/<name>/<name>.py is loaded by path; "sdpa": transformers' sdpa_attention_forward
  * in place of eager_attention_forward; "rotary": transformers' apply_rotary_pos_emb(q, k, cos,
- * sin, ...) through the package's fixed rotary kernel (aicprof_fused/_rotary/, fusion/emit-rotary.c:
- * q and k in one launch, an autograd.Function whose backward is one more; cos and sin must not
- * require grad, q and k are [B, H, S, D] with a unit last stride, each call class verified on
- * first use as below); "gated": a gated MLP's forward(self, x), whose wrapper
- * runs the module's own gate_proj, up_proj and down_proj and the group act(gate) * up between
- * them, after checking that the module has those parts and an act_fn of the traced class
- * (act_class), the first call of each class verified against the original as below), and for a
- * group its inputs (kind "arg": the call's
- * tensor arguments in order; "param": the module's own parameters matched by numel and dtype),
- * element counts, row length and dropout. The table is JSON in a raw string (JSON cannot hold
- * three quotes in a row outside its strings, and escapes them inside), read with json.loads.
- * apply() imports each library lazily, records in applied() what it replaced and why anything
- * was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper runs
- * the original under torch.compile (Inductor fuses it), and otherwise binds and guards every call
- * (CUDA, dtypes, contiguity, shapes and broadcast ratios, and autograd: a group without a fused
- * backward runs only where autograd does not record, since a backward recomputed through PyTorch's
- * ops was measured slower than the original's; a group with one, a chain's or an RMS norm's
- * (fusion/backward.c), runs its function, whose autograd.Function calls the fused backward) and
- * runs the original when a guard fails (the guards that depend on the tensors' shapes, dtypes,
+ * sin, ...) through the package's fixed rotary kernel (aicprof_fused/_rotary/,
+ * fusion/emit-rotary.c: q and k in one launch, an autograd.Function whose backward is one more; cos
+ * and sin must not require grad, q and k are [B, H, S, D] with a unit last stride, each call class
+ * verified on first use as below); "gated": a gated MLP's forward(self, x), whose wrapper runs the
+ * module's own gate_proj, up_proj and down_proj and the group act(gate) * up between them, after
+ * checking that the module has those parts and an act_fn of the traced class (act_class), the first
+ * call of each class verified against the original as below), and for a group its inputs (kind
+ * "arg": the call's tensor arguments in order; "param": the module's own parameters matched by
+ * numel and dtype), element counts, row length and dropout. The table is JSON in a raw string (JSON
+ * cannot hold three quotes in a row outside its strings, and escapes them inside), read with
+ * json.loads. apply() imports each library lazily, records in applied() what it replaced and why
+ * anything was not (ImportError, a missing attribute, AICPROF_FUSED=0), and never raises. A wrapper
+ * runs the original under torch.compile (Inductor fuses it), and otherwise binds and guards every
+ * call (CUDA, dtypes, contiguity, shapes and broadcast ratios, and autograd: a group without a
+ * fused backward runs only where autograd does not record, since a backward recomputed through
+ * PyTorch's ops was measured slower than the original's; a group with one, a chain's or an RMS
+ * norm's (fusion/backward.c), runs its function, whose autograd.Function calls the fused backward)
+ * and runs the original when a guard fails (the guards that depend on the tensors' shapes, dtypes,
  * device kind and contiguity cached by that class, a tuple, at most 4,096 classes); the first call
  * of each class (the tensors' shapes and dtypes, and whether CUDA autocast is on, which changes the
  * original's result type) runs both without grad and compares them (rtol 2e-2, atol 2e-2, NaN
@@ -543,7 +542,8 @@ static const char pkg_runtime[] =
     "\n"
     "\n"
     "def _rotary_lib(torch):\n"
-    "    \"\"\"aicprof_fused/_rotary/libaic_rotary.so, built with nvcc for this GPU on first use.\"\"\"\n"
+    "    \"\"\"aicprof_fused/_rotary/libaic_rotary.so, built with nvcc for this GPU on first "
+    "use.\"\"\"\n"
     "    if \"lib\" not in _ROT:\n"
     "        import ctypes\n"
     "        import shutil\n"
@@ -557,16 +557,20 @@ static const char pkg_runtime[] =
     "                        shutil.which(\"nvcc\") or \"nvcc\")\n"
     "            major, minor = torch.cuda.get_device_capability()\n"
     "            tmp = \"%s.%d.tmp\" % (so, os.getpid())\n"
-    "            cmd = [nvcc, \"-O3\", \"-arch=sm_%d%d\" % (major, minor), \"-shared\", \"-Xcompiler\",\n"
+    "            cmd = [nvcc, \"-O3\", \"-arch=sm_%d%d\" % (major, minor), \"-shared\", "
+    "\"-Xcompiler\",\n"
     "                   \"-fPIC\", \"-o\", tmp, os.path.join(d, \"aic_rotary.cu\")]\n"
     "            r = subprocess.run(cmd, capture_output=True, text=True)\n"
     "            if r.returncode:\n"
-    "                raise RuntimeError(\"aicprof: %s failed: %s\" % (\" \".join(cmd), r.stderr[-2000:]))\n"
+    "                raise RuntimeError(\"aicprof: %s failed: %s\" % (\" \".join(cmd), "
+    "r.stderr[-2000:]))\n"
     "            os.replace(tmp, so)\n"
     "        lib = ctypes.CDLL(so)\n"
     "        P, L = ctypes.c_void_p, ctypes.POINTER(ctypes.c_longlong)\n"
-    "        lib.aic_rotary_run.argtypes = [ctypes.POINTER(P), ctypes.POINTER(P), L, L, L, L, P, P,\n"
-    "                                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, P]\n"
+    "        lib.aic_rotary_run.argtypes = [ctypes.POINTER(P), ctypes.POINTER(P), L, L, L, L, P, "
+    "P,\n"
+    "                                       ctypes.c_int, ctypes.c_int, ctypes.c_int, "
+    "ctypes.c_int, P]\n"
     "        lib.aic_rotary_run.restype = ctypes.c_int\n"
     "        raw = getattr(torch._C, \"_cuda_getCurrentRawStream\", None)\n"
     "        _ROT[\"stream\"] = raw if raw is not None else (\n"
@@ -602,7 +606,8 @@ static const char pkg_runtime[] =
     "\n"
     "\n"
     "def _rotary_plan(torch, xs, ys, ud, cos):\n"
-    "    \"\"\"A launch's shapes, strides and dtype codes as the ctypes arrays aic_rotary_run takes,\n"
+    "    \"\"\"A launch's shapes, strides and dtype codes as the ctypes arrays aic_rotary_run "
+    "takes,\n"
     "    made once a geometry and kept (a call then builds only its two pointer arrays).\"\"\"\n"
     "    key = (ud, tuple(cos.shape), cos.stride(), cos.dtype) + tuple(\n"
     "        None if x is None else (tuple(x.shape), x.stride(), x.dtype, y.stride(), y.dtype)\n"
@@ -635,7 +640,8 @@ static const char pkg_runtime[] =
     "\n"
     "\n"
     "def _rotary_launch(torch, xs, ys, ud, cos, sin, bwd):\n"
-    "    \"\"\"One launch of aic_rotary_run over the pairs (x, y) of xs, ys (None entries skipped),\n"
+    "    \"\"\"One launch of aic_rotary_run over the pairs (x, y) of xs, ys (None entries "
+    "skipped),\n"
     "    cos and sin broadcast to each x as cos.unsqueeze(ud), on x's device and its current\n"
     "    stream.\"\"\"\n"
     "    lib = _rotary_lib(torch)\n"
@@ -717,21 +723,26 @@ static const char pkg_runtime[] =
     "\n"
     "def _make_rotary(spec, orig, rec):\n"
     "    \"\"\"apply_rotary_pos_emb(q, k, cos, sin, position_ids=None, unsqueeze_dim=1): q and k\n"
-    "    through the package's rotary kernel (aicprof_fused/_rotary/), one launch for both and one\n"
+    "    through the package's rotary kernel (aicprof_fused/_rotary/), one launch for both and "
+    "one\n"
     "    for their backward.\"\"\"\n"
     "    import torch\n"
     "    sig = inspect.signature(orig)\n"
     "    names = list(sig.parameters)\n"
     "    if names[:4] != [\"q\", \"k\", \"cos\", \"sin\"]:\n"
     "        raise ImportError(\"%s takes (%s), not (q, k, cos, sin, ...)\" % (_key(spec),\n"
-    "                                                                         \", \".join(names)))\n"
-    "    ud_default = sig.parameters[\"unsqueeze_dim\"].default if \"unsqueeze_dim\" in names else 1\n"
+    "                                                                         \", "
+    "\".join(names)))\n"
+    "    ud_default = sig.parameters[\"unsqueeze_dim\"].default if \"unsqueeze_dim\" in names else "
+    "1\n"
     "    extra = [n for n in names[4:] if n not in (\"position_ids\", \"unsqueeze_dim\")]\n"
     "    if extra:\n"
-    "        raise ImportError(\"%s takes %s besides (q, k, cos, sin, position_ids, unsqueeze_dim)\"\n"
+    "        raise ImportError(\"%s takes %s besides (q, k, cos, sin, position_ids, "
+    "unsqueeze_dim)\"\n"
     "                          % (_key(spec), \", \".join(extra)))\n"
     "    key = _key(spec)\n"
-    "    st = {\"off\": None, \"fn\": None}  # fn: the autograd.Function, made on the first fitting call\n"
+    "    st = {\"off\": None, \"fn\": None}  # fn: the autograd.Function, made on the first "
+    "fitting call\n"
     "    classes = {}\n"
     "    grad_on = torch.is_grad_enabled\n"
     "    compiling = getattr(getattr(torch, \"compiler\", None), \"is_compiling\", lambda: False)\n"
@@ -750,14 +761,16 @@ static const char pkg_runtime[] =
     "            _fallback(rec, \"cos or sin requires grad\")\n"
     "            return orig(*args, **kwargs)\n"
     "        try:\n"
-    "            ck = (q.shape, q.stride(), q.dtype, k.shape, k.stride(), cos.shape, cos.stride(),\n"
+    "            ck = (q.shape, q.stride(), q.dtype, k.shape, k.stride(), cos.shape, "
+    "cos.stride(),\n"
     "                  cos.dtype, q.device, ud)\n"
     "        except AttributeError:\n"
     "            _fallback(rec, \"q, k, cos and sin are not all tensors\")\n"
     "            return orig(*args, **kwargs)\n"
     "        prev = classes.get(ck)\n"
     "        if prev is not None and (prev[0] is not None or not _ok(prev[1])):\n"
-    "            _fallback(rec, prev[0] or \"this call's class differed on first use: \" + prev[1])\n"
+    "            _fallback(rec, prev[0] or \"this call's class differed on first use: \" + "
+    "prev[1])\n"
     "            return orig(*args, **kwargs)\n"
     "        try:\n"
     "            if prev is None:\n"
@@ -783,8 +796,10 @@ static const char pkg_runtime[] =
     "                    if not any(v[0] is None and _ok(v[1]) for v in classes.values()):\n"
     "                        rec[\"applied\"] = False\n"
     "                        rec[\"reason\"] = \"disabled on first use: \" + res\n"
-    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the original for %s: %s; \"\n"
-    "                                     \"the original runs for those calls\\n\" % (key, cls, res))\n"
+    "                    sys.stderr.write(\"aicprof_fused: %s: differs from the original for %s: "
+    "%s; \"\n"
+    "                                     \"the original runs for those calls\\n\" % (key, cls, "
+    "res))\n"
     "                    return orig(*args, **kwargs)\n"
     "                if not rec[\"applied\"]:\n"
     "                    rec[\"applied\"] = True\n"
@@ -799,7 +814,8 @@ static const char pkg_runtime[] =
     "        _COUNTS[key] = _COUNTS.get(key, 0) + 1\n"
     "        return out\n"
     "\n"
-    "    note = (\"replaced by the package's rotary kernel (aicprof_fused/_rotary/): q and k in \"\n"
+    "    note = (\"replaced by the package's rotary kernel (aicprof_fused/_rotary/): q and k in "
+    "\"\n"
     "            \"one launch, their backward in one more\")\n"
     "    return wrapper, note\n"
     "\n"

@@ -258,14 +258,17 @@ static const char rotary_cu[] =
     "}\n"
     "\n"
     "/*\n"
-    " * The rotary embedding (bwd 0) or its backward (bwd 1) of up to two tensors in one launch on\n"
+    " * The rotary embedding (bwd 0) or its backward (bwd 1) of up to two tensors in one launch "
+    "on\n"
     " * stream. Tensor i (0, 1) is x[i] -> y[i], shape[4i..4i+3] = B, H, S, D (D even; B = 0\n"
     " * skips it), xst/yst/cst[3i..3i+2] the strides of x, y and the cos/sin view over its first\n"
     " * three dimensions (the last stride 1 for all). Types: 0 float32, 1 float16, 2 bfloat16 for\n"
     " * x (xdt), cos and sin (cdt) and y (ydt). Returns 0 or the CUDA error.\n"
     " */\n"
-    "extern \"C\" int aic_rotary_run(const void *const *x, void *const *y, const long long *shape,\n"
-    "                              const long long *xst, const long long *yst, const long long *cst,\n"
+    "extern \"C\" int aic_rotary_run(const void *const *x, void *const *y, const long long "
+    "*shape,\n"
+    "                              const long long *xst, const long long *yst, const long long "
+    "*cst,\n"
     "                              const void *cos, const void *sin, int xdt, int cdt, int ydt,\n"
     "                              int bwd, void *stream)\n"
     "{\n"
@@ -353,15 +356,19 @@ static const char rotary_check[] =
 const char *emit_rotary_file(int which)
 {
 	switch (which) {
-	case 0: return rotary_math;
-	case 1: return rotary_cu;
-	case 2: return rotary_check;
+	case 0:
+		return rotary_math;
+	case 1:
+		return rotary_cu;
+	case 2:
+		return rotary_check;
 	}
 	return NULL;
 }
 
 const char *emit_rotary_name(int which)
 {
-	static const char *names[] = {"aic_rotary_math.h", "aic_rotary.cu", "aic_rotary_cpucheck.cu"};
+	static const char *names[] = {"aic_rotary_math.h", "aic_rotary.cu",
+	                              "aic_rotary_cpucheck.cu"};
 	return which >= 0 && which < 3 ? names[which] : NULL;
 }

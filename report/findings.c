@@ -153,8 +153,9 @@ void finding_package(struct strbuf *o, const cJSON *functions, const cJSON *c)
 		if (form && !strcmp(form, "sdpa"))
 			strbuf_adds(o, "the library's scaled_dot_product_attention form");
 		else if (form && !strcmp(form, "rotary"))
-			strbuf_adds(o, "the package's rotary kernel, q and k in one launch and their "
-			               "backward in one more");
+			strbuf_adds(o,
+			            "the package's rotary kernel, q and k in one launch and their "
+			            "backward in one more");
 		else if (form && !strcmp(form, "gated"))
 			strbuf_adds(o,
 			            "its projections as they are, the activation and the product "
