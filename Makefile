@@ -117,9 +117,11 @@ $(B)/tools/gen-trace: tests/tools/gen-trace.c
 $(B)/tools/period-check: tests/tools/period-check.c analyzer/period.c lib/util.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -O2 $(filter %.c,$^) -o $@ $(LDLIBS)
-$(B)/tools/stepwin-sim: tests/tools/stepwin-sim.c preload/stepwin.c preload/periodfind.c
+# (the sources named: periodfind.c includes analyzer/period.c, which -MMD adds to the prerequisites)
+STEPWIN_SIM_SRC := tests/tools/stepwin-sim.c preload/stepwin.c preload/periodfind.c
+$(B)/tools/stepwin-sim: $(STEPWIN_SIM_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLCFLAGS) -O2 $(filter %.c,$^) -o $@ $(LDLIBS)
+	$(CC) $(ALLCFLAGS) -O2 $(STEPWIN_SIM_SRC) -o $@ $(LDLIBS)
 
 # Fuzz targets: tests/fuzz/fuzz-<name>.c. make test replays tests/fuzz/{seeds,regress}/<name>/
 # through build/tests/replay-<name> (the target with replay.c's main, ASan+UBSan, gcc);

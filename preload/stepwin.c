@@ -29,6 +29,7 @@
 
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +46,8 @@ struct note {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct note *pending; /* under lock */
 static size_t npending, cap_pending;
-static int state; /* 0 off (or gave up), 1 armed; under lock */
+static _Atomic int state; /* 0 off (or gave up), 1 armed; written under lock, read before it
+                           * too, so that a window that is off costs a note no lock */
 
 /* the writer thread's own */
 static int want_steps;
@@ -84,6 +86,8 @@ static void give_up_locked(void)
 
 void stepwin_note(uint64_t seq, uint32_t key, uint64_t ts)
 {
+	if (!atomic_load_explicit(&state, memory_order_relaxed))
+		return;
 	pthread_mutex_lock(&lock);
 	if (state) {
 		if (npending == cap_pending) {
