@@ -25,7 +25,8 @@ struct config {
 	double duration_s; /* AICPROF_DURATION: seconds of recording, then the shim stops (0: to
 	                    * the end, or the size cap) */
 	int steps;         /* AICPROF_STEPS: the window closes once a loop of this many steps alike
-	                    * has run (stepwin.c; 0: no step window) */
+	                    * has run (stepwin.c; 0: no step window, as under AICPROF_CAPTURE=
+	                    * profiler-api, and by default where WORLD_SIZE > 1) */
 	double steps_s;    /* AICPROF_STEPS_S: ... and has lasted this many seconds */
 	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
 	int quiet;         /* AICPROF_QUIET: no "aicprof:" lines at all */

@@ -214,8 +214,6 @@ static int trace_path(char *out, size_t n)
 	return config_output_path(shim_cfg.output, getpid(), getenv("RANK"), host, out, n) ? -1 : 0;
 }
 
-static int stepwin_steps(void);
-
 static void after_fork_child(void)
 {
 	shim_base_after_fork();
@@ -224,7 +222,7 @@ static void after_fork_child(void)
 	writer_reset_after_fork();
 	sites_after_fork();
 	if (start_ok) {
-		stepwin_init(stepwin_steps(), shim_cfg.steps_s);
+		stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
 		char path[1024];
 		if (trace_path(path, sizeof(path)) == 0)
 			writer_init(path, (uint64_t)shim_cfg.max_mb << 20, header, cupti_api_name);
@@ -259,22 +257,6 @@ static uint64_t window_end_ns(void)
 	return (delayed > from ? delayed : from) + (uint64_t)(shim_cfg.duration_s * 1e9);
 }
 
-/*
- * The step window's steps (stepwin.h). None where the program says what to record (its profiler
- * ranges, AICPROF_CAPTURE=profiler-api), and by default none in a job of several ranks: each
- * rank's window would close at a step of its own, and the job view matches collectives across
- * ranks; AICPROF_STEPS set by the user is taken as it is.
- */
-static int stepwin_steps(void)
-{
-	if (shim_cfg.capture_api)
-		return 0;
-	const char *ws = getenv("WORLD_SIZE");
-	if (!getenv("AICPROF_STEPS") && ws && atoi(ws) > 1)
-		return 0;
-	return shim_cfg.steps;
-}
-
 static void window_stop(const char *why)
 {
 	shim_stop();
@@ -307,7 +289,7 @@ static int start(void)
 	if (cupti_start())
 		goto out;
 	writer_set_window(window_soft_cap(), window_end_ns(), window_stop); /* before the thread */
-	stepwin_init(stepwin_steps(), shim_cfg.steps_s);
+	stepwin_init(shim_cfg.steps, shim_cfg.steps_s);
 	if (writer_start()) {
 		shim_say("cannot start the writer thread: not recording");
 		goto out;

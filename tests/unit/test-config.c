@@ -136,6 +136,29 @@ static void test_every_variable(void **state)
 	assert_true(c.steps_s > 29.9 && c.steps_s < 30.1);
 }
 
+/* The step window: off under AICPROF_CAPTURE=profiler-api, off by default where WORLD_SIZE > 1,
+ * and AICPROF_STEPS set is taken there. */
+static void test_step_window_defaults(void **state)
+{
+	(void)state;
+	struct config c;
+	set("WORLD_SIZE", "1");
+	config_load(&c, lookup, NULL);
+	assert_int_equal(c.steps, 100);
+	nenv = 0;
+	set("WORLD_SIZE", "8");
+	config_load(&c, lookup, NULL);
+	assert_int_equal(c.steps, 0);
+	set("AICPROF_STEPS", "40");
+	config_load(&c, lookup, NULL);
+	assert_int_equal(c.steps, 40);
+	nenv = 0;
+	set("AICPROF_STEPS", "40");
+	set("AICPROF_CAPTURE", "profiler-api");
+	config_load(&c, lookup, NULL);
+	assert_int_equal(c.steps, 0);
+}
+
 static void test_bad_values_keep_defaults(void **state)
 {
 	(void)state;
@@ -202,6 +225,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_resolve, setup),
 	    cmocka_unit_test_setup(test_rank_default_name, setup),
 	    cmocka_unit_test_setup(test_every_variable, setup),
+	    cmocka_unit_test_setup(test_step_window_defaults, setup),
 	    cmocka_unit_test_setup(test_bad_values_keep_defaults, setup),
 	    cmocka_unit_test_setup(test_long_value_is_refused, setup),
 	    cmocka_unit_test_setup(test_output_path, setup),
