@@ -30,6 +30,18 @@ SAMPLES = ["gpt2_train", "llama_train", "resnet_train", "vit_train", "jax_train"
            "mlp_train", "attention_train"]
 
 
+def finder(keys):
+    """the analyzer's period finder over keys (build/tools/period-check)"""
+    with tempfile.NamedTemporaryFile("w", suffix=".seq", delete=False) as f:
+        f.write("".join(f"{k}\n" for k in keys))
+        tmp = f.name
+    try:
+        return json.loads(subprocess.run([pc.TOOL, tmp], capture_output=True, text=True,
+                                         check=True).stdout)
+    finally:
+        os.unlink(tmp)
+
+
 def check(ok, what):
     print(("ok" if ok else "not ok") + " - " + what)
     return ok
@@ -45,7 +57,7 @@ def main():
         ids = {}
         keys = [ids.setdefault(o[0], len(ids)) for o in ops]
         ts = [int(o[1]) for o in ops]
-        full, _, _ = pc.run(p)
+        full = finder(keys)
         steps, period = full["steps"], full["period"]
         if full["method"] != "periodic" or len(steps) < 2:
             bad += not check(False, f"{name}: the trace has a loop to repeat ({full['method']})")
