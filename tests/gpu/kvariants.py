@@ -2,13 +2,28 @@
 (docs/perf.md, session 19): "nocap" removes the launcher's cap on the grid (a tree before
 33d40c3 had one of 8 waves), "i32" also runs the grid-stride loop in 32-bit indices.
   python3 tests/gpu/kvariants.py SRC_FUSEDDIR DST_FUSEDDIR nocap|i32
-then tests/gpu/gated_kbench.py llama base=SRC nocap=DST ..."""
+then tests/gpu/gated_kbench.py llama base=SRC nocap=DST ...
+The rotary kernel's (_rotary/aic_rotary.cu, session 24): "rsep" launches q's blocks, then k's
+(no joint grid), "r256" takes 256 threads a block, "rc4" both (the kernel of session 22);
+then tests/gpu/kbench.py --only rotary --large --forms fused --pkg-llama DST."""
 import os, re, shutil, sys
 src, dst, var = sys.argv[1:4]
 shutil.rmtree(dst, ignore_errors=True)
 shutil.copytree(src, dst)
 for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
     for f in files:
+        if f == "aic_rotary.cu" and var.startswith("r"):
+            p = os.path.join(root, f)
+            s = open(p).read()
+            s2 = s
+            if var in ("rsep", "rc4"):
+                s2 = s2.replace("const bool joint = heads &&", "const bool joint = false &&")
+            if var in ("r256", "rc4"):
+                s2 = s2.replace("#define AIC_RB 128", "#define AIC_RB 256")
+            assert s2 != s, "the rotary kernel's text changed: " + var
+            open(p, "w").write(s2)
+            print("edited", p)
+            continue
         if not f.endswith("_kernel.cu"):
             continue
         p = os.path.join(root, f)
