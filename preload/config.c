@@ -175,11 +175,10 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->selftime = b;
 	if (c->writes == WRITES_PROBE) /* calibration reads the allocation a pointer is in */
 		c->resolve_shim = 1;
-	/* No step window where the program says what to record (its profiler ranges), and by
-	 * default none in a job of several ranks: each rank's window would close at a step of its
-	 * own, and the job view matches collectives across ranks. AICPROF_STEPS set is taken. */
-	const char *ws = lookup("WORLD_SIZE");
-	if (c->capture_api || (!lookup("AICPROF_STEPS") && ws && atol(ws) > 1))
+	/* No step window where the program says what to record (its profiler ranges). In a job of
+	 * several ranks each rank's window closes at a step of its own; the job view matches the
+	 * collectives the ranks' traces have in common (tests/func/t-job.sh). */
+	if (c->capture_api)
 		c->steps = 0;
 }
 

@@ -184,3 +184,45 @@ check "ddp traces: the report has a lane per rank" sh -c "grep -q '>rank 0 · s'
 "$A" fuse "$D" -o "$D/fused" >"$D/fuse.out" 2>&1
 nco=$($PY -c "import json;print(sum(1 for c in json.load(open('$S'))['candidates'] if c['kind']=='comm-overlap'))")
 check "fuse: comm-overlap candidates ($nco) listed once, as not fusion" sh -c "test $nco -gt 1 && test \$(grep -c 'comm-overlap' '$D/fuse.out') = 1 && grep -q 'comm-overlap: not fusion ($nco candidates' '$D/fuse.out' && ! grep -q \"comm-overlap: use the library's fused form\" '$D/fuse.out'"
+
+# ranks whose step windows closed at steps of their own (AICPROF_STEPS is on in a job of several
+# ranks): rank 1's trace ends as the window ends it, after a whole step, two before the
+# program's last (the program's records up to that step's end, the activity records of the
+# launches kept, reason "steps"). The job view matches the collectives of the steady steps both
+# traces hold, all of them, and counts rank 0's others as seen.
+W=$tmp/win
+mkdir -p "$W"
+kept=$($PY - "$T1" "$W/r1.aicp.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+st, ends = [], []
+for r in recs:
+    if r["t"] == "push":
+        st.append(r)
+    elif r["t"] == "pop" and st:
+        p = st.pop()
+        if str(p.get("text", "")).startswith("step "):
+            ends.append(r["seq"])
+cut = ends[-3]
+cmax = max(r["c"] for r in recs if "c" in r and r.get("seq", cut + 1) <= cut)
+out = []
+for r in recs:
+    if r["t"] == "end":
+        r["reason"] = "steps"
+    elif "seq" in r and r["seq"] > cut:
+        continue
+    elif "seq" not in r and "c" in r and r["c"] > cmax:
+        continue
+    out.append(r)
+open(sys.argv[2], "w").write("".join(json.dumps(r) + "\n" for r in out))
+print(len(ends) - 2)
+PY
+)
+"$A" analyze -q "$T0" "$W/r1.aicp.jsonl" -o "$W/out" >"$W/err" 2>&1; rc=$?
+check "a rank stopped by its step window earlier: analyze exits 0 ($rc)" test "$rc" = 0
+full=$($PY -c "import json;print(json.load(open('$S'))['job']['collectives_matched'])")
+E=$D/none.json
+qs "$W/out/summary.json" <<EOF2
+a rank stopped after ${kept:-?} steps: the collectives of its steady steps all matched, fewer than the whole run's ($full), the rest seen	$kept>0 and j['collectives_matched']==($kept-s['steps']['warmup'])*j['collectives_per_step'] and 0<j['collectives_matched']<$full and j['collectives_seen']==$full
+a rank stopped earlier: step times and per-collective figures as with both whole	all(r['step_median_us']>1000 for r in j['per_rank']) and all(c['duration_us']>0 and c['busbw_gbs']>0 for c in j['collectives'])
+EOF2

@@ -136,8 +136,8 @@ static void test_every_variable(void **state)
 	assert_true(c.steps_s > 29.9 && c.steps_s < 30.1);
 }
 
-/* The step window: off under AICPROF_CAPTURE=profiler-api, off by default where WORLD_SIZE > 1,
- * and AICPROF_STEPS set is taken there. */
+/* The step window: on by default, in a job of several ranks too (each rank's own), off under
+ * AICPROF_CAPTURE=profiler-api whatever AICPROF_STEPS says. */
 static void test_step_window_defaults(void **state)
 {
 	(void)state;
@@ -148,7 +148,7 @@ static void test_step_window_defaults(void **state)
 	nenv = 0;
 	set("WORLD_SIZE", "8");
 	config_load(&c, lookup, NULL);
-	assert_int_equal(c.steps, 0);
+	assert_int_equal(c.steps, 100);
 	set("AICPROF_STEPS", "40");
 	config_load(&c, lookup, NULL);
 	assert_int_equal(c.steps, 40);
