@@ -138,7 +138,10 @@ elif what == "gpt2job":  # a whole training job: BENCH_JOB_STEPS steps (default 
                       "step_ms": round(statistics.mean(ms), 3),
                       "median_ms": round(statistics.median(ms), 3),
                       "first150_ms": round(statistics.mean(ms[:148]), 3),
-                      "rest_ms": round(statistics.mean(ms[148:] or ms), 3)}))
+                      "rest_ms": round(statistics.mean(ms[148:] or ms), 3),
+                      # the mean of each 50 steps in turn: where a window closes, the step drops
+                      "by50_ms": [round(statistics.mean(ms[i:i + 50]), 2)
+                                  for i in range(0, len(ms), 50)]}))
 elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's model), paired
     # in one process: steps alternate between recording and paused (AICPROF_CAPTURE=
     # profiler-api), in pairs whose order alternates; the figure is the median of the paired

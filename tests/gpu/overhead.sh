@@ -73,8 +73,12 @@ run() { # mode workload...
 		esac
 		bm=$m
 		[ "$m" = pairedall ] && bm=paired
+		rm -f "$W/b.jsonl"
 		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$bm" "$@" |
-			sed "s/\"mode\": \"$bm\"/\"mode\": \"$m\"/" ;;
+			sed "s/\"mode\": \"$bm\"/\"mode\": \"$m\"/"
+		# how the trace ended (the window's reason and note), to stderr beside the run's own
+		echo "# $m $*: trace $(wc -l <"$W/b.jsonl" 2>/dev/null) lines, $(tail -c 300 "$W/b.jsonl" 2>/dev/null |
+			grep -o '"reason":"[a-z]*"') $(grep '"t":"note"' "$W/b.jsonl" 2>/dev/null | grep -o '"text":"[^"]*"' | tail -1)" >&2 ;;
 	esac
 }
 export BENCH_SETTLE_S=${OVH_SETTLE:-$((${OVH_WIN:-1} + 2))}
@@ -97,6 +101,7 @@ for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
 done
 [ "${OVH_ST:-last}" = last ] && selftime
 tail -5 "$W/err"
+grep '^# ' "$W/err"
 } >"$OUT/overhead.log" 2>&1
 rm -rf "$W"
 python3 - "$J" <<'PY' >>"$OUT/overhead.log"
