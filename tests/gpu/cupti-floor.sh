@@ -13,7 +13,7 @@ L=$CUDA_HOME/extras/CUPTI/lib64
 "$CUDA_HOME/bin/nvcc" -O2 -arch=sm_90 -cudart shared -o "$B" "$top/tests/gpu/cupti_floor.cu" \
 	-I"$CUDA_HOME/extras/CUPTI/include" -L"$L" -Xlinker -rpath -Xlinker "$L" -lcupti || exit 1
 for r in $(seq "${CF_ROUNDS:-3}"); do
-	for m in ${CF_MODES:-bare cb cbrt act cbact actext actgf interp pcb pact pext}; do
+	for m in ${CF_MODES:-bare cb cbrt act cbact actext actgf interp pcb pact pext pgpu pgpucb}; do
 		printf '{"round":%s,' "$r"
 		"$B" "$m" "${CF_BATCHES:-200}" | sed 's/^{//'
 	done

@@ -22,6 +22,13 @@
  *             popped with kernel activity on), switched outside the timing; prints the
  *             medians of both and the median of the paired differences (on - off), which
  *             process-to-process noise does not reach
+ *   pgpu, pgpucb  the GPU's side, paired: batches of 1,000 launches of a kernel that spins
+ *             about 8 µs on 132 blocks (longer than a launch takes the host, so the queue
+ *             stays ahead and the GPU runs them back to back), the GPU time of a batch from
+ *             events around it, alternating between kernel activity records off and on
+ *             (pgpucb: and the cuLaunchKernel callback with them). What kernel timing costs
+ *             the GPU a kernel (ns_added: on - off, a kernel), which the CPU-time modes cannot
+ *             see and which a host-bound step hides until the GPU bounds it
  * Build and run: tests/gpu/cupti-floor.sh.
  */
 #include <cuda_runtime.h>
@@ -37,6 +44,14 @@
 __global__ void empty_kernel(int x)
 {
 	(void)x;
+}
+
+/* spins about ns nanoseconds of the SM's clock (a real kernel's length, without its memory) */
+__global__ void spin_kernel(long long cycles)
+{
+	const long long t0 = clock64();
+	while (clock64() - t0 < cycles)
+		;
 }
 
 static void CUPTIAPI on_cb(void *, CUpti_CallbackDomain, CUpti_CallbackId, const void *)
@@ -112,6 +127,63 @@ static double batch_ns(const void *stub, void **args, struct around *w)
 	return (t1 - t0) / 1000.0;
 }
 
+/* GPU nanoseconds a kernel over 1,000 back-to-back spin kernels (events around the batch) */
+static double batch_gpu_ns(long long cycles, cudaEvent_t e0, cudaEvent_t e1)
+{
+	cudaEventRecord(e0, 0);
+	for (int i = 0; i < 1000; i++)
+		spin_kernel<<<132, 128>>>(cycles);
+	cudaEventRecord(e1, 0);
+	cudaEventSynchronize(e1);
+	float ms = 0;
+	cudaEventElapsedTime(&ms, e0, e1);
+	return ms * 1e6 / 1000.0;
+}
+
+static int run_paired_gpu(const char *m, int batches)
+{
+	CUpti_SubscriberHandle sub;
+	int cb = !strcmp(m, "pgpucb");
+	CK(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+	if (cb)
+		CK(cuptiSubscribe(&sub, on_cb, NULL));
+	int khz = 0;
+	CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+	const long long cycles = (long long)khz * 8 / 1000; /* about 8 µs at the rated clock */
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	std::vector<double> off, on, diff;
+	for (int b = 0; b < batches + 5; b++) {
+		double t[2];
+		for (int k = 0; k < 2; k++) {
+			int st = (b & 1) ? !k : k;
+			if (st)
+				cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+			else
+				cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+			if (cb)
+				cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+				                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+			t[st] = batch_gpu_ns(cycles, e0, e1);
+		}
+		if (b >= 5) {
+			off.push_back(t[0]);
+			on.push_back(t[1]);
+			diff.push_back(t[1] - t[0]);
+		}
+	}
+	cuptiActivityFlushAll(1);
+	std::sort(off.begin(), off.end());
+	std::sort(on.begin(), on.end());
+	std::sort(diff.begin(), diff.end());
+	size_t h = diff.size() / 2;
+	printf("{\"mode\":\"%s\",\"gpu_ns_off\":%.1f,\"gpu_ns_on\":%.1f,\"ns_added\":%.1f,"
+	       "\"added_p25\":%.1f,\"added_p75\":%.1f,\"records\":%zu}\n",
+	       m, off[h], on[h], diff[h], diff[diff.size() / 4], diff[diff.size() * 3 / 4], nrec);
+	return 0;
+}
+
 static int run_paired(const char *m, int batches)
 {
 	CUpti_SubscriberHandle sub;
@@ -175,6 +247,8 @@ int main(int argc, char **argv)
 	int gf = !strcmp(m, "actgf");
 	int interp = !strcmp(m, "interp");
 	int paired = m[0] == 'p' && strcmp(m, "interp") != 0;
+	if (!strncmp(m, "pgpu", 4))
+		return run_paired_gpu(m, batches < 60 ? batches : 60);
 	if (paired)
 		return run_paired(m, batches);
 	if (cb) {

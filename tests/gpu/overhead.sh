@@ -8,6 +8,10 @@
 #   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded; the step
 #              window closes the recording after 100 steps alike and 2 s: gpt2job shows it)
 #   shimall    defaults with AICPROF_STEPS=0: the whole run recorded (no step window)
+#   act0all    shimall without kernel activity records (AICPROF_ACTIVITY=0): what timing the
+#              kernels costs a whole run, GPU side included (the paired modes keep activity on
+#              in both halves, so their difference leaves it out)
+#   minall     shimall with allocations, arguments and attribution off: callbacks and activity
 #   alloc0     AICPROF_ALLOC_BACKEND=0 (XLA's allocator left alone too; for PyTorch as shim)
 #   alloc1     AICPROF_ALLOC_BACKEND=1 (PyTorch switched to cudaMallocAsync: the old default)
 #   rshim      AICPROF_RESOLVE=shim (the shim's locked map resolves pointers at the launch and
@@ -59,6 +63,8 @@ run() { # mode workload...
 		case $m in
 		shim) e= ;;
 		shimall) e=AICPROF_STEPS=0 ;;
+		act0all) e="AICPROF_STEPS=0 AICPROF_ACTIVITY=0" ;;
+		minall) e="AICPROF_STEPS=0 AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
 		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
 		alloc1) e=AICPROF_ALLOC_BACKEND=1 ;;
 		args0) e=AICPROF_ARGS=0 ;;
