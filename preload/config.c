@@ -114,6 +114,9 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->alloc_backend = b;
 	if ((v = lookup("AICPROF_PAUSE_BLOCKS")) && !parse_bool("AICPROF_PAUSE_BLOCKS", v, &b, m))
 		c->pause_blocks = b;
+	if ((v = lookup("AICPROF_PAUSE_ACTIVITY")) &&
+	    !parse_bool("AICPROF_PAUSE_ACTIVITY", v, &b, m))
+		c->pause_activity = b;
 	if ((v = lookup("AICPROF_MAX_MB")) && !parse_long("AICPROF_MAX_MB", v, 0, 1L << 30, &l, m))
 		c->max_mb = l;
 	if ((v = lookup("AICPROF_DELAY")))

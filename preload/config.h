@@ -40,17 +40,21 @@ struct config {
 	int xla_lines;  /* AICPROF_XLA_LINES: 0 asks XLA for no HLO dump (xla.c), default 1 */
 	int selftime;   /* AICPROF_SELFTIME: time the shim's own parts, printed at exit */
 	int mux; /* AICPROF_MUX: share CUPTI with other tools (1, default), or yield to them (0) */
-	int capture_api;  /* AICPROF_CAPTURE=profiler-api: record only between the program's
-	                   * cudaProfilerStart and cudaProfilerStop (0: "all", the default) */
-	int resolve_shim; /* AICPROF_RESOLVE: "offline" (0, the default: the analyzer resolves
-	                   * pointers to allocations, ptrmap.c) or "shim" (1: the shim's map does);
-	                   * AICPROF_WRITES=probe needs the map and sets 1 */
-	int pause_blocks; /* AICPROF_PAUSE_BLOCKS: 1, for benchmarks only: a paused capture range
-	                   * also records no caching-allocator blocks (poolhook.c), so that a paired
-	                   * benchmark's difference holds the allocation path's cost; such a trace
-	                   * cannot resolve pointers into blocks handed out while paused */
-	int defer;        /* AICPROF_DEFER: resolved offline, the writer thread scans a launch's
-	                   * parameters (1, default; argscan.c), or the launching thread does (0) */
+	int capture_api;    /* AICPROF_CAPTURE=profiler-api: record only between the program's
+	                     * cudaProfilerStart and cudaProfilerStop (0: "all", the default) */
+	int resolve_shim;   /* AICPROF_RESOLVE: "offline" (0, the default: the analyzer resolves
+	                     * pointers to allocations, ptrmap.c) or "shim" (1: the shim's map does);
+	                     * AICPROF_WRITES=probe needs the map and sets 1 */
+	int pause_blocks;   /* AICPROF_PAUSE_BLOCKS: 1, for benchmarks only: a paused capture range
+	                     * also records no caching-allocator blocks (poolhook.c), so that a paired
+	                     * benchmark's difference holds the allocation path's cost; such a trace
+	                     * cannot resolve pointers into blocks handed out while paused */
+	int pause_activity; /* AICPROF_PAUSE_ACTIVITY: 1, for benchmarks only: a paused capture
+	                     * range also turns CUPTI's activity kinds off (cupti.c's capture), so
+	                     * that a paired benchmark's difference holds what timing the kernels
+	                     * costs, the GPU's side included */
+	int defer;          /* AICPROF_DEFER: resolved offline, the writer thread scans a launch's
+	                     * parameters (1, default; argscan.c), or the launching thread does (0) */
 };
 
 /* Up to this many messages, each at most CONFIG_MSG_LEN bytes. */

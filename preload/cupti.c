@@ -1186,11 +1186,15 @@ static void capture(int on, enum api_idx api, uint32_t corr)
 		cap_lo[n] = corr;
 		atomic_store(&cap_hi[n], UINT32_MAX);
 		atomic_store_explicit(&cap_n, n + 1, memory_order_release);
+		if (shim_cfg.pause_activity)
+			activity_on();
 		enable_set(1, 1);
 		shim_pause(0);
 	} else {
 		shim_pause(1);
 		enable_set(1, 0);
+		if (shim_cfg.pause_activity) /* records already made are kept, and filtered */
+			activity_off(0);
 		if (n > 0)
 			atomic_store_explicit(&cap_hi[n - 1], corr, memory_order_release);
 	}
@@ -1527,6 +1531,8 @@ int cupti_start(void)
 		p_cuptiUnsubscribe(subscriber);
 		return -1;
 	}
+	if (shim_cfg.capture_api && shim_cfg.pause_activity)
+		activity_off(0); /* checked above; on again at the first range */
 	started = 1;
 	Dl_info di;
 	if (dladdr((void *)p_cuptiGetVersion, &di) && di.dli_fname)

@@ -164,7 +164,8 @@ elif mode == "paired":  # a sample's training step (samples/gpt2_train.py's mode
                       "ms_paused": round(m_off, 3), "ms_added": round(m_d, 3),
                       "pct_added": round(100 * m_d / m_off, 2),
                       "alloc_reports_per_step": round(reports, 1),
-                      "blocks_paused": os.environ.get("AICPROF_PAUSE_BLOCKS", "0") == "1"}))
+                      "blocks_paused": os.environ.get("AICPROF_PAUSE_BLOCKS", "0") == "1",
+                      "activity_paused": os.environ.get("AICPROF_PAUSE_ACTIVITY", "0") == "1"}))
 else:
     sys.argv = [what] + sys.argv[3:]
     buf = io.StringIO()

@@ -27,7 +27,9 @@
 #              difference is the recording path's cost (us_added, ms_added and pct_added);
 #              the caching allocator's blocks are recorded in both halves, so it leaves their cost out
 #   pairedall  paired with AICPROF_PAUSE_BLOCKS=1: the paused halves skip the blocks too, so the
-#              difference is the whole recording cost, allocations included
+#              difference is the recording cost, allocations included; the kernels are timed
+#              (CUPTI's activity) in both halves, so it leaves that out
+#   pairedfull pairedall with AICPROF_PAUSE_ACTIVITY=1: the paused halves time no kernel either
 # Every mode's loops warm up for OVH_SETTLE seconds (default OVH_WIN + 2) before they are timed
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
@@ -76,9 +78,10 @@ run() { # mode workload...
 		win) e="AICPROF_DURATION=${OVH_WIN:-1}" ;;
 		paired) e=AICPROF_CAPTURE=profiler-api ;;
 		pairedall) e="AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1" ;;
+		pairedfull) e="AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1 AICPROF_PAUSE_ACTIVITY=1" ;;
 		esac
 		bm=$m
-		[ "$m" = pairedall ] && bm=paired
+		case $m in pairedall | pairedfull) bm=paired ;; esac
 		rm -f "$W/b.jsonl"
 		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$bm" "$@" |
 			sed "s/\"mode\": \"$bm\"/\"mode\": \"$m\"/"

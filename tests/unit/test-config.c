@@ -111,6 +111,7 @@ static void test_every_variable(void **state)
 	set("AICPROF_ARGS", "0");
 	set("AICPROF_CAPTURE", "profiler-api");
 	set("AICPROF_PAUSE_BLOCKS", "1");
+	set("AICPROF_PAUSE_ACTIVITY", "yes");
 	set("AICPROF_STEPS", "0");
 	set("AICPROF_STEPS_S", "30");
 	struct config c;
@@ -132,6 +133,7 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.args, 0);
 	assert_int_equal(c.capture_api, 1);
 	assert_int_equal(c.pause_blocks, 1);
+	assert_int_equal(c.pause_activity, 1);
 	assert_int_equal(c.steps, 0);
 	assert_true(c.steps_s > 29.9 && c.steps_s < 30.1);
 }
