@@ -90,7 +90,7 @@ MOCK_CUDA := $(B)/mock/libcuda.so.1
 $(MOCK_CUDA): tests/mock/libcuda_mock.c | $(B)/.deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLCFLAGS) -fPIC -shared -fvisibility=hidden $(SHIM_INC) -Wl,-soname,libcuda.so.1 $< -o $@
-$(B)/tests/test-window $(B)/tests/test-capture $(B)/tests/test-capture-pause: $(MOCK_CUPTI) $(MOCK_CUDA)
+$(B)/tests/test-window $(B)/tests/test-capture $(B)/tests/test-capture-pause $(B)/tests/test-finalize: $(MOCK_CUPTI) $(MOCK_CUDA)
 # a library whose imports test-gotpatch redirects (-z now: its GOT is read-only, as in PyTorch's)
 GOT_VICTIM := $(B)/mock/libgotvictim.so
 $(GOT_VICTIM): tests/mock/gotvictim.c | $(B)/.deps

@@ -114,6 +114,8 @@ void config_load(struct config *c, const char *(*lookup)(const char *name), stru
 		c->alloc_backend = b;
 	if ((v = lookup("AICPROF_PAUSE_BLOCKS")) && !parse_bool("AICPROF_PAUSE_BLOCKS", v, &b, m))
 		c->pause_blocks = b;
+	if ((v = lookup("AICPROF_FINALIZE")) && !parse_bool("AICPROF_FINALIZE", v, &b, m))
+		c->finalize = b;
 	if ((v = lookup("AICPROF_PAUSE_ACTIVITY")) &&
 	    !parse_bool("AICPROF_PAUSE_ACTIVITY", v, &b, m))
 		c->pause_activity = b;

@@ -53,6 +53,9 @@ struct config {
 	                     * range also turns CUPTI's activity kinds off (cupti.c's capture), so
 	                     * that a paired benchmark's difference holds what timing the kernels
 	                     * costs, the GPU's side included */
+	int finalize;       /* AICPROF_FINALIZE: 1: when the recording window closes, CUPTI is
+	                     * finalized at the program's next driver API exit (cupti.c), not only
+	                     * its callbacks and kinds turned off (0, the default) */
 	int defer;          /* AICPROF_DEFER: resolved offline, the writer thread scans a launch's
 	                     * parameters (1, default; argscan.c), or the launching thread does (0) */
 };

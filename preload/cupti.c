@@ -1140,6 +1140,12 @@ static void activity_off(int flush);
 static CUptiResult activity_on(void);
 static void enable_set(uint32_t on, int rec);
 static _Atomic int detached;
+/* AICPROF_FINALIZE: 1 once the window closed, CUPTI to be finalized at the next driver API exit;
+ * 2 from then on (finalizing or finalized, or left to the other tool): the callbacks return at
+ * once; fin_done 1 once CUPTI was finalized (the shim calls CUPTI no more) */
+static _Atomic int fin_state, fin_done;
+static CUptiResult (*p_cuptiFinalize)(void);
+static void finalize_now(void);
 
 /* Capture ranges as correlation ids: range i holds the ids in (cap_lo[i], cap_hi[i]), the open
  * one's hi UINT32_MAX. Written by the profiler's callbacks, read on CUPTI's buffer thread. */
@@ -1212,6 +1218,14 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
                               const void *data)
 {
 	(void)ud;
+	if (atomic_load_explicit(&fin_state, memory_order_relaxed)) {
+		int one = 1;
+		if (dom == CUPTI_CB_DOMAIN_DRIVER_API &&
+		    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT &&
+		    atomic_compare_exchange_strong(&fin_state, &one, 2))
+			finalize_now();
+		return;
+	}
 	if (!shim_enter())
 		return;
 	uint64_t t0 = selftime_start();
@@ -1383,7 +1397,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 
 void cupti_flush(void)
 {
-	if (started && p_cuptiActivityFlushAll && !ctx_dead)
+	if (started && p_cuptiActivityFlushAll && !ctx_dead && !atomic_load(&fin_done))
 		p_cuptiActivityFlushAll(1);
 }
 
@@ -1494,6 +1508,7 @@ int cupti_start(void)
 		return -1;                                                                         \
 	}
 	CUPTI_FUNCS(LOAD_CUPTI)
+	p_cuptiFinalize = (CUptiResult(*)(void))dlsym(h, "cuptiFinalize"); /* optional */
 	if (cuptimux_init(h) == 1) { /* CUPTI shared with other tools: cuptimux.c */
 		p_cuptiSubscribe = cuptimux_own_subscribe;
 		p_cuptiUnsubscribe = cuptimux_own_unsubscribe;
@@ -1637,13 +1652,37 @@ static void activity_off(int flush)
  * disabled, so kernels run without CUPTI's timing. Through the multiplexer (cuptimux.c) this
  * changes only aicprof's side: another tool's callbacks and kinds stay as it set them. The
  * subscription itself stays, so a later profiler session is still shared as before.
+ * With AICPROF_FINALIZE the callbacks stay on instead, returning at once, and the first driver
+ * API exit on any thread finalizes CUPTI (finalize_now): disabled, CUPTI still costs a training
+ * step (Kineto's experience: about 15% after a profiler session, until cuptiFinalize).
  */
 void cupti_detach(void)
 {
 	if (!started || yielded || atomic_exchange(&detached, 1))
 		return;
+	if (shim_cfg.finalize && !ctx_dead && p_cuptiFinalize) {
+		activity_off(1);
+		atomic_store(&fin_state, 1);
+		enable_callbacks(1); /* the driver API exits finalize_now waits for */
+		return;
+	}
 	enable_callbacks(0);
 	activity_off(!ctx_dead);
+}
+
+/*
+ * CUPTI finalized, on a program thread inside a driver API exit callback (CUPTI's rule for
+ * cuptiFinalize): through the multiplexer, which keeps CUPTI while the other tool uses it, or
+ * directly. Where it stays, aicprof's callbacks are turned off as without AICPROF_FINALIZE.
+ */
+static void finalize_now(void)
+{
+	int done = cuptimux_active() ? cuptimux_own_finalize() : p_cuptiFinalize() == CUPTI_SUCCESS;
+	if (done)
+		atomic_store(&fin_done, 1);
+	else
+		enable_callbacks(0);
+	shim_debug("CUPTI %s after the recording window", done ? "finalized" : "kept (in use)");
 }
 
 /*
@@ -1653,7 +1692,7 @@ void cupti_detach(void)
  */
 void cupti_yield(void)
 {
-	if (!started || yielded || !shim_enter())
+	if (!started || yielded || atomic_load(&fin_state) || !shim_enter())
 		return;
 	yielded = 1;
 	shim_say("another tool subscribed to CUPTI (torch.profiler?): aicprof hands it over "

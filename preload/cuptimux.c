@@ -917,6 +917,43 @@ CUptiResult cuptimux_own_flush_all(uint32_t flag)
 	return mux_flush(MUX_OWN, flag);
 }
 
+int cuptimux_own_finalize(void)
+{
+	pthread_mutex_lock(&state_lock);
+	struct side *s = &sides[MUX_OWN], *o = &sides[MUX_OTHER];
+	if (!real_cuptiFinalize || o->subscribed || side_any_kind(o)) {
+		pthread_mutex_unlock(&state_lock);
+		return 0; /* the other tool uses CUPTI: it stays */
+	}
+	atomic_store(&s->cb, NULL);
+	s->subscribed = 0;
+	for (int d = 0; d < MUX_DOMAINS; d++)
+		for (int w = 0; w < MUX_WORDS; w++)
+			atomic_store(&s->bits[d][w], 0);
+	uint64_t now = stamp_now();
+	pthread_mutex_lock(&kind_lock);
+	for (int k = 1; k < MUX_KINDS; k++) {
+		struct kind_state *ks = &s->kinds[k];
+		if (ks->on && ks->n)
+			ks->iv[ks->n - 1].off = now;
+		ks->on = 0;
+	}
+	pthread_mutex_unlock(&kind_lock);
+	pthread_mutex_lock(&act_lock);
+	side_complete(s, NULL, 0); /* its open buffer back to aicprof, which frees it */
+	pthread_mutex_unlock(&act_lock);
+	real_cuptiFinalize();
+	/* CUPTI forgot the subscription, the kinds and the buffer callbacks: so does the
+	 * multiplexer, and the other side's next call attaches CUPTI again */
+	real_sub = NULL;
+	real_registered = 0;
+	memset(real_bits, 0, sizeof(real_bits));
+	memset(real_all, 0, sizeof(real_all));
+	memset(real_kind, 0, sizeof(real_kind));
+	pthread_mutex_unlock(&state_lock);
+	return 1;
+}
+
 /* ---- the entry points the other tool reaches ----------------------------------------------- */
 
 /* Loads CUPTI on the other tool's first call; 1 when multiplexing, 0 pass-through, -1 none. */

@@ -33,6 +33,17 @@ CUptiResult cuptimux_own_activity_enable(CUpti_ActivityKind k);
 CUptiResult cuptimux_own_activity_disable(CUpti_ActivityKind k);
 CUptiResult cuptimux_own_flush_all(uint32_t flag);
 
+/*
+ * aicprof is done with CUPTI for good (its recording window closed, AICPROF_FINALIZE): when the
+ * other side is neither subscribed nor has an activity kind on, aicprof's side is dropped and
+ * CUPTI finalized (cuptiFinalize: detached from the process, which turning callbacks and kinds
+ * off does not do), and the multiplexer forgets the real subscription, kinds and buffer
+ * callbacks, so that the other side's next call attaches CUPTI again (CUPTI starts lazily).
+ * Call it from a CUPTI driver API exit callback, CUPTI's rule for cuptiFinalize. Returns 1 when
+ * CUPTI was finalized, 0 when the other side still uses it (nothing changed).
+ */
+int cuptimux_own_finalize(void);
+
 /* Which side a figure is about. */
 enum { MUX_OWN = 0, MUX_OTHER = 1 };
 

@@ -9,6 +9,7 @@
 # code are its own. With AICPROF_STEPS=0 every launch is in the trace. A loop of one kernel
 # (the set-up alone, for 4 s) never closes the window: too few kernels of its own to be a step.
 # Under WORLD_SIZE=2 each rank's window closes by default, and AICPROF_STEPS=0 keeps it open.
+# With AICPROF_FINALIZE=1 CUPTI is finalized after the close and the program runs on.
 . "$(dirname "$0")/lib.sh"
 C=${CUDA_HOME:-/usr/local/cuda}
 cc -O2 -shared -fPIC -I"$C/include" -I"$C/targets/x86_64-linux/include" -I"$C/extras/CUPTI/include" \
@@ -89,6 +90,20 @@ check "the analyzer finds the recorded steps in the closed trace (${ns:-none})" 
 	test "${ns:-0}" -ge 100
 check "the report says the window closed on the steps" \
 	grep -q 'recording stopped at its window (AICPROF_STEPS' "$tmp/a/report.html"
+
+# AICPROF_FINALIZE=1: at the close CUPTI is finalized at the program's next launch; the program
+# runs on to its own end and exit code, the trace as above
+rc=$(run fin loop AICPROF_STEPS=100 AICPROF_STEPS_S=2 AICPROF_FINALIZE=1 AICPROF_DEBUG=1)
+made=$(sed -n 's/^steps //p' "$tmp/fin.out")
+read -r nl why bad named <<EOF
+$(facts "$tmp/fin.aicp.jsonl")
+EOF
+check "AICPROF_FINALIZE=1: the program runs on to its exit code 7 ($rc, ${made:-none} steps)" \
+	test "$rc" = 7 -a "${made:-0}" -gt 150
+check "AICPROF_FINALIZE=1: the trace ends whole with reason steps ($why, $bad bad)" \
+	test "$why" = steps -a "$bad" = 0
+check "AICPROF_FINALIZE=1: CUPTI finalized after the window (the shim's debug line)" \
+	grep -q "aicprof: CUPTI finalized after the recording window" "$tmp/fin.err"
 
 rc=$(run all loop AICPROF_STEPS=0)
 check "AICPROF_STEPS=0: exit code 7 ($rc)" test "$rc" = 7

@@ -8,6 +8,8 @@
 #   shim       defaults (PyTorch keeps its caching allocator; its blocks are recorded; the step
 #              window closes the recording after 100 steps alike and 2 s: gpt2job shows it)
 #   shimall    defaults with AICPROF_STEPS=0: the whole run recorded (no step window)
+#   shimfin    defaults with AICPROF_FINALIZE=1: CUPTI finalized after the window, not only
+#              turned off (gpt2job: whether the steps after the window run at bare speed)
 #   act0all    shimall without kernel activity records (AICPROF_ACTIVITY=0): what timing the
 #              kernels costs a whole run, GPU side included (the paired modes keep activity on
 #              in both halves, so their difference leaves it out)
@@ -65,6 +67,7 @@ run() { # mode workload...
 		case $m in
 		shim) e= ;;
 		shimall) e=AICPROF_STEPS=0 ;;
+		shimfin) e=AICPROF_FINALIZE=1 ;;
 		act0all) e="AICPROF_STEPS=0 AICPROF_ACTIVITY=0" ;;
 		minall) e="AICPROF_STEPS=0 AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
 		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;

@@ -6,7 +6,9 @@
 # facts a program (launches recorded, the note's text, the analyzer's steps and period).
 #   device run: sh tests/gpu/t-step-window.sh (after build/libaicprof.so and build/aicprof; device.sh
 #   runs it with the other t-*.sh files)
-#   SW_WHAT="gpt2 llama resnet vit jax cupy" picks the programs.
+#   SW_WHAT="gpt2 llama resnet vit jax cupy" picks the programs; SW_ENV="AICPROF_FINALIZE=1"
+#   runs them with those settings too (with AICPROF_FINALIZE=1 the shim must also say that CUPTI
+#   was finalized after the window, and the program still exit 0).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -26,8 +28,8 @@ for w in ${SW_WHAT:-gpt2 llama resnet vit jax cupy}; do
 	*) continue ;;
 	esac
 	s0=$(date +%s.%N)
-	AICPROF_OUTPUT="$t/$w.aicp.jsonl" LD_PRELOAD="$SHIM" timeout 240 python3 $cmd \
-		>"$t/$w.out" 2>"$t/$w.err"
+	env ${SW_ENV:-} AICPROF_DEBUG=1 AICPROF_OUTPUT="$t/$w.aicp.jsonl" LD_PRELOAD="$SHIM" \
+		timeout 240 python3 $cmd >"$t/$w.out" 2>"$t/$w.err"
 	rc=$?
 	s1=$(date +%s.%N)
 	"$A" analyze "$t/$w.aicp.jsonl" -o "$t/$w.a" >/dev/null 2>"$t/$w.aerr"
@@ -63,4 +65,12 @@ ok(reason == "steps", "the window closed by itself (reason %s)" % reason)
 ok((st.get("count") or 0) >= 100, "the analyzer finds 100 steps or more (%s)" % st.get("count"))
 PY
 	grep "recording window" "$t/$w.err" | head -1
+	case " ${SW_ENV:-} " in
+	*" AICPROF_FINALIZE=1 "*)
+		if grep -q "aicprof: CUPTI finalized after the recording window" "$t/$w.err"; then
+			echo "ok - stepwin $w: CUPTI finalized after the window (AICPROF_FINALIZE=1)"
+		else
+			echo "not ok - stepwin $w: CUPTI finalized after the window (AICPROF_FINALIZE=1)"
+		fi ;;
+	esac
 done

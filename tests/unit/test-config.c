@@ -50,6 +50,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c.mux, 1);
 	assert_int_equal(c.resolve_shim, 0); /* the analyzer resolves pointers */
 	assert_int_equal(c.steps, 100);      /* the step window (stepwin.c) */
+	assert_int_equal(c.finalize, 0);     /* CUPTI turned off, not finalized, at a window */
+	assert_int_equal(c.pause_activity, 0);
 	assert_true(c.steps_s > 1.99 && c.steps_s < 2.01);
 }
 
@@ -112,6 +114,7 @@ static void test_every_variable(void **state)
 	set("AICPROF_CAPTURE", "profiler-api");
 	set("AICPROF_PAUSE_BLOCKS", "1");
 	set("AICPROF_PAUSE_ACTIVITY", "yes");
+	set("AICPROF_FINALIZE", "1");
 	set("AICPROF_STEPS", "0");
 	set("AICPROF_STEPS_S", "30");
 	struct config c;
@@ -134,6 +137,7 @@ static void test_every_variable(void **state)
 	assert_int_equal(c.capture_api, 1);
 	assert_int_equal(c.pause_blocks, 1);
 	assert_int_equal(c.pause_activity, 1);
+	assert_int_equal(c.finalize, 1);
 	assert_int_equal(c.steps, 0);
 	assert_true(c.steps_s > 29.9 && c.steps_s < 30.1);
 }
