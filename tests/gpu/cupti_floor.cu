@@ -127,6 +127,22 @@ static double batch_ns(const void *stub, void **args, struct around *w)
 	return (t1 - t0) / 1000.0;
 }
 
+/* One JSON line of a paired mode: the medians of both states and of the paired differences,
+ * with the differences' quartiles, under the names off_key and on_key. */
+static void print_paired(const char *m, const char *off_key, const char *on_key,
+                         std::vector<double> &off, std::vector<double> &on,
+                         std::vector<double> &diff)
+{
+	std::sort(off.begin(), off.end());
+	std::sort(on.begin(), on.end());
+	std::sort(diff.begin(), diff.end());
+	size_t h = diff.size() / 2;
+	printf("{\"mode\":\"%s\",\"%s\":%.1f,\"%s\":%.1f,\"ns_added\":%.1f,"
+	       "\"added_p25\":%.1f,\"added_p75\":%.1f,\"records\":%zu}\n",
+	       m, off_key, off[h], on_key, on[h], diff[h], diff[diff.size() / 4],
+	       diff[diff.size() * 3 / 4], nrec);
+}
+
 /* GPU nanoseconds a kernel over 1,000 back-to-back spin kernels (events around the batch) */
 static double batch_gpu_ns(long long cycles, cudaEvent_t e0, cudaEvent_t e1)
 {
@@ -174,13 +190,7 @@ static int run_paired_gpu(const char *m, int batches)
 		}
 	}
 	cuptiActivityFlushAll(1);
-	std::sort(off.begin(), off.end());
-	std::sort(on.begin(), on.end());
-	std::sort(diff.begin(), diff.end());
-	size_t h = diff.size() / 2;
-	printf("{\"mode\":\"%s\",\"gpu_ns_off\":%.1f,\"gpu_ns_on\":%.1f,\"ns_added\":%.1f,"
-	       "\"added_p25\":%.1f,\"added_p75\":%.1f,\"records\":%zu}\n",
-	       m, off[h], on[h], diff[h], diff[diff.size() / 4], diff[diff.size() * 3 / 4], nrec);
+	print_paired(m, "gpu_ns_off", "gpu_ns_on", off, on, diff);
 	return 0;
 }
 
@@ -225,13 +235,7 @@ static int run_paired(const char *m, int batches)
 		}
 	}
 	cuptiActivityFlushAll(1);
-	std::sort(off.begin(), off.end());
-	std::sort(on.begin(), on.end());
-	std::sort(diff.begin(), diff.end());
-	size_t h = diff.size() / 2;
-	printf("{\"mode\":\"%s\",\"ns_off\":%.1f,\"ns_on\":%.1f,\"ns_added\":%.1f,"
-	       "\"added_p25\":%.1f,\"added_p75\":%.1f,\"records\":%zu}\n",
-	       m, off[h], on[h], diff[h], diff[diff.size() / 4], diff[diff.size() * 3 / 4], nrec);
+	print_paired(m, "ns_off", "ns_on", off, on, diff);
 	return 0;
 }
 
