@@ -10,7 +10,9 @@ Usage: python3 bench_step.py MODE WHAT [ARGS...]
         cost without the noise between processes; allocations are recorded in both, so their
         cost is in neither: "alloc_reports_per_step" counts them, from PyTorch's counters;
         with AICPROF_PAUSE_BLOCKS=1 the paused halves skip the caching allocator's blocks, and
-        the difference holds their cost too: "blocks_paused" says which; BENCH_BATCH: the
+        the difference holds their cost too: "blocks_paused" says which; with
+        AICPROF_PAUSE_ACTIVITY=1 the paused halves time no kernel either (CUPTI's activity
+        off), and the difference holds that too: "activity_paused"; BENCH_BATCH: the
         batch, default 8, the sample's)
   WHAT: gpt2job (a whole training job: samples/gpt2_train.py's model, BENCH_JOB_STEPS steps
         in one process, default 600; the mean step over all of them, so that a recording
