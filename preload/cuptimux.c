@@ -57,7 +57,10 @@
  * two lines' error (the readings bracket each other within well under a microsecond).
  *
  * (5) aicprof's trace closes (exit, size cap, an error): aicprof stays subscribed, so the
- * other side keeps working; the multiplexer keeps running as a pure relay.
+ * other side keeps working; the multiplexer keeps running as a pure relay. With
+ * AICPROF_FINALIZE, at a recording window's close, cuptimux_own_finalize finalizes CUPTI when
+ * the other side neither is subscribed nor has a kind on, and forgets the real subscription,
+ * kinds and buffer callbacks, so that the other side's next call attaches CUPTI afresh.
  *
  * Fallback: with AICPROF_MUX=0, or a CUPTI whose API version this build does not know, the
  * entry points pass straight through (so they do, silently, when another tool injects into CUDA
