@@ -42,8 +42,8 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 	# a warm device keeps build/ between calls, and the copied sources may carry older mtimes
 	# than its objects: make would call a stale build up to date. Rebuild when the sources'
 	# contents changed.
-	h=$(cat Makefile $(find aicprof.c aicprof.h lib cli analyzer report fusion preload \
-		-name '*.[ch]' | sort) | sha1sum | cut -c1-40)
+	h=$(sh tests/gpu/srchash.sh)
+	echo "sources $h (tests/gpu/srchash.sh)"
 	if [ "$(cat build/.src-hash 2>/dev/null)" != "$h" ]; then
 		rm -rf build && mkdir -p build && echo "$h" >build/.src-hash
 		echo "sources changed: clean build"

@@ -53,7 +53,7 @@ PY=${PYTHON:-python3}
 J=$OUT/overhead.jsonl
 {
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-git log -1 --format='tree of %h' 2>/dev/null
+echo "sources $(sh tests/gpu/srchash.sh) (tests/gpu/srchash.sh)"
 [ -f "$SHIM" ] || make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" build/libaicprof.so 2>&1 | tail -2
 PIN=
 [ -n "${OVH_CPUS:-}" ] && PIN="taskset -c $OVH_CPUS"

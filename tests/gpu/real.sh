@@ -24,7 +24,7 @@ start=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - start))); }
 {
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-git log -1 --format='tree of %h' 2>/dev/null
+echo "sources $(sh tests/gpu/srchash.sh) (tests/gpu/srchash.sh)"
 make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" build/libaicprof.so 2>&1 | tail -2
 ok=0; bad=0
 t() { d=$1; shift; if "$@"; then echo "ok - $d"; ok=$((ok+1)); else echo "not ok - $d"; bad=$((bad+1)); fi; }
