@@ -26,7 +26,7 @@ struct config {
 	                    * the end, or the size cap) */
 	int steps;         /* AICPROF_STEPS: the window closes once a loop of this many steps alike
 	                    * has run (stepwin.c; 0: no step window, as under AICPROF_CAPTURE=
-	                    * profiler-api, and by default where WORLD_SIZE > 1) */
+	                    * profiler-api) */
 	double steps_s;    /* AICPROF_STEPS_S: ... and has lasted this many seconds */
 	char range[128];   /* AICPROF_RANGE: record only inside NVTX ranges with this text prefix */
 	int quiet;         /* AICPROF_QUIET: no "aicprof:" lines at all */

@@ -1140,10 +1140,11 @@ static void activity_off(int flush);
 static CUptiResult activity_on(void);
 static void enable_set(uint32_t on, int rec);
 static _Atomic int detached;
-/* AICPROF_FINALIZE: 1 once the window closed, CUPTI to be finalized at the next driver API exit;
- * 2 from then on (finalizing or finalized, or left to the other tool): the callbacks return at
- * once; fin_done 1 once CUPTI was finalized (the shim calls CUPTI no more) */
-static _Atomic int fin_state, fin_done;
+/* AICPROF_FINALIZE's course after the window closed: CUPTI to be finalized at the next driver API
+ * exit (FIN_PENDING), being finalized or left to the other tool (FIN_KEPT), finalized (FIN_DONE:
+ * the shim calls CUPTI no more); from FIN_PENDING on the callbacks return at once */
+enum { FIN_NONE, FIN_PENDING, FIN_KEPT, FIN_DONE };
+static _Atomic int fin_state;
 static CUptiResult (*p_cuptiFinalize)(void);
 static void finalize_now(void);
 
@@ -1218,11 +1219,12 @@ static void CUPTIAPI callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callback
                               const void *data)
 {
 	(void)ud;
-	if (atomic_load_explicit(&fin_state, memory_order_relaxed)) {
-		int one = 1;
+	if (__builtin_expect(atomic_load_explicit(&fin_state, memory_order_relaxed) != FIN_NONE,
+	                     0)) {
+		int pending = FIN_PENDING;
 		if (dom == CUPTI_CB_DOMAIN_DRIVER_API &&
 		    ((const CUpti_CallbackData *)data)->callbackSite == CUPTI_API_EXIT &&
-		    atomic_compare_exchange_strong(&fin_state, &one, 2))
+		    atomic_compare_exchange_strong(&fin_state, &pending, FIN_KEPT))
 			finalize_now();
 		return;
 	}
@@ -1397,7 +1399,7 @@ static void CUPTIAPI buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buf, 
 
 void cupti_flush(void)
 {
-	if (started && p_cuptiActivityFlushAll && !ctx_dead && !atomic_load(&fin_done))
+	if (started && p_cuptiActivityFlushAll && !ctx_dead && atomic_load(&fin_state) != FIN_DONE)
 		p_cuptiActivityFlushAll(1);
 }
 
@@ -1662,7 +1664,7 @@ void cupti_detach(void)
 		return;
 	if (shim_cfg.finalize && !ctx_dead && p_cuptiFinalize) {
 		activity_off(1);
-		atomic_store(&fin_state, 1);
+		atomic_store(&fin_state, FIN_PENDING);
 		enable_callbacks(1); /* the driver API exits finalize_now waits for */
 		return;
 	}
@@ -1679,7 +1681,7 @@ static void finalize_now(void)
 {
 	int done = cuptimux_active() ? cuptimux_own_finalize() : p_cuptiFinalize() == CUPTI_SUCCESS;
 	if (done)
-		atomic_store(&fin_done, 1);
+		atomic_store(&fin_state, FIN_DONE);
 	else
 		enable_callbacks(0);
 	shim_debug("CUPTI %s after the recording window", done ? "finalized" : "kept (in use)");

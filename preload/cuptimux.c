@@ -357,6 +357,17 @@ static CUptiResult mux_subscribe(int who, CUpti_SubscriberHandle *h, CUpti_Callb
 	return r;
 }
 
+/* The side's subscription and callback set dropped (the real subscription unchanged). state_lock
+ * held. */
+static void side_unsubscribe(struct side *s)
+{
+	atomic_store(&s->cb, NULL);
+	s->subscribed = 0;
+	for (int d = 0; d < MUX_DOMAINS; d++)
+		for (int w = 0; w < MUX_WORDS; w++)
+			atomic_store(&s->bits[d][w], 0);
+}
+
 static CUptiResult mux_unsubscribe(CUpti_SubscriberHandle h)
 {
 	pthread_mutex_lock(&state_lock);
@@ -365,11 +376,7 @@ static CUptiResult mux_unsubscribe(CUpti_SubscriberHandle h)
 		pthread_mutex_unlock(&state_lock);
 		return CUPTI_ERROR_INVALID_PARAMETER;
 	}
-	atomic_store(&s->cb, NULL);
-	s->subscribed = 0;
-	for (int d = 0; d < MUX_DOMAINS; d++)
-		for (int w = 0; w < MUX_WORDS; w++)
-			atomic_store(&s->bits[d][w], 0);
+	side_unsubscribe(s);
 	if (!sides[0].subscribed && !sides[1].subscribed) {
 		real_cuptiUnsubscribe(real_sub);
 		real_sub = NULL;
@@ -928,20 +935,10 @@ int cuptimux_own_finalize(void)
 		pthread_mutex_unlock(&state_lock);
 		return 0; /* the other tool uses CUPTI: it stays */
 	}
-	atomic_store(&s->cb, NULL);
-	s->subscribed = 0;
-	for (int d = 0; d < MUX_DOMAINS; d++)
-		for (int w = 0; w < MUX_WORDS; w++)
-			atomic_store(&s->bits[d][w], 0);
-	uint64_t now = stamp_now();
-	pthread_mutex_lock(&kind_lock);
-	for (int k = 1; k < MUX_KINDS; k++) {
-		struct kind_state *ks = &s->kinds[k];
-		if (ks->on && ks->n)
-			ks->iv[ks->n - 1].off = now;
-		ks->on = 0;
-	}
-	pthread_mutex_unlock(&kind_lock);
+	side_unsubscribe(s);                /* CUPTI's own subscription goes with the finalize */
+	for (int k = 1; k < MUX_KINDS; k++) /* off already at the window's close, as a rule */
+		if (s->kinds[k].on)
+			set_kind(MUX_OWN, (CUpti_ActivityKind)k, 0);
 	pthread_mutex_lock(&act_lock);
 	side_complete(s, NULL, 0); /* its open buffer back to aicprof, which frees it */
 	pthread_mutex_unlock(&act_lock);

@@ -127,12 +127,30 @@ static double batch_ns(const void *stub, void **args, struct around *w)
 	return (t1 - t0) / 1000.0;
 }
 
-/* One JSON line of a paired mode: the medians of both states and of the paired differences,
- * with the differences' quartiles, under the names off_key and on_key. */
-static void print_paired(const char *m, const char *off_key, const char *on_key,
-                         std::vector<double> &off, std::vector<double> &on,
-                         std::vector<double> &diff)
+/* A paired mode: batches + warm pairs, each a batch in the state off and one in the state on
+ * (set(st) switches it, outside the timing; measure() times a batch), which goes first
+ * alternating, so that neither is always warmer; the first warm pairs are left out. Prints one
+ * JSON line: the medians of both states (under off_key and on_key) and of the paired
+ * differences, with the differences' quartiles. */
+template <typename Set, typename Measure>
+static void run_pairs(const char *m, int batches, int warm, const char *off_key,
+                      const char *on_key, Set set, Measure measure)
 {
+	std::vector<double> off, on, diff;
+	for (int b = 0; b < batches + warm; b++) {
+		double t[2];
+		for (int k = 0; k < 2; k++) {
+			int st = (b & 1) ? !k : k;
+			set(st);
+			t[st] = measure();
+		}
+		if (b >= warm) {
+			off.push_back(t[0]);
+			on.push_back(t[1]);
+			diff.push_back(t[1] - t[0]);
+		}
+	}
+	cuptiActivityFlushAll(1);
 	std::sort(off.begin(), off.end());
 	std::sort(on.begin(), on.end());
 	std::sort(diff.begin(), diff.end());
@@ -169,28 +187,18 @@ static int run_paired_gpu(const char *m, int batches)
 	cudaEvent_t e0, e1;
 	CK(cudaEventCreate(&e0));
 	CK(cudaEventCreate(&e1));
-	std::vector<double> off, on, diff;
-	for (int b = 0; b < batches + 5; b++) {
-		double t[2];
-		for (int k = 0; k < 2; k++) {
-			int st = (b & 1) ? !k : k;
-			if (st)
-				cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-			else
-				cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-			if (cb)
-				cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
-				                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
-			t[st] = batch_gpu_ns(cycles, e0, e1);
-		}
-		if (b >= 5) {
-			off.push_back(t[0]);
-			on.push_back(t[1]);
-			diff.push_back(t[1] - t[0]);
-		}
-	}
-	cuptiActivityFlushAll(1);
-	print_paired(m, "gpu_ns_off", "gpu_ns_on", off, on, diff);
+	run_pairs(
+	    m, batches, 5, "gpu_ns_off", "gpu_ns_on",
+	    [&](int st) {
+		    if (st)
+			    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		    else
+			    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		    if (cb)
+			    cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+			                        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+	    },
+	    [&] { return batch_gpu_ns(cycles, e0, e1); });
 	return 0;
 }
 
@@ -210,32 +218,21 @@ static int run_paired(const char *m, int batches)
 			CK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
 		}
 	}
-	std::vector<double> off, on, diff;
-	for (int b = 0; b < batches + 20; b++) {
-		double t[2];
-		for (int s = 0; s < 2; s++) {
-			/* alternate which state goes first, so that neither is always warmer */
-			int st = (b & 1) ? !s : s;
-			if (!strcmp(m, "pcb"))
-				cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
-				                    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
-			else if (!strcmp(m, "pact")) {
-				if (st)
-					cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-				else
-					cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-			}
-			w.ext = !strcmp(m, "pext") && st;
-			t[st] = batch_ns(stub, args, &w);
-		}
-		if (b >= 20) {
-			off.push_back(t[0]);
-			on.push_back(t[1]);
-			diff.push_back(t[1] - t[0]);
-		}
-	}
-	cuptiActivityFlushAll(1);
-	print_paired(m, "ns_off", "ns_on", off, on, diff);
+	run_pairs(
+	    m, batches, 20, "ns_off", "ns_on",
+	    [&](int st) {
+		    if (!strcmp(m, "pcb"))
+			    cuptiEnableCallback((uint32_t)st, sub, CUPTI_CB_DOMAIN_DRIVER_API,
+			                        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+		    else if (!strcmp(m, "pact")) {
+			    if (st)
+				    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+			    else
+				    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+		    }
+		    w.ext = !strcmp(m, "pext") && st;
+	    },
+	    [&] { return batch_ns(stub, args, &w); });
 	return 0;
 }
 

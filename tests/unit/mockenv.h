@@ -80,6 +80,16 @@ static int mockenv_setup(const char *test)
 	return 0;
 }
 
+/* A driver API call's entry and exit through the mock's callbacks, the exit returning
+ * CUDA_SUCCESS; its correlation id (0 when the shim had the callback off). */
+static const CUresult mockenv_ok = CUDA_SUCCESS;
+static __attribute__((unused)) uint32_t mockenv_fire(CUpti_CallbackId id, const void *params)
+{
+	uint32_t c = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 1, params, &mockenv_ok);
+	return c;
+}
+
 static int mockenv_teardown(void **state)
 {
 	(void)state;

@@ -32,15 +32,6 @@ static int setup(void **state)
 	return mockenv_setup("test-capture-pause");
 }
 
-static const CUresult ok = CUDA_SUCCESS;
-
-static uint32_t fire(CUpti_CallbackId id, const void *params)
-{
-	uint32_t c = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 1, params, &ok);
-	return c;
-}
-
 static void test_pause_activity(void **state)
 {
 	(void)state;
@@ -63,24 +54,24 @@ static void test_pause_activity(void **state)
 	int a2 = 42;
 	void *kp[3] = {&a0, &a1, &a2};
 	cuLaunchKernel_params lp = {(CUfunction)0x5000, 1, 1, 1, 32, 1, 1, 0, NULL, kp, NULL};
-	uint32_t c_start = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	uint32_t c_start = mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
 	assert_true(c_start > 0);
 	assert_true(mock_kind_enabled(kk));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_MEMCPY));
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
-	uint32_t c_in = fire(launch, &lp);
+	uint32_t c_in = mockenv_fire(launch, &lp);
 	assert_true(c_in > c_start);
 	assert_int_equal(mock_record(kk, c_in), 1);
 
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
 	assert_false(mock_kind_enabled(kk));
 	assert_false(mock_kind_enabled(CUPTI_ACTIVITY_KIND_MEMSET));
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_int_equal(mock_record(kk, c_in + 10), 0);
 	/* a second range turns them on again */
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
 	assert_true(mock_kind_enabled(kk));
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
 	assert_false(mock_kind_enabled(kk));
 
 	writer_flush(1, "exit");

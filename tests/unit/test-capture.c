@@ -31,16 +31,6 @@ static int setup(void **state)
 	return mockenv_setup("test-capture");
 }
 
-static const CUresult ok = CUDA_SUCCESS;
-
-/* An API call's entry and exit; its correlation id (0 when the shim had it off). */
-static uint32_t fire(CUpti_CallbackId id, const void *params)
-{
-	uint32_t c = mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 0, params, NULL);
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, id, 1, params, &ok);
-	return c;
-}
-
 static void test_capture_range(void **state)
 {
 	(void)state;
@@ -63,31 +53,31 @@ static void test_capture_range(void **state)
 
 	CUdeviceptr base = 0x7f0000000000ull;
 	cuMemAlloc_v2_params ap = {&base, 1 << 20};
-	fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &ap);
 	uint64_t off = 0;
 	assert_true(ptrmap_find(base + 256, &off) >= 0); /* kept while paused */
 	uint64_t a0 = base + 256, a1 = 0x1234;
 	int a2 = 42;
 	void *kp[3] = {&a0, &a1, &a2};
 	cuLaunchKernel_params lp = {(CUfunction)0x5000, 4, 1, 1, 128, 1, 1, 0, NULL, kp, NULL};
-	fire(launch, &lp); /* paused: CUPTI does not even call the shim */
+	mockenv_fire(launch, &lp); /* paused: CUPTI does not even call the shim */
 
-	uint32_t c_start = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	uint32_t c_start = mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
 	assert_true(c_start > 0);
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	assert_int_equal(shim_recording(), 1);
 	a1 = 0x5678;
-	uint32_t c_in = fire(launch, &lp); /* the one launch inside the range */
+	uint32_t c_in = mockenv_fire(launch, &lp); /* the one launch inside the range */
 	assert_true(c_in > c_start);
 
-	uint32_t c_stop = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	uint32_t c_stop = mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
 	assert_true(c_stop > c_in);
 	assert_false(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));
 	assert_true(mock_kind_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
 	assert_int_equal(shim_recording(), 0);
 	a1 = 0x9abc;
-	fire(launch, &lp);
+	mockenv_fire(launch, &lp);
 	/* kernels of launches made before, inside and after the range: only the one inside is
 	 * kept (CUPTI times every kernel; the shim keeps the range's ids) */
 	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_start - 1), 1);
@@ -96,12 +86,12 @@ static void test_capture_range(void **state)
 	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_stop), 1);
 	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_stop + 5), 1);
 	/* a second range: its kernel is kept too */
-	uint32_t c_start2 = fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
+	uint32_t c_start2 = mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, NULL);
 	assert_int_equal(mock_record(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, c_start2 + 1), 1);
-	fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop, NULL);
 	/* a free while paused still leaves the map */
 	cuMemFree_v2_params fp = {base};
-	fire(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &fp);
+	mockenv_fire(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &fp);
 	assert_true(ptrmap_find(base + 256, &off) < 0);
 
 	writer_flush(1, "exit");

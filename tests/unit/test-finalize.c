@@ -50,7 +50,6 @@ static void CUPTIAPI other_cb(void *ud, CUpti_CallbackDomain d, CUpti_CallbackId
 	other_calls++;
 }
 
-static const CUresult ok = CUDA_SUCCESS;
 static const CUpti_CallbackId launch = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
 
 static void start(void)
@@ -71,8 +70,7 @@ static int child_other_tool(void)
 		return 10;
 	shim_stop();
 	cupti_detach();
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, NULL, NULL);
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, NULL, &ok);
+	mockenv_fire(launch, NULL);
 	if (!cuptimux_active())
 		return 0; /* no multiplexer on this CUPTI: the other tool would have made aicprof
 		             yield */
@@ -110,14 +108,15 @@ static void test_finalize(void **state)
 	assert_true(mock_cb_enabled(CUPTI_CB_DOMAIN_DRIVER_API, launch));  /* waits for an exit */
 	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 0, NULL, NULL); /* an entry: not yet */
 	assert_int_equal(mock_finalized(), 0);
-	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, NULL, &ok);
+	mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, NULL, &mockenv_ok);
 	assert_int_equal(mock_finalized(), 1);
 	assert_int_equal(mock_subscribers(), 0);
 	for (int k = 1; k < 64; k++)
 		assert_false(mock_kind_enabled((CUpti_ActivityKind)k));
 	/* nothing of aicprof's calls CUPTI again: no callback left to fire, the exit's flush skips
 	 */
-	assert_int_equal(mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, NULL, &ok), 0);
+	assert_int_equal(mock_fire_call(CUPTI_CB_DOMAIN_DRIVER_API, launch, 1, NULL, &mockenv_ok),
+	                 0);
 	cupti_flush();
 	assert_int_equal(mock_finalized(), 1);
 	assert_int_equal(mock_subscribers(), 0);
