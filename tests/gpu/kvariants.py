@@ -5,14 +5,92 @@
 then tests/gpu/gated_kbench.py llama base=SRC nocap=DST ...
 The rotary kernel's (_rotary/aic_rotary.cu, session 24): "rsep" launches q's blocks, then k's
 (no joint grid), "r256" takes 256 threads a block, "rc4" both (the kernel of session 22);
-then tests/gpu/kbench.py --only rotary --large --forms fused --pkg-llama DST."""
+then tests/gpu/kbench.py --only rotary --large --forms fused --pkg-llama DST.
+Cache hints (session 25): "cs" loads every chain and row kernel's inputs with __ldcs and stores
+with __stcs (streaming: evict first), and the rotary kernel's x and y the same; "el" loads the
+rotary kernel's cos and sin with an L2 evict_last policy (as Triton marks the loads a kernel
+broadcasts); "csel" both."""
 import os, re, shutil, sys
 src, dst, var = sys.argv[1:4]
+# streaming loads and stores of any 4-, 8- or 16k-byte vector; the L2 evict_last load
+HINTS = r"""
+#ifndef AIC_HINTS
+#define AIC_HINTS
+#include <string.h>
+template <typename R> __device__ __forceinline__ R aic_ldcs(const R *p)
+{
+	R r;
+	if constexpr (sizeof(R) % 16 == 0) {
+		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
+			const uint4 u = __ldcs((const uint4 *)p + i);
+			memcpy((char *)&r + 16 * i, &u, 16);
+		}
+	} else if constexpr (sizeof(R) == 8) {
+		const uint2 u = __ldcs((const uint2 *)p);
+		memcpy(&r, &u, 8);
+	} else if constexpr (sizeof(R) == 4) {
+		const unsigned u = __ldcs((const unsigned *)p);
+		memcpy(&r, &u, 4);
+	} else {
+		r = *p;
+	}
+	return r;
+}
+template <typename R> __device__ __forceinline__ void aic_stcs(R *p, const R &r)
+{
+	if constexpr (sizeof(R) % 16 == 0) {
+		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
+			uint4 u;
+			memcpy(&u, (const char *)&r + 16 * i, 16);
+			__stcs((uint4 *)p + i, u);
+		}
+	} else if constexpr (sizeof(R) == 8) {
+		uint2 u;
+		memcpy(&u, &r, 8);
+		__stcs((uint2 *)p, u);
+	} else if constexpr (sizeof(R) == 4) {
+		unsigned u;
+		memcpy(&u, &r, 4);
+		__stcs((unsigned *)p, u);
+	} else {
+		*p = r;
+	}
+}
+template <typename R> __device__ __forceinline__ R aic_ldel(const R *p)
+{
+	R r;
+	if constexpr (sizeof(R) % 16 == 0) {
+		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
+			uint4 u;
+			asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+			    "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+			    : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+			    : "l"((const uint4 *)p + i));
+			memcpy((char *)&r + 16 * i, &u, 16);
+		}
+	} else if constexpr (sizeof(R) == 8) {
+		uint2 u;
+		asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+		    "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
+		    : "=r"(u.x), "=r"(u.y)
+		    : "l"(p));
+		memcpy(&r, &u, 8);
+	} else {
+		r = *p;
+	}
+	return r;
+}
+#endif
+"""
+def hints(s):
+    """the helpers after the file's first #include of cuda_runtime.h"""
+    i = s.index("#include <cuda_runtime.h>\n") + len("#include <cuda_runtime.h>\n")
+    return s[:i] + HINTS + s[i:]
 shutil.rmtree(dst, ignore_errors=True)
 shutil.copytree(src, dst)
 for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
     for f in files:
-        if f == "aic_rotary.cu" and var.startswith("r"):
+        if f == "aic_rotary.cu" and (var.startswith("r") or var in ("cs", "el", "csel")):
             p = os.path.join(root, f)
             s = open(p).read()
             s2 = s
@@ -20,6 +98,18 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
                 s2 = s2.replace("const bool joint = heads &&", "const bool joint = false &&")
             if var in ("r256", "rc4"):
                 s2 = s2.replace("#define AIC_RB 128", "#define AIC_RB 256")
+            if var in ("cs", "el", "csel"):
+                s2 = hints(s2)
+            if var in ("cs", "csel"):
+                s2 = (s2.replace("x1[u] = *(const aic_rv<TX, V> *)x;", "x1[u] = aic_ldcs((const aic_rv<TX, V> *)x);")
+                        .replace("x2[u] = *(const aic_rv<TX, V> *)(x + h);", "x2[u] = aic_ldcs((const aic_rv<TX, V> *)(x + h));")
+                        .replace("*(aic_rv<TY, V> *)y = y1;", "aic_stcs((aic_rv<TY, V> *)y, y1);")
+                        .replace("*(aic_rv<TY, V> *)(y + h) = y2;", "aic_stcs((aic_rv<TY, V> *)(y + h), y2);"))
+            if var in ("el", "csel"):
+                s2 = (s2.replace("c1 = *(const aic_rv<TC, V> *)c, c2 = *(const aic_rv<TC, V> *)(c + h);",
+                                 "c1 = aic_ldel((const aic_rv<TC, V> *)c), c2 = aic_ldel((const aic_rv<TC, V> *)(c + h));")
+                        .replace("s1 = *(const aic_rv<TC, V> *)sn;", "s1 = aic_ldel((const aic_rv<TC, V> *)sn);")
+                        .replace("s2 = *(const aic_rv<TC, V> *)(sn + h);", "s2 = aic_ldel((const aic_rv<TC, V> *)(sn + h));"))
             assert s2 != s, "the rotary kernel's text changed: " + var
             open(p, "w").write(s2)
             print("edited", p)
@@ -29,6 +119,13 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
         p = os.path.join(root, f)
         s = open(p).read()
         s2 = s.replace("\tif (grid > cap)\n\t\tgrid = cap;\n", "\t(void)cap;\n")  # old trees
+        if var in ("cs", "csel"):
+            s2 = hints(s2)
+            s2 = (s2.replace("const aic_vec<T, V> a = *reinterpret_cast<const aic_vec<T, V> *>(p);",
+                             "const aic_vec<T, V> a = aic_ldcs(reinterpret_cast<const aic_vec<T, V> *>(p));")
+                    .replace("*reinterpret_cast<aic_vec<T, V> *>(p) = a;",
+                             "aic_stcs(reinterpret_cast<aic_vec<T, V> *>(p), a);"))
+            assert "aic_ldcs(reinterpret" in s2 and "aic_stcs(reinterpret" in s2, p
         if var == "i32":
             # the chain kernel's loop in 32-bit indices (valid below 2^31 elements)
             m = re.search(r"template <int V, int E>\n__global__ void __launch_bounds__\(512\) \w+_kernel\(.*?\n}\n", s2, re.S)
