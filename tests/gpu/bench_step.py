@@ -1,7 +1,7 @@
 """Step-time benchmark for programs that look like users' (tests/gpu/real.sh, docs/perf.md).
 
 Usage: python3 bench_step.py MODE WHAT [ARGS...]
-  MODE: bare | shim | profiler (the caller sets LD_PRELOAD and AICPROF_* for the shim modes;
+  MODE: lockstep (one of tests/gpu/lockstep.py's two jobs, WHAT gpt2job or fake) | bare | shim | profiler (the caller sets LD_PRELOAD and AICPROF_* for the shim modes;
         profiler wraps the run in torch.profiler with CPU and CUDA activities) | paired (oop,
         oopdeep, and a sample's path: then samples/gpt2_train.py's model and step, one step a
         half, BENCH_PAIRS pairs, default 30; under the shim with AICPROF_CAPTURE=profiler-api: rounds alternate
@@ -129,6 +129,39 @@ if what in ("oop", "oopdeep"):
             rnd()
         us = deep(40) if what == "oopdeep" else statistics.median(rnd() for _ in range(200))
     print(json.dumps({"mode": mode, "what": what, "us_per_launch": round(us, 3)}))
+elif mode == "lockstep":  # one of tests/gpu/lockstep.py's two jobs: a step each time it
+    # says "s" on the fd it gave (BENCH_LOCK_FDS="IN,OUT"), the step's ms the answer; "q" ends.
+    # WHAT gpt2job: the GPT-2 sample's step; fake: BENCH_FAKE_MS of sleep plus a drift that
+    # both jobs share (BENCH_FAKE_DRIFT_MS times a sine of the wall clock, period 0.25 s) plus
+    # BENCH_FAKE_EXTRA_MS (the cost it stands for); BENCH_FAKE_DIE_AT=N exits 3 at step N
+    # (tests/func/t-lockstep.sh)
+    import math
+    fin, fout = (int(x) for x in os.environ["BENCH_LOCK_FDS"].split(","))
+    if what == "gpt2job":
+        step, _ = gpt2_step()
+    else:
+        base = float(os.environ.get("BENCH_FAKE_MS", "3"))
+        drift = float(os.environ.get("BENCH_FAKE_DRIFT_MS", "0"))
+        extra = float(os.environ.get("BENCH_FAKE_EXTRA_MS", "0"))
+        die = int(os.environ.get("BENCH_FAKE_DIE_AT", "-1"))
+        count = [0]
+
+        def step():
+            if count[0] == die:
+                os._exit(3)
+            count[0] += 1
+            t = time.perf_counter()
+            d = base + extra + drift * math.sin(2 * math.pi * time.time() / 0.25)
+            time.sleep(max(d, 0) / 1e3)
+            return (time.perf_counter() - t) * 1e3
+    rf = os.fdopen(fin, "rb", buffering=0)
+    os.write(fout, b"ready\n")
+    while True:
+        cmd = rf.readline()
+        if cmd != b"s\n":  # "q" or the driver gone
+            break
+        os.write(fout, b"%.4f\n" % step())
+    sys.exit(0)
 elif what == "gpt2job":  # a whole training job: BENCH_JOB_STEPS steps (default 600) of the GPT-2
     # model in one process, every step timed; the mean over all steps after two of warm-up is
     # what the job took a step (a recording window that closes early shows in it), with the

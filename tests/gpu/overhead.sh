@@ -35,6 +35,11 @@
 # Every mode's loops warm up for OVH_SETTLE seconds (default OVH_WIN + 2) before they are timed
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
+# OVH_LOCK="shim shimfin ...": before each round's modes, a GPT-2 job bare and one under each of
+# those modes run in lockstep (tests/gpu/lockstep.py: their steps alternate, the paired
+# difference a step is the mode's cost with the host's drift taken out), BENCH_JOB_STEPS steps,
+# split at OVH_SPLIT (default 150: the window closes after 100 to 130); OVH_MODES="" runs no
+# other mode. OVH_LOCK_WHAT=fake runs the lockstep with bench_step.py's fake step (no GPU).
 # Then one run of each workload under the shim with AICPROF_SELFTIME=1 (the shim's own parts,
 # per call), whose "self time" lines go to the log; OVH_ST=first runs them before the rounds
 # (so that a call's time limit cannot cut them off), OVH_ST=none not at all.
@@ -57,6 +62,31 @@ echo "sources $(sh tests/gpu/srchash.sh) (tests/gpu/srchash.sh)"
 [ -f "$SHIM" ] || make -j8 NO_DEPS=1 CUDA_HOME="$CUDA_HOME" build/libaicprof.so 2>&1 | tail -2
 PIN=
 [ -n "${OVH_CPUS:-}" ] && PIN="taskset -c $OVH_CPUS"
+menv() { # mode: the shim's settings for it (AICPROF_*), on stdout
+	case $1 in
+	shimall) echo AICPROF_STEPS=0 ;;
+	shimfin) echo AICPROF_FINALIZE=1 ;;
+	act0all) echo "AICPROF_STEPS=0 AICPROF_ACTIVITY=0" ;;
+	minall) echo "AICPROF_STEPS=0 AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
+	alloc0) echo AICPROF_ALLOC_BACKEND=0 ;;
+	alloc1) echo AICPROF_ALLOC_BACKEND=1 ;;
+	args0) echo AICPROF_ARGS=0 ;;
+	rshim) echo AICPROF_RESOLVE=shim ;;
+	attrib0) echo AICPROF_ATTRIB=0 ;;
+	min) echo "AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
+	cbonly) echo "AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0 AICPROF_ACTIVITY=0" ;;
+	st) echo AICPROF_SELFTIME=1 ;;
+	win) echo "AICPROF_DURATION=${OVH_WIN:-1}" ;;
+	paired) echo AICPROF_CAPTURE=profiler-api ;;
+	pairedall) echo "AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1" ;;
+	pairedfull) echo "AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1 AICPROF_PAUSE_ACTIVITY=1" ;;
+	esac
+}
+# how the trace ended (the window's reason and note), to stderr beside the run's own
+trace_end() { # mode what trace
+	echo "# $1 $2: trace $(wc -l <"$3" 2>/dev/null) lines, $(tail -c 300 "$3" 2>/dev/null |
+		grep -o '"reason":"[a-z]*"') $(grep '"t":"note"' "$3" 2>/dev/null | grep -o '"text":"[^"]*"' | tail -1)" >&2
+}
 run() { # mode workload...
 	m=$1
 	shift
@@ -64,34 +94,22 @@ run() { # mode workload...
 	bare | profiler) $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
 	async) PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync $PIN $PY tests/gpu/bench_step.py "$m" "$@" ;;
 	*)
-		case $m in
-		shim) e= ;;
-		shimall) e=AICPROF_STEPS=0 ;;
-		shimfin) e=AICPROF_FINALIZE=1 ;;
-		act0all) e="AICPROF_STEPS=0 AICPROF_ACTIVITY=0" ;;
-		minall) e="AICPROF_STEPS=0 AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
-		alloc0) e=AICPROF_ALLOC_BACKEND=0 ;;
-		alloc1) e=AICPROF_ALLOC_BACKEND=1 ;;
-		args0) e=AICPROF_ARGS=0 ;;
-		rshim) e=AICPROF_RESOLVE=shim ;;
-		attrib0) e=AICPROF_ATTRIB=0 ;;
-		min) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0" ;;
-		cbonly) e="AICPROF_ALLOC_BACKEND=0 AICPROF_ARGS=0 AICPROF_ATTRIB=0 AICPROF_ACTIVITY=0" ;;
-		st) e=AICPROF_SELFTIME=1 ;;
-		win) e="AICPROF_DURATION=${OVH_WIN:-1}" ;;
-		paired) e=AICPROF_CAPTURE=profiler-api ;;
-		pairedall) e="AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1" ;;
-		pairedfull) e="AICPROF_CAPTURE=profiler-api AICPROF_PAUSE_BLOCKS=1 AICPROF_PAUSE_ACTIVITY=1" ;;
-		esac
+		e=$(menv "$m")
 		bm=$m
 		case $m in pairedall | pairedfull) bm=paired ;; esac
 		rm -f "$W/b.jsonl"
 		env $e AICPROF_OUTPUT="$W/b.jsonl" LD_PRELOAD="$SHIM" $PIN $PY tests/gpu/bench_step.py "$bm" "$@" |
 			sed "s/\"mode\": \"$bm\"/\"mode\": \"$m\"/"
-		# how the trace ended (the window's reason and note), to stderr beside the run's own
-		echo "# $m $*: trace $(wc -l <"$W/b.jsonl" 2>/dev/null) lines, $(tail -c 300 "$W/b.jsonl" 2>/dev/null |
-			grep -o '"reason":"[a-z]*"') $(grep '"t":"note"' "$W/b.jsonl" 2>/dev/null | grep -o '"text":"[^"]*"' | tail -1)" >&2 ;;
+		trace_end "$m" "$*" "$W/b.jsonl" ;;
 	esac
+}
+# lockstep MODE: tests/gpu/lockstep.py, GPT-2 jobs bare and under MODE with their steps
+# alternating (BENCH_JOB_STEPS steps, the second phase from OVH_SPLIT, default 150)
+lockstep() {
+	rm -f "$W/b.jsonl"
+	$PIN $PY tests/gpu/lockstep.py --what "${OVH_LOCK_WHAT:-gpt2job}" --split "${OVH_SPLIT:-150}" --b-label "$1" \
+		--b-env "$(menv "$1") AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM"
+	trace_end "$1" lockstep "$W/b.jsonl"
 }
 export BENCH_SETTLE_S=${OVH_SETTLE:-$((${OVH_WIN:-1} + 2))}
 selftime() {
@@ -104,7 +122,10 @@ done
 }
 [ "${OVH_ST:-last}" = first ] && selftime
 for r in $(seq 1 "${OVH_ROUNDS:-3}"); do
-	for m in ${OVH_MODES:-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
+	for m in ${OVH_LOCK:-}; do
+		lockstep "$m" 2>>"$W/err" | sed "s/^{/{\"round\":$r,\"mode\":\"lockstep\",/" | tee -a "$J"
+	done
+	for m in ${OVH_MODES-bare async shim alloc0 args0 attrib0 min cbonly profiler}; do
 		for w in ${OVH_WHAT:-oop oopdeep gpt2}; do
 			case $w in gpt2) a="samples/gpt2_train.py --steps ${OVH_STEPS:-20}" ;; *) a=$w ;; esac
 			run "$m" $a 2>>"$W/err" | sed "s/^{/{\"round\":$r,/" | tee -a "$J"
@@ -119,6 +140,16 @@ rm -rf "$W"
 python3 - "$J" <<'PY' >>"$OUT/overhead.log"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+lock = [r for r in rows if r.get("mode") == "lockstep"]
+rows = [r for r in rows if r.get("mode") != "lockstep"]
+if lock:
+    print("== lockstep: GPT-2 jobs bare (a) and under the shim (b), steps alternating; ms a step, medians")
+    for r in lock:
+        for p in r.get("phases", []):
+            print("# lockstep %-9s round %s steps %d-%d: a %.3f b %.3f, b - a %+.3f (%+.2f%%; quartiles %+.3f %+.3f)%s"
+                  % (r["b"], r["round"], p["from"], p["to"], p["a_ms"], p["b_ms"], p["d_ms"], p["pct"],
+                     p["d_p25"], p["d_p75"], "  ERROR " + r["error"] if "error" in r else ""))
+        print("# lockstep %-9s round %s b - a by 50 steps: %s" % (r["b"], r["round"], " ".join("%+.2f" % x for x in r.get("by50_d_ms", []))))
 what = sorted({r["what"] for r in rows})
 modes = []
 for r in rows:
