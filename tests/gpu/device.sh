@@ -28,6 +28,10 @@
 # GPU_KCMP="LABEL=FUSEDDIR ..." runs kbench.py's fused form of each package side by side
 # (KCMP_ONLY functions, default rmsnorm; KCMP_ROUNDS rounds alternating, default 2; --large),
 # after one run of the eager and torch.compile forms, into $OUT/kcmp.jsonl.
+# The order: build, GPU_REC, GPU_CF, GPU_WH, GPU_FB, GPU_WRAP, GPU_KCMP, the suite (about 270 s
+# on an H100 without GPU_BENCH), GPU_T, GPU_REAL, GPU_STRESS, GPU_OVH, GPU_E2E, GPU_KBENCH,
+# GPU_NCU. A call is limited to 600 s: the suite after a GPU_KCMP of four packages and two
+# functions (about 250 s) was cut (session 25), so give the suite a call of its own.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
 mkdir -p "$OUT"
