@@ -9,7 +9,8 @@ then tests/gpu/kbench.py --only rotary --large --forms fused --pkg-llama DST.
 Cache hints (session 25): "cs" loads every chain and row kernel's inputs with __ldcs and stores
 with __stcs (streaming: evict first), and the rotary kernel's x and y the same; "el" loads the
 rotary kernel's cos and sin with an L2 evict_last policy (as Triton marks the loads a kernel
-broadcasts); "csel" both."""
+broadcasts); "csel" both. "rh2" and "rh8": the rotary kernel's thread takes 2 or 8 heads of a
+row (AIC_RH; the generator's 4)."""
 import os, re, shutil, sys
 src, dst, var = sys.argv[1:4]
 # streaming loads and stores of any 4-, 8- or 16k-byte vector; the L2 evict_last load
@@ -98,6 +99,8 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
                 s2 = s2.replace("const bool joint = heads &&", "const bool joint = false &&")
             if var in ("r256", "rc4"):
                 s2 = s2.replace("#define AIC_RB 128", "#define AIC_RB 256")
+            if var in ("rh2", "rh8"):
+                s2 = s2.replace("#define AIC_RH 4", "#define AIC_RH " + var[2:])
             if var in ("cs", "el", "csel"):
                 s2 = hints(s2)
             if var in ("cs", "csel"):
@@ -118,7 +121,9 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
             continue
         p = os.path.join(root, f)
         s = open(p).read()
-        s2 = s.replace("\tif (grid > cap)\n\t\tgrid = cap;\n", "\t(void)cap;\n")  # old trees
+        s2 = s
+        if var in ("nocap", "i32"):
+            s2 = s2.replace("\tif (grid > cap)\n\t\tgrid = cap;\n", "\t(void)cap;\n")
         if var in ("cs", "csel"):
             s2 = hints(s2)
             s2 = (s2.replace("const aic_vec<T, V> a = *reinterpret_cast<const aic_vec<T, V> *>(p);",
