@@ -55,7 +55,8 @@ class Job:
         env = env_for(extra)
         env["BENCH_LOCK_FDS"] = "%d,%d" % (go_r, done_w)
         self.p = subprocess.Popen([sys.executable, os.path.join(HERE, "bench_step.py"),
-                                   "lockstep", what], env=env, pass_fds=(go_r, done_w))
+                                   "lockstep", what], env=env, pass_fds=(go_r, done_w),
+                                  stdout=sys.stderr.fileno())  # stdout: this line alone
         os.close(go_r)
         os.close(done_w)
         self.buf = b""
