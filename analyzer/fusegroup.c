@@ -603,6 +603,17 @@ static int lsb_kernel(const struct node *n)
 	       strstr(full, ", float, float, float, ");
 }
 
+/* ATen's log_softmax backward for rows of up to 1,024: softmax_warp_backward<input_t, output_t,
+ * acc_t, log2_elements, is_log_softmax = true, is_masked = false>(gradInput, grad, output,
+ * int batch_size, int stride, int element_count, mask), one row a warp (or two), in acc_t:
+ * gradInput = grad - exp(output) * sum(grad) over the row, as the blockwise kernel. */
+static int lsbw_kernel(const struct node *n)
+{
+	const char *full = n->full_name ? n->full_name : "";
+	return n->sem.backward && n->sem.op && !strcmp(n->sem.op, "log_softmax_backward") &&
+	       strstr(full, "softmax_warp_backward<") && strstr(full, ", true, false>");
+}
+
 /* ATen's layer norm input gradient on float: layer_norm_grad_input_kernel[_vectorized]<float,
  * float, ...>(dY, X, mean, rstd, gamma, dX, int N), one row a block; mean and rstd one float a
  * row, gamma (when not null) one a column. */
@@ -1083,8 +1094,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		cJSON_AddNumberToObject(o, "eps", strtod(b, NULL));
 		return 0;
 	}
-	if (!strcmp(op, "softmax") && !n->sem.backward && strstr(full, "softmax_warp_forward") &&
-	    na == 1) {
+	if ((!strcmp(op, "softmax") || !strcmp(op, "log_softmax")) && !n->sem.backward &&
+	    strstr(full, "softmax_warp_forward") && na == 1) {
 		uint64_t rows, len;
 		int lg = strstr(full, ", true, false>") != NULL;
 		if (!strstr(full, ", false, false>") && !lg)
@@ -1126,9 +1137,10 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 		add_op(g, "layer_norm_backward", a, na, res, rsz);
 		return 0;
 	}
-	if (lsb_kernel(n) && na == 2 && n->nreads == 2) {
+	if ((lsb_kernel(n) || lsbw_kernel(n)) && na == 2 && n->nreads == 2) {
 		/* reads in parameter order: output (the forward's log-probabilities), then
-		 * gradOutput; the one a forward log_softmax wrote is the output */
+		 * gradOutput (the warp kernel: grad, then output); the one a forward log_softmax
+		 * wrote is the output */
 		int y = 0;
 		for (int k = 0; k < 2; k++) {
 			int w = g->m->values[n->reads[k]].writer;
@@ -1136,13 +1148,21 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 			    !g->m->nodes[w].sem.backward)
 				y = k;
 		}
-		uint64_t len;
-		if (!fusegroup_param(n, 3, 8, &len) || (int64_t)len <= 0 || g->numel % (long)len)
+		uint64_t len, stride = 0;
+		long cols = 0;
+		if (lsbw_kernel(n)) { /* int element_count, its stride: one row after another */
+			if (fusegroup_param(n, 5, 4, &len) && fusegroup_param(n, 4, 4, &stride) &&
+			    (int32_t)stride == (int32_t)len)
+				cols = (int32_t)len;
+		} else if (fusegroup_param(n, 3, 8, &len)) {
+			cols = (long)(int64_t)len;
+		}
+		if (cols <= 0 || g->numel % cols)
 			return fail(
 			    g, "node %d: log_softmax backward's row length is not in the trace",
 			    n->id);
-		*row_cols = (double)(int64_t)len;
-		*row_rows = (double)(g->numel / (long)len);
+		*row_cols = (double)cols;
+		*row_rows = (double)(g->numel / cols);
 		const char *b[2] = {a[1 - y], a[y]}; /* dy, y */
 		add_op(g, "log_softmax_backward", b, 2, res, rsz);
 		return 0;
@@ -1328,7 +1348,8 @@ static int build(struct gb *g)
 		const struct node *n = &m->nodes[c->nodes[i]];
 		if (n->sem.backward &&
 		    (n->sem.family == FAM_NORM || n->sem.family == FAM_SOFTMAX) && !lsb_kernel(n) &&
-		    !lnb_kernel(n) && !gbb_kernel(n) && bnr_kernel(n) == DT_UNKNOWN)
+		    !lsbw_kernel(n) && !lnb_kernel(n) && !gbb_kernel(n) &&
+		    bnr_kernel(n) == DT_UNKNOWN)
 			return fail(g, "node %d (%s): fusion has no backward of a row reduction",
 			            n->id, n->sem.op);
 		if (n->sem.family == FAM_OTHER)
@@ -1959,6 +1980,8 @@ static cJSON *attempt(const struct model *m, const struct candidate *c, int maps
 				const struct node *n = &m->nodes[c->nodes[i]];
 				uint64_t raw;
 				if (n->sem.family == FAM_NORM && fusegroup_param(n, 0, 4, &raw))
+					cols = (double)(int32_t)raw;
+				else if (lsbw_kernel(n) && fusegroup_param(n, 5, 4, &raw))
 					cols = (double)(int32_t)raw;
 				else if (n->sem.family == FAM_SOFTMAX &&
 				         fusegroup_param(n, 4, 4, &raw))

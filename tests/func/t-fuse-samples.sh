@@ -80,8 +80,8 @@ check "chain: the advice says their semantics are unknown" \
 
 fuse resnet_train
 check "resnet_train: fuse exits 0" test $? = 0
-check "resnet_train: generates the batch norm transforms, the residual adds, relu's backward after them and relu backward -> batch norm backward reduce" \
-	test "$(gen resnet_train)" = "add_elementwise add_relu_backward batch_norm_elementwise batch_norm_elementwise relu_backward_norm_backward "
+check "resnet_train: generates the batch norm transforms, the residual adds, relu's backward after them, relu backward -> batch norm backward reduce, and the loss's bf16 log_softmax -> cast and cast -> its backward (ATen's warp kernels)" \
+	test "$(gen resnet_train)" = "add_elementwise add_relu_backward batch_norm_elementwise batch_norm_elementwise cast_log_softmax_backward log_softmax_cast relu_backward_norm_backward "
 check "resnet_train: each generated cN_ops is finding #N's group" numbered resnet_train
 # the batch norm backward's per-channel sums (channels last: a column group of N*H*W rows and
 # C columns): rows and cols from the kernel's reduction_size and stride, x (parameter 0, the
@@ -229,6 +229,28 @@ gs = [c['group'] for c in s['candidates'] if c.get('group') and any(o['op'] in (
 ws = [i for g in gs for i in g['inputs'] if i.get('numel') and not i.get('per_row')]
 print('# groups', len(gs), 'per-column inputs', [i['numel'] for i in ws])
 sys.exit(0 if len(gs) >= 4 and ws and all(g['cols'] == 192 for g in gs) and all(i['numel'] == 192 for i in ws) else 1)"
+# the cross-entropy of a classifier under autocast: ATen's softmax_warp_forward<BFloat16,
+# BFloat16, float, 7, true, false> (is_log_softmax) and softmax_warp_backward<..., true, false>,
+# their rows and columns from the kernels' int batch_size and element_count (32 x 100: both
+# samples classify into 100 classes), the backward's operands by which one the forward wrote
+for smp in vit_train resnet_train; do
+	check "$smp: the loss's bf16 log_softmax -> cast and cast -> log_softmax backward generate from ATen's warp kernels, rows x cols from their parameters, dy the cast's and y the forward's bf16 result" python3 -c "
+import json, sys
+s = json.load(open('$tmp/$smp.a/summary.json'))
+g = {c['group']['name'].split('_', 1)[1]: c['group'] for c in s['candidates'] if c.get('group')}
+f, b = g.get('log_softmax_cast'), g.get('cast_log_softmax_backward')
+ok = bool(f and b)
+if ok:
+    rc = (f['rows'], f['cols'])
+    print('# rows x cols', rc, (b['rows'], b['cols']))
+    ok = (rc == (b['rows'], b['cols']) and rc == (32, 100)
+          and [o['op'] for o in f['ops']] == ['log_softmax', 'cast', 'cast'] and f['kept'][0]['dtype'] == 'bf16'
+          and f['outputs'][0]['dtype'] == 'f32'
+          and [o['op'] for o in b['ops']] == ['cast', 'log_softmax_backward']
+          and b['ops'][1]['args'] == [b['ops'][0]['out'], b['inputs'][1]['name']]
+          and b['inputs'][1]['value'] == f['kept'][0]['value'])
+sys.exit(0 if ok else 1)"
+done
 check "llama_train: RMSNorm's 8 chains read rsqrt(mean(x * x)) once a row: chains of 512-element rows, one per_row input, their kernels index it at i / cols" python3 -c "
 import json, glob, sys
 s = json.load(open('$tmp/llama_train.a/summary.json'))
@@ -246,7 +268,8 @@ if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 else
 	# the groups with index maps too: their CPU checks read the reference through an odometer
 	maps=$(grep -l '_map_in[0-9]*(i + j)' "$tmp"/llama_train.f/c*/c*_kernel.cu | xargs -n1 dirname)
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps; do
+	sm=$(ls -d "$tmp"/resnet_train.f/c*softmax* "$tmp"/vit_train.f/c*softmax* 2>/dev/null)
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps $sm; do
 		g=$(basename "$gd")
 		(cd "$gd" && "$NVCC" -o cpucheck "${g}_cpucheck.cu" >c.log 2>&1 && ./cpucheck >c.out 2>&1; echo $? >c.rc
 		 "$NVCC" -O1 -arch=sm_90 -shared -Xcompiler -fPIC -o "lib$g.so" "${g}_capi.cu" >s.log 2>&1; echo $? >s.rc
@@ -255,7 +278,8 @@ else
 		 fi) &
 	done
 	wait
-	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps; do
+	check "the softmax warp kernels' four groups of ResNet and ViT are among those compiled and checked ($(echo $sm | wc -w))" test "$(echo $sm | wc -w)" = 4
+	for gd in "$tmp"/mlp_train.f/c* "$tmp"/attention_train.f/c* "$tmp"/resnet_train.f/c*_relu_backward_norm_backward $maps $sm; do
 		g=$(basename "$gd")
 		check "$g: CPU check of the fused math passes" test "$(cat "$gd/c.rc")" = 0
 		check "$g: nvcc -arch=sm_90 builds the kernel, its backward and the C ABI into lib$g.so" \
