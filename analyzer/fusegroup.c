@@ -1140,8 +1140,8 @@ static int member_ops(struct gb *g, const struct node *n, const char **a, int na
 	if ((lsb_kernel(n) || lsbw_kernel(n)) && na == 2 && n->nreads == 2) {
 		/* reads in parameter order: output (the forward's log-probabilities), then
 		 * gradOutput (the warp kernel: grad, then output); the one a forward log_softmax
-		 * wrote is the output */
-		int y = 0;
+		 * wrote is the output, else the parameter order says it */
+		int y = lsbw_kernel(n) ? 1 : 0;
 		for (int k = 0; k < 2; k++) {
 			int w = g->m->values[n->reads[k]].writer;
 			if (w >= 0 && g->m->nodes[w].sem.family == FAM_SOFTMAX &&
