@@ -35,10 +35,11 @@
 # Every mode's loops warm up for OVH_SETTLE seconds (default OVH_WIN + 2) before they are timed
 # (BENCH_SETTLE_S), the same for all: a shorter warm-up under the shim measured up to 1.5x slower.
 #   profiler   torch.profiler with CPU and CUDA activities
-# OVH_LOCK="shim shimfin ...": before each round's modes, a GPT-2 job bare and one under each of
+# OVH_LOCK="bare shim shimfin ...": before each round's modes, a GPT-2 job bare and one under each of
 # those modes run in lockstep (tests/gpu/lockstep.py: their steps alternate, the paired
 # difference a step is the mode's cost with the host's drift taken out), BENCH_JOB_STEPS steps,
-# split at OVH_SPLIT (default 150: the window closes after 100 to 130); OVH_MODES="" runs no
+# split at OVH_SPLIT (default 150: the window closes after 100 to 130); "bare" pairs two bare
+# jobs (the method's noise floor); OVH_MODES="" runs no
 # other mode. OVH_LOCK_WHAT=fake runs the lockstep with bench_step.py's fake step (no GPU).
 # Then one run of each workload under the shim with AICPROF_SELFTIME=1 (the shim's own parts,
 # per call), whose "self time" lines go to the log; OVH_ST=first runs them before the rounds
@@ -105,11 +106,14 @@ run() { # mode workload...
 }
 # lockstep MODE: tests/gpu/lockstep.py, GPT-2 jobs bare and under MODE with their steps
 # alternating (BENCH_JOB_STEPS steps, the second phase from OVH_SPLIT, default 150)
+# (MODE bare: two bare jobs, the pairing's own noise floor beside the modes' figures)
 lockstep() {
 	rm -f "$W/b.jsonl"
+	be="$(menv "$1") AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM"
+	[ "$1" = bare ] && be=
 	$PIN $PY tests/gpu/lockstep.py --what "${OVH_LOCK_WHAT:-gpt2job}" --split "${OVH_SPLIT:-150}" --b-label "$1" \
-		--b-env "$(menv "$1") AICPROF_OUTPUT=$W/b.jsonl LD_PRELOAD=$SHIM"
-	trace_end "$1" lockstep "$W/b.jsonl"
+		--b-env "$be"
+	[ "$1" = bare ] || trace_end "$1" lockstep "$W/b.jsonl"
 }
 export BENCH_SETTLE_S=${OVH_SETTLE:-$((${OVH_WIN:-1} + 2))}
 selftime() {
