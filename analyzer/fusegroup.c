@@ -65,8 +65,9 @@ struct gb {
 	long numel;              /* elements per full tensor */
 	enum dtype half;         /* the 16-bit type a member names, DT_UNKNOWN when none */
 	long col_rows, col_cols; /* a column group's shape (its last member's), 0 when none */
-	int layouts_checked;     /* strided loop members whose offset calculator was checked */
-	long row_cols; /* the row length of per-row inputs a strided loop showed, 0 none */
+	long red_cols;       /* a row group's row length, from its reduction's parameters, 0 none */
+	int layouts_checked; /* strided loop members whose offset calculator was checked */
+	long row_cols;       /* the row length of per-row inputs a strided loop showed, 0 none */
 	/* index maps (map_pass()): the second attempt at a group a strided loop's layout
 	 * refused, with each input read through its own map; layout_refused: that refusal */
 	int maps, layout_refused;
@@ -1469,6 +1470,7 @@ static int build(struct gb *g)
 		if ((long)rows * (long)cols != g->numel)
 			return fail(g, "rows x cols (%ld x %ld) is not the group's %ld elements",
 			            (long)rows, (long)cols, g->numel);
+		g->red_cols = (long)cols;
 	}
 	return 0;
 }
@@ -1952,7 +1954,6 @@ static cJSON *attempt(const struct model *m, const struct candidate *c, int maps
 	g.kept = cJSON_CreateArray();
 	g.unwritten = cJSON_CreateArray();
 	g.vname = xcalloc(m->nvalues ? m->nvalues : 1, sizeof(char *));
-	double cols = 0;
 	int rc = build(&g);
 	*layout_refused = rc && g.layout_refused;
 	if (!rc && maps)
@@ -1975,30 +1976,13 @@ static cJSON *attempt(const struct model *m, const struct candidate *c, int maps
 		if (g.row_cols && (row || g.col_cols > 0))
 			rc = fail(&g, "a per-row input (rows of %ld) in a row or column group",
 			          g.row_cols);
-		if (row && g.col_cols <= 0) {
-			for (int i = 0; i < c->nnodes && cols <= 0; i++) {
-				const struct node *n = &m->nodes[c->nodes[i]];
-				uint64_t raw;
-				if (n->sem.family == FAM_NORM && fusegroup_param(n, 0, 4, &raw))
-					cols = (double)(int32_t)raw;
-				else if (lsbw_kernel(n) && fusegroup_param(n, 5, 4, &raw))
-					cols = (double)(int32_t)raw;
-				else if (n->sem.family == FAM_SOFTMAX &&
-				         fusegroup_param(n, 4, 4, &raw))
-					cols = (double)(int32_t)raw;
-				else if (n->sem.family == FAM_SOFTMAX && n->full_name &&
-				         strstr(n->full_name, "cunn_SoftMaxForward") &&
-				         fusegroup_param(n, 2, 8, &raw))
-					cols = (double)(int64_t)raw;
-				else if (lsb_kernel(n) && fusegroup_param(n, 3, 8, &raw))
-					cols = (double)(int64_t)raw;
-				else if (lnb_kernel(n) && fusegroup_param(n, 6, 4, &raw))
-					cols = (double)(int32_t)raw;
-			}
-			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / (long)cols));
-			cJSON_AddNumberToObject(root, "cols", cols);
-			if (cols > 0)
-				trim_to_cols(&g, (long)cols);
+		if (row && g.col_cols <= 0 && g.red_cols > 0) {
+			/* the row length build() took from the reduction's own rule (a row group
+			 * without one failed there) */
+			const long cols = g.red_cols;
+			cJSON_AddNumberToObject(root, "rows", (double)(g.numel / cols));
+			cJSON_AddNumberToObject(root, "cols", (double)cols);
+			trim_to_cols(&g, cols);
 		} else if (g.col_cols <= 0) {
 			cJSON_AddNumberToObject(root, "numel", (double)g.numel);
 			if (g.row_cols) /* per-row inputs: read at i / cols */

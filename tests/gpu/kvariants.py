@@ -13,73 +13,72 @@ broadcasts); "csel" both. "rh2" and "rh8": the rotary kernel's thread takes 2 or
 row (AIC_RH; the generator's 4)."""
 import os, re, shutil, sys
 src, dst, var = sys.argv[1:4]
-# streaming loads and stores of any 4-, 8- or 16k-byte vector; the L2 evict_last load
+# loads and stores of a vector as its widest words (16, 8 or 4 bytes; a 2-byte one plain):
+# aic_ldh<false> streaming (__ldcs), aic_ldh<true> under an L2 evict_last policy, aic_stcs
+# streaming (__stcs)
 HINTS = r"""
 #ifndef AIC_HINTS
 #define AIC_HINTS
 #include <string.h>
-template <typename R> __device__ __forceinline__ R aic_ldcs(const R *p)
+#include <type_traits>
+template <typename R>
+using aic_word = typename std::conditional<
+    sizeof(R) % 16 == 0, uint4,
+    typename std::conditional<sizeof(R) % 8 == 0, uint2, unsigned>::type>::type;
+#define AIC_EL_POLICY "createpolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
+__device__ __forceinline__ uint4 aic_el(const uint4 *p)
 {
-	R r;
-	if constexpr (sizeof(R) % 16 == 0) {
-		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
-			const uint4 u = __ldcs((const uint4 *)p + i);
-			memcpy((char *)&r + 16 * i, &u, 16);
-		}
-	} else if constexpr (sizeof(R) == 8) {
-		const uint2 u = __ldcs((const uint2 *)p);
-		memcpy(&r, &u, 8);
-	} else if constexpr (sizeof(R) == 4) {
-		const unsigned u = __ldcs((const unsigned *)p);
-		memcpy(&r, &u, 4);
+	uint4 u;
+	asm("{\n\t.reg .b64 pol;\n\t" AIC_EL_POLICY
+	    "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
+	    : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+	return u;
+}
+__device__ __forceinline__ uint2 aic_el(const uint2 *p)
+{
+	uint2 u;
+	asm("{\n\t.reg .b64 pol;\n\t" AIC_EL_POLICY
+	    "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
+	    : "=r"(u.x), "=r"(u.y) : "l"(p));
+	return u;
+}
+__device__ __forceinline__ unsigned aic_el(const unsigned *p)
+{
+	unsigned u;
+	asm("{\n\t.reg .b64 pol;\n\t" AIC_EL_POLICY
+	    "ld.global.L2::cache_hint.u32 %0, [%1], pol;\n\t}" : "=r"(u) : "l"(p));
+	return u;
+}
+template <bool EL, typename R> __device__ __forceinline__ R aic_ldh(const R *p)
+{
+	if constexpr (sizeof(R) % 4 != 0) {
+		return *p;
 	} else {
-		r = *p;
+		using W = aic_word<R>;
+		R r;
+		for (int i = 0; i < (int)(sizeof(R) / sizeof(W)); i++) {
+			W w;
+			if constexpr (EL)
+				w = aic_el((const W *)p + i);
+			else
+				w = __ldcs((const W *)p + i);
+			memcpy((char *)&r + sizeof(W) * i, &w, sizeof(W));
+		}
+		return r;
 	}
-	return r;
 }
 template <typename R> __device__ __forceinline__ void aic_stcs(R *p, const R &r)
 {
-	if constexpr (sizeof(R) % 16 == 0) {
-		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
-			uint4 u;
-			memcpy(&u, (const char *)&r + 16 * i, 16);
-			__stcs((uint4 *)p + i, u);
-		}
-	} else if constexpr (sizeof(R) == 8) {
-		uint2 u;
-		memcpy(&u, &r, 8);
-		__stcs((uint2 *)p, u);
-	} else if constexpr (sizeof(R) == 4) {
-		unsigned u;
-		memcpy(&u, &r, 4);
-		__stcs((unsigned *)p, u);
-	} else {
+	if constexpr (sizeof(R) % 4 != 0) {
 		*p = r;
-	}
-}
-template <typename R> __device__ __forceinline__ R aic_ldel(const R *p)
-{
-	R r;
-	if constexpr (sizeof(R) % 16 == 0) {
-		for (int i = 0; i < (int)(sizeof(R) / 16); i++) {
-			uint4 u;
-			asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-			    "ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], pol;\n\t}"
-			    : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
-			    : "l"((const uint4 *)p + i));
-			memcpy((char *)&r + 16 * i, &u, 16);
-		}
-	} else if constexpr (sizeof(R) == 8) {
-		uint2 u;
-		asm("{\n\t.reg .b64 pol;\n\tcreatepolicy.fractional.L2::evict_last.b64 pol, 1.0;\n\t"
-		    "ld.global.L2::cache_hint.v2.u32 {%0, %1}, [%2], pol;\n\t}"
-		    : "=r"(u.x), "=r"(u.y)
-		    : "l"(p));
-		memcpy(&r, &u, 8);
 	} else {
-		r = *p;
+		using W = aic_word<R>;
+		for (int i = 0; i < (int)(sizeof(R) / sizeof(W)); i++) {
+			W w;
+			memcpy(&w, (const char *)&r + sizeof(W) * i, sizeof(W));
+			__stcs((W *)p + i, w);
+		}
 	}
-	return r;
 }
 #endif
 """
@@ -104,15 +103,15 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
             if var in ("cs", "el", "csel"):
                 s2 = hints(s2)
             if var in ("cs", "csel"):
-                s2 = (s2.replace("x1[u] = *(const aic_rv<TX, V> *)x;", "x1[u] = aic_ldcs((const aic_rv<TX, V> *)x);")
-                        .replace("x2[u] = *(const aic_rv<TX, V> *)(x + h);", "x2[u] = aic_ldcs((const aic_rv<TX, V> *)(x + h));")
+                s2 = (s2.replace("x1[u] = *(const aic_rv<TX, V> *)x;", "x1[u] = aic_ldh<false>((const aic_rv<TX, V> *)x);")
+                        .replace("x2[u] = *(const aic_rv<TX, V> *)(x + h);", "x2[u] = aic_ldh<false>((const aic_rv<TX, V> *)(x + h));")
                         .replace("*(aic_rv<TY, V> *)y = y1;", "aic_stcs((aic_rv<TY, V> *)y, y1);")
                         .replace("*(aic_rv<TY, V> *)(y + h) = y2;", "aic_stcs((aic_rv<TY, V> *)(y + h), y2);"))
             if var in ("el", "csel"):
                 s2 = (s2.replace("c1 = *(const aic_rv<TC, V> *)c, c2 = *(const aic_rv<TC, V> *)(c + h);",
-                                 "c1 = aic_ldel((const aic_rv<TC, V> *)c), c2 = aic_ldel((const aic_rv<TC, V> *)(c + h));")
-                        .replace("s1 = *(const aic_rv<TC, V> *)sn;", "s1 = aic_ldel((const aic_rv<TC, V> *)sn);")
-                        .replace("s2 = *(const aic_rv<TC, V> *)(sn + h);", "s2 = aic_ldel((const aic_rv<TC, V> *)(sn + h));"))
+                                 "c1 = aic_ldh<true>((const aic_rv<TC, V> *)c), c2 = aic_ldh<true>((const aic_rv<TC, V> *)(c + h));")
+                        .replace("s1 = *(const aic_rv<TC, V> *)sn;", "s1 = aic_ldh<true>((const aic_rv<TC, V> *)sn);")
+                        .replace("s2 = *(const aic_rv<TC, V> *)(sn + h);", "s2 = aic_ldh<true>((const aic_rv<TC, V> *)(sn + h));"))
             assert s2 != s, "the rotary kernel's text changed: " + var
             open(p, "w").write(s2)
             print("edited", p)
@@ -127,10 +126,10 @@ for root, _, files in os.walk(os.path.join(dst, "aicprof_fused")):
         if var in ("cs", "csel"):
             s2 = hints(s2)
             s2 = (s2.replace("const aic_vec<T, V> a = *reinterpret_cast<const aic_vec<T, V> *>(p);",
-                             "const aic_vec<T, V> a = aic_ldcs(reinterpret_cast<const aic_vec<T, V> *>(p));")
+                             "const aic_vec<T, V> a = aic_ldh<false>(reinterpret_cast<const aic_vec<T, V> *>(p));")
                     .replace("*reinterpret_cast<aic_vec<T, V> *>(p) = a;",
                              "aic_stcs(reinterpret_cast<aic_vec<T, V> *>(p), a);"))
-            assert "aic_ldcs(reinterpret" in s2 and "aic_stcs(reinterpret" in s2, p
+            assert "aic_ldh<false>(reinterpret" in s2 and "aic_stcs(reinterpret" in s2, p
         if var == "i32":
             # the chain kernel's loop in 32-bit indices (valid below 2^31 elements)
             m = re.search(r"template <int V, int E>\n__global__ void __launch_bounds__\(512\) \w+_kernel\(.*?\n}\n", s2, re.S)

@@ -103,28 +103,25 @@ class Job:
             return self.p.wait()
 
 
-def q(v, f):
-    """the f-quantile of v (v sorted), linear between neighbours"""
-    if not v:
-        return None
-    x = f * (len(v) - 1)
-    i = int(x)
-    return v[i] if i + 1 >= len(v) else v[i] + (v[i + 1] - v[i]) * (x - i)
+def quartiles(v):
+    """the first and third quartiles of v, linear between neighbours"""
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else list(v) * 3
+    return q[0], q[2]
 
 
 def phase(a, b, lo, hi):
     a, b = a[lo:hi], b[lo:hi]
     if not a:
         return None
-    d = sorted(y - x for x, y in zip(a, b))
-    sa = sorted(a)
+    d = [y - x for x, y in zip(a, b)]
     ma = statistics.median(a)
     md = statistics.median(d)
+    (d25, d75), (a25, a75) = quartiles(d), quartiles(a)
     return {"from": lo, "to": lo + len(a), "a_ms": round(ma, 3), "b_ms": round(statistics.median(b), 3),
-            "d_ms": round(md, 3), "d_p25": round(q(d, 0.25), 3), "d_p75": round(q(d, 0.75), 3),
+            "d_ms": round(md, 3), "d_p25": round(d25, 3), "d_p75": round(d75, 3),
             "pct": round(100 * md / ma, 2) if ma else None,
             # A's own spread: the drift that the pairing takes out
-            "a_p25": round(q(sa, 0.25), 3), "a_p75": round(q(sa, 0.75), 3)}
+            "a_p25": round(a25, 3), "a_p75": round(a75, 3)}
 
 
 def main():
