@@ -6,8 +6,10 @@
  * of the driver through libcuda.so.1, loaded at run time, so the command itself links no CUDA):
  * without either it says so and exits 1. Each harness is built with nvcc -O3 -arch=sm_XY for
  * the device's compute capability (sm_90 on an H100/H200). The tuning cache (a JSON object
- * keyed by "device|group key", at AICPROF_TUNE_CACHE or ~/.cache/aicprof/tune.json) gives a
- * configuration measured before on the same device, shapes and dtypes; the harness then only
+ * keyed by "device|group key|kernel source hash", at AICPROF_TUNE_CACHE or
+ * ~/.cache/aicprof/tune.json) gives a configuration measured before on the same device, shapes,
+ * dtypes and generated kernel (a generator that writes the kernel differently, or offers wider
+ * vectors, tunes again instead of reusing an older kernel's choice); the harness then only
  * checks and times that configuration (--retune measures all again). The harness's JSON line
  * becomes FUSEDDIR/<name>/tune.json (choice and timings) and a row of FUSEDDIR/bench.json.
  * Exit status: 0 when every group built and passed its checks, 1 otherwise.
@@ -218,6 +220,19 @@ struct bench_opts {
 	int samples;
 };
 
+/* FNV-1a over the text of path (0 when unreadable): the tuning cache's kernel part. */
+static unsigned long long file_hash(const char *path)
+{
+	char *t = read_quiet(path);
+	if (!t)
+		return 0;
+	unsigned long long h = 0xcbf29ce484222325ull;
+	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	free(t);
+	return h;
+}
+
 /* Builds and runs one group; appends its result to results. Returns 0 when it passed. */
 static int bench_group(const struct bench_opts *o, const char *nvcc, const struct gpu *gpu,
                        const char *name, cJSON *cache, cJSON *results, int *cache_dirty)
@@ -241,7 +256,10 @@ static int bench_group(const struct bench_opts *o, const char *nvcc, const struc
 		error("'%s' is missing or has no key; run aicprof fuse again", meta.buf);
 		goto out;
 	}
-	strbuf_addf(&key, "%s|%s", gpu->name, mkey->valuestring);
+	strbuf_addf(&key, "%s/%s_kernel.cu", gdir, name);
+	const unsigned long long kh = file_hash(key.buf);
+	strbuf_reset(&key);
+	strbuf_addf(&key, "%s|%s|%016llx", gpu->name, mkey->valuestring, kh);
 	fprintf(stderr, "aicprof: building %s (%s)\n", name, arch.buf);
 	char *cc[] = {(char *)nvcc, "-O3", arch.buf, "-o", bin.buf, src.buf, NULL};
 	int st = run_to_file(cc, log.buf, 1);

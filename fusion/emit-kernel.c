@@ -658,10 +658,39 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
 }
 
-/* Loads of the inputs flagged in use into x[k][0..V-1] at element i (a runtime expression). */
+/* The first input before i that is read at i % m like i and had as many elements when recorded
+ * (a batch norm's mean, scale, weight and bias), or -1. */
+static int read_mod(const struct fgroup *g, const int *use, int i)
+{
+	return use[i] && emit_bcast(g, i) && !g->values[i].per_row && !row_vector(g, i);
+}
+static int bcast_like(const struct fgroup *g, const int *use, int i)
+{
+	if (!read_mod(g, use, i))
+		return -1;
+	for (int k = 0; k < i; k++)
+		if (read_mod(g, use, k) && g->values[k].numel == g->values[i].numel)
+			return k;
+	return -1;
+}
+
+/* Loads of the inputs flagged in use into x[k][0..V-1] at element i (a runtime expression).
+ * Broadcast inputs of the same recorded length share one remainder where their m agree at run
+ * time: a remainder is a 32-bit integer division (a few dozen instructions) a vector, and a
+ * channels-last batch norm reads four such inputs an element (session 26). */
 static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use, const char *ind,
                        const char *xfmt)
 {
+	int share = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		share |= bcast_like(g, use, i) >= 0;
+	if (share) {
+		strbuf_addf(sb, "%s{\n", ind);
+		for (int i = 0; i < g->ninputs; i++)
+			if (read_mod(g, use, i) && bcast_like(g, use, i) < 0)
+				strbuf_addf(sb, "%sconst long r_%s = i %% a.m_%s;\n", ind,
+				            g->values[i].name, g->values[i].name);
+	}
 	for (int i = 0; i < g->ninputs; i++) {
 		if (!use[i])
 			continue;
@@ -679,16 +708,25 @@ static void emit_loads(struct strbuf *sb, const struct fgroup *g, const int *use
 			continue;
 		}
 		strbuf_addf(sb, "%saic_ld<V>(a.in_%s + ", ind, g->values[i].name);
+		const char *nm = g->values[i].name;
+		int like = share ? bcast_like(g, use, i) : -1;
 		if (row_vector(g, i))
 			strbuf_adds(sb, "c"); /* a row vector (weight, bias): no modulo */
+		else if (like >= 0)
+			strbuf_addf(sb, "(a.m_%s == a.m_%s ? r_%s : i %% a.m_%s)", nm,
+			            g->values[like].name, g->values[like].name, nm);
+		else if (share && read_mod(g, use, i))
+			strbuf_addf(sb, "r_%s", nm);
 		else if (emit_bcast(g, i))
-			strbuf_addf(sb, "i %% a.m_%s", g->values[i].name);
+			strbuf_addf(sb, "i %% a.m_%s", nm);
 		else
 			strbuf_adds(sb, "i");
 		strbuf_adds(sb, ", ");
 		strbuf_addf(sb, xfmt, i);
 		strbuf_adds(sb, ");\n");
 	}
+	if (share)
+		strbuf_addf(sb, "%s}\n", ind);
 }
 
 static void emit_uniforms(struct strbuf *sb, const struct fgroup *g, int from, int to,
@@ -1245,17 +1283,22 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	int ns = g->ncolsum;
 	strbuf_addf(
 	    sb,
-	    "\n/* column tiles of 32 * V columns (blockIdx.x) by chunks of rows (blockIdx.y):\n"
+	    "\n/* column tiles of blockDim.x * V columns (blockIdx.x) by chunks of rows "
+	    "(blockIdx.y):\n"
 	    " * thread (x, y) adds the summands of its V columns over rows y, y + blockDim.y, ...\n"
-	    " * of the chunk; the block adds the partials of its rows of threads in order in\n"
-	    " * shared memory (%d * blockDim.y * 32 * V floats, dynamic) and writes\n"
+	    " * of the chunk. blockDim.x is 32, or fewer where the columns are fewer than 32 * V, "
+	    "so\n"
+	    " * that a warp reads several whole rows instead of leaving lanes idle; the block "
+	    "adds\n"
+	    " * the partials of its rows of threads in order in shared memory\n"
+	    " * (%d * blockDim.y * blockDim.x * V floats, dynamic) and writes\n"
 	    " * ws[(k * gridDim.y + chunk) * cols + col] for col_sum k, or with one chunk the\n"
 	    " * columns' results (ws unused) */\n"
 	    "template <int V>\n__global__ void __launch_bounds__(512) %s_kernel(const %s_args "
 	    "a, float *ws, long chunk)\n{\n"
 	    "\textern __shared__ float aic_cs[];\n"
 	    "\tconst long cols = a.cols;\n"
-	    "\tconst long c = ((long)blockIdx.x * 32 + threadIdx.x) * V;\n"
+	    "\tconst long c = ((long)blockIdx.x * blockDim.x + threadIdx.x) * V;\n"
 	    "\tconst long r0 = (long)blockIdx.y * chunk;\n"
 	    "\tconst long r1 = r0 + chunk < a.rows ? r0 + chunk : a.rows;\n"
 	    "\tfloat acc[%d][V];\n"
@@ -1287,28 +1330,29 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 		if (!g->values[g->writes[w].value].per_col)
 			strbuf_addf(sb, "\t\t\taic_st<V>(a.w_%s + i, y[%d]);\n",
 			            g->values[g->writes[w].value].name, w);
-	strbuf_addf(
-	    sb,
-	    "\t\t}\n"
-	    "\t/* [k][y][j][x]: the 32 threads of a row of threads hit 32 banks */\n"
-	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
-	    "\t\tfor (int j = 0; j < V; j++)\n"
-	    "\t\t\taic_cs[(((long)k * blockDim.y + threadIdx.y) * V + j) * 32 + threadIdx.x] = "
-	    "acc[k][j];\n"
-	    "\t__syncthreads();\n"
-	    "\tif (threadIdx.y == 0 && c < cols)\n"
-	    "#pragma unroll\n\t\tfor (int j = 0; j < V; j++) {\n"
-	    "\t\t\tfloat s[%d];\n"
-	    "#pragma unroll\n\t\t\tfor (int k = 0; k < %d; k++) {\n"
-	    "\t\t\t\tfloat t = 0.f;\n"
-	    "\t\t\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
-	    "\t\t\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * 32 + threadIdx.x];\n"
-	    "\t\t\t\ts[k] = t;\n"
-	    "\t\t\t\tif (gridDim.y > 1)\n"
-	    "\t\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
-	    "\t\t\t}\n"
-	    "\t\t\tif (gridDim.y == 1) {\n",
-	    ns, ns, ns);
+	strbuf_addf(sb,
+	            "\t\t}\n"
+	            "\t/* [k][y][j][x]: the threads of a row of threads hit as many banks */\n"
+	            "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+	            "\t\tfor (int j = 0; j < V; j++)\n"
+	            "\t\t\taic_cs[(((long)k * blockDim.y + threadIdx.y) * V + j) * blockDim.x + "
+	            "threadIdx.x] = "
+	            "acc[k][j];\n"
+	            "\t__syncthreads();\n"
+	            "\tif (threadIdx.y == 0 && c < cols)\n"
+	            "#pragma unroll\n\t\tfor (int j = 0; j < V; j++) {\n"
+	            "\t\t\tfloat s[%d];\n"
+	            "#pragma unroll\n\t\t\tfor (int k = 0; k < %d; k++) {\n"
+	            "\t\t\t\tfloat t = 0.f;\n"
+	            "\t\t\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
+	            "\t\t\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * blockDim.x + "
+	            "threadIdx.x];\n"
+	            "\t\t\t\ts[k] = t;\n"
+	            "\t\t\t\tif (gridDim.y > 1)\n"
+	            "\t\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
+	            "\t\t\t}\n"
+	            "\t\t\tif (gridDim.y == 1) {\n",
+	            ns, ns, ns);
 	emit_col_fin(sb, g, fin, "c + j", "\t\t\t\t");
 	strbuf_adds(sb, "\t\t\t}\n\t\t}\n}\n");
 	strbuf_addf(
@@ -1350,7 +1394,7 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    sb,
 	    "\t(void)ept;\n"
 	    "\tif (a.rows < 0 || a.cols <= 0)\n\t\treturn cudaErrorInvalidValue;\n"
-	    "\tint by = block / 32;\n"
+	    "\tint tx = 32, by = block / 32;\n"
 	    "\t/* a short column (a fused backward's partial rows): one chunk, one launch, one "
 	    "column a\n\t * thread and 16 rows of threads, so that the tiles are 4 times as many "
 	    "as with 4\n\t * columns a thread (docs/perf.md session 14; session 13: one chunk "
@@ -1358,7 +1402,15 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "took 3.3) */\n"
 	    "\tconst bool shortc = a.rows <= 512;\n"
 	    "\tif (shortc) {\n\t\tvec = 1;\n\t\tby = 16;\n\t}\n"
-	    "\tconst long tiles = (a.cols / vec + 31) / 32;\n"
+	    "\t/* narrow columns (a channels-last batch norm's 64): the smallest power of two of\n"
+	    "\t * lanes a row that covers them, the block's threads kept; session 26: 64 columns\n"
+	    "\t * as tiles of 32 lanes left half of each warp idle at 4 columns a thread */\n"
+	    "\t/* the partials' shared memory within the 48 KiB a launch gets by default */\n"
+	    "\twhile (vec > 1 && (size_t)%d * by * 32 * vec * sizeof(float) > 48 * 1024)\n"
+	    "\t\tvec /= 2;\n"
+	    "\twhile (tx > 1 && (long)(tx / 2) * vec >= a.cols)\n\t\ttx /= 2;\n"
+	    "\tby = by * 32 / tx;\n"
+	    "\tconst long tiles = (a.cols / vec + tx - 1) / tx;\n"
 	    "\t/* about one wave of blocks, at least one row a row of threads; past 1,024 rows "
 	    "at\n\t * least 64 rows a chunk, which the finish adds */\n"
 	    "\tlong chunks = shortc ? 1 : ((long)aic_sm_count() * (2048 / block) + tiles - 1) / "
@@ -1377,10 +1429,10 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\t\t: cudaMallocAsync((void **)&ws, (size_t)%d * chunks * a.cols * "
 	    "sizeof(float), s);\n"
 	    "\tif (e != cudaSuccess)\n\t\treturn e;\n"
-	    "\tconst size_t smem = (size_t)%d * by * 32 * vec * sizeof(float);\n"
-	    "\tconst dim3 grid((unsigned)tiles, (unsigned)chunks), threads(32, by);\n"
+	    "\tconst size_t smem = (size_t)%d * by * tx * vec * sizeof(float);\n"
+	    "\tconst dim3 grid((unsigned)tiles, (unsigned)chunks), threads(tx, by);\n"
 	    "\tswitch (vec) {\n",
-	    g->ncolsum, g->ncolsum);
+	    g->ncolsum, g->ncolsum, g->ncolsum);
 	for (int v = 1; v <= maxv; v *= 2)
 		strbuf_addf(sb,
 		            "\tcase %d:\n\t\t%s_kernel<%d><<<grid, threads, smem, s>>>(a, ws, "

@@ -180,7 +180,9 @@ int fgroup_parse_file(const char *path, struct fgroup *g, struct strbuf *err);
 
 void fgroup_release(struct fgroup *g);
 
-/* Vector width limit in elements: 16 bytes over the widest tensor's element size. */
+/* Vector width limit in elements: 16 bytes over the widest element size of the tensors that
+ * stream at full size (chain and column groups; a broadcast or per-column input does not
+ * count, its V elements may take two loads), or of every value (row groups). */
 int fgroup_max_vec(const struct fgroup *g);
 
 /* Bytes the fused kernel moves (inputs read once, writes once) and the unfused sequence moves

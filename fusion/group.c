@@ -809,11 +809,27 @@ void fgroup_release(struct fgroup *g)
 int fgroup_max_vec(const struct fgroup *g)
 {
 	int w = 1;
-	for (int i = 0; i < g->nvalues; i++)
-		if (fdtype_size(g->values[i].dtype) > w)
-			w = fdtype_size(g->values[i].dtype);
+	if (g->kind == FG_ROW) { /* the row kernels' register budget assumes this rule */
+		for (int i = 0; i < g->nvalues; i++)
+			if (fdtype_size(g->values[i].dtype) > w)
+				w = fdtype_size(g->values[i].dtype);
+		for (int i = 0; i < g->nwrites; i++)
+			if (fdtype_size(g->writes[i].dtype) > w)
+				w = fdtype_size(g->writes[i].dtype);
+		return 16 / w;
+	}
+	/* chain and column kernels: only what streams through memory at full size; a broadcast
+	 * or per-column input (a batch norm's f32 scale beside bf16 activations) stays in the
+	 * cache and is read as two 16-byte words where V elements of it are 32 bytes */
+	for (int i = 0; i < g->ninputs; i++) {
+		const struct fvalue *v = &g->values[i];
+		if (!v->per_row && !v->per_col && !v->map.dims && v->numel == g->numel &&
+		    fdtype_size(v->dtype) > w)
+			w = fdtype_size(v->dtype);
+	}
 	for (int i = 0; i < g->nwrites; i++)
-		if (fdtype_size(g->writes[i].dtype) > w)
+		if (!g->values[g->writes[i].value].per_col &&
+		    fgroup_write_numel(g, i) == g->numel && fdtype_size(g->writes[i].dtype) > w)
 			w = fdtype_size(g->writes[i].dtype);
 	return 16 / w;
 }

@@ -32,6 +32,13 @@ sys.exit(0 if len(json.load(open('$AICPROF_TUNE_CACHE'))['entries']) == 4 else 1
 "$B/aicprof" bench "$tmp/fused" >"$tmp/table2" 2>"$tmp/log2"; rc=$?
 check "a second bench reuses the cache and passes" sh -c \
 	"test $rc = 0 && test \$(grep -c '(cached)' '$tmp/table2') = 4"
+# a kernel written differently (another generator) is tuned again: the cache's key holds the
+# kernel source's hash beside the group's key
+printf '\n/* another generator */\n' >>"$tmp/fused/f32_chain/f32_chain_kernel.cu"
+"$B/aicprof" bench "$tmp/fused" >"$tmp/table3" 2>"$tmp/log3"; rc=$?
+check "a changed kernel is tuned again, the others still cached" sh -c \
+	"test $rc = 0 && test \$(grep -c '(cached)' '$tmp/table3') = 3 &&
+	 grep '^f32_chain' '$tmp/table3' | grep -q '(tuned)'"
 
 # the row and column groups of sessions 7 and 8 (layer norm's input gradient, log_softmax's
 # backward, layer norm's dgamma/dbeta, a batch-norm-style column group, and any later fixture of

@@ -198,6 +198,23 @@ static void test_parse_rows(void **state)
 	assert_int_equal(fgroup_max_vec(&g), 4);
 	assert_int_equal(g.nops, 4);
 	fgroup_release(&g);
+
+	/* a column group's vector width comes from what streams at full size (bf16 y, dy, x), not
+	 * from its f32 per-column mean and invstd nor its f32 column sums */
+	parse_ok("bnr.json", &g);
+	assert_int_equal(g.kind, FG_COL);
+	assert_int_equal(fgroup_max_vec(&g), 8);
+	fgroup_release(&g);
+	/* ... but a full-size f32 input holds it to 4 */
+	parse_ok("gbb.json", &g);
+	assert_int_equal(fgroup_max_vec(&g), 4);
+	fgroup_release(&g);
+	/* a row group keeps the rule of every value: RMSNorm over bf16, computed in f32 (the
+	 * streamed tensors alone would give 8) */
+	parse_ok("rms_bf16.json", &g);
+	assert_int_equal(g.kind, FG_ROW);
+	assert_int_equal(fgroup_max_vec(&g), 4);
+	fgroup_release(&g);
 }
 
 /* A column group: layer norm's dgamma and dbeta after the cast of dy (tests/fusion/gbb.json). */
