@@ -658,12 +658,14 @@ static void emit_args_struct(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\tlong n, rows, cols;\n\tunsigned long long seed, offset;\n};\n");
 }
 
-/* The first input before i that is read at i % m like i and had as many elements when recorded
- * (a batch norm's mean, scale, weight and bias), or -1. */
+/* Is input i loaded (use) at i % m: broadcast, not one value a row, not a row vector? */
 static int read_mod(const struct fgroup *g, const int *use, int i)
 {
 	return use[i] && emit_bcast(g, i) && !g->values[i].per_row && !row_vector(g, i);
 }
+
+/* The first input before i that is read at i % m like i and had as many elements when recorded
+ * (a batch norm's mean, scale, weight and bias), or -1. */
 static int bcast_like(const struct fgroup *g, const int *use, int i)
 {
 	if (!read_mod(g, use, i))
