@@ -35,19 +35,20 @@
  * while they fit (K * V * n <= 32 floats), so the second loads only what the epilogue alone reads.
  * The epilogue may read prologue values besides the reduction's input only in a derived fused
  * backward (rms_norm_backward's gradient factor): _epi recomputes them from the inputs. A column
- * group is two kernels: the first tiles the columns (32 threads of V columns
- * each, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the summands of every
- * col_sum over its rows of the chunk, the block adds its threads' partials in shared memory in
- * a fixed order and writes one partial a chunk and column to a workspace (cudaMallocAsync on
- * the launch's stream); the second adds a column's chunk partials (8 rows of threads a tile of 32
- * columns, each taking every 8th chunk, then the 8 in order) and runs the ops on the sums. With
- * one chunk the first kernel runs the ops itself, one launch and no workspace. Past 1,024 rows a
- * chunk holds at least 64. No atomics: for a given device and launch configuration the result is
- * the same bits on every run. The launcher checks every pointer's alignment (and broadcast sizes)
- * at run time and halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform
- * for element i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 *
- * d) for the d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
- * unfused reference reproduces exactly.
+ * group is two kernels: the first tiles the columns (32 threads of V columns each, or fewer
+ * where the columns are few, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the
+ * summands of every col_sum over its rows of the chunk, the block adds its threads' partials in
+ * shared memory in a fixed order and writes one partial a chunk and column to a workspace
+ * (aic_ws_alloc: stream-ordered on the launch's stream, from a pool that keeps it); the second
+ * adds a column's chunk partials (32 rows of threads a tile of 32 columns, each taking every
+ * 32nd chunk, then the 32 in order) and runs the ops on the sums. With one chunk the first
+ * kernel runs the ops itself, one launch and no workspace.
+ * Past 1,024 rows a chunk holds at least 64. No atomics: for a given device and launch
+ * configuration the result is the same bits on every run. The launcher checks every pointer's
+ * alignment (and broadcast sizes) at run time and halves VEC down to 1 where a vector access would
+ * be misaligned. Dropout's uniform for element i is component i % 4 of curand_uniform4 after
+ * curand_init(seed, i / 4, offset + 4 * d) for the d-th dropout of the group: a mapping independent
+ * of block size, VEC and EPT, which the unfused reference reproduces exactly.
  */
 #include "fusion/fusion.h"
 
@@ -524,6 +525,8 @@ static const char device_prelude[] =
     "#include <cuda_runtime.h>\n"
     "#include <curand_kernel.h>\n"
     "#include <stdint.h>\n"
+    "#include <string.h>\n"
+    "#include <mutex>\n"
     "template <typename T, int V> struct alignas(sizeof(T) * V) aic_vec {\n\tT v[V];\n};\n"
     "template <int V, typename T> __device__ __forceinline__ void aic_ld(const T *p, float *f)\n"
     "{\n"
@@ -611,6 +614,41 @@ static const char device_prelude[] =
     "\t\tif (sms <= 0)\n\t\t\tsms = 1;\n"
     "\t}\n"
     "\treturn sms;\n"
+    "}\n"
+    "/* a workspace, stream-ordered, from a pool of the device's own that keeps up to 64 MiB\n"
+    " * across synchronizations; the default pool keeps nothing, so after each synchronization\n"
+    " * the next launch mapped its workspace again on the host, between its kernels (session\n"
+    " * 26). Where that pool cannot be made: the default pool. */\n"
+    "static inline __attribute__((unused)) cudaError_t aic_ws_alloc(void **p, size_t bytes,\n"
+    "\t\t\t\t\t\t\t\t cudaStream_t s)\n"
+    "{\n"
+    "\tstatic cudaMemPool_t pools[16];\n"
+    "\tstatic int state[16]; /* 0 not tried, 1 made, 2 not possible */\n"
+    "\tstatic std::mutex mu;\n"
+    "\tint dev = -1;\n"
+    "\tif (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 16)\n"
+    "\t\treturn cudaMallocAsync(p, bytes, s);\n"
+    "\tif (!__atomic_load_n(&state[dev], __ATOMIC_ACQUIRE)) {\n"
+    "\t\tstd::lock_guard<std::mutex> lk(mu);\n"
+    "\t\tif (!state[dev]) {\n"
+    "\t\t\tcudaMemPoolProps pp;\n"
+    "\t\t\tmemset(&pp, 0, sizeof(pp));\n"
+    "\t\t\tpp.allocType = cudaMemAllocationTypePinned;\n"
+    "\t\t\tpp.handleTypes = cudaMemHandleTypeNone;\n"
+    "\t\t\tpp.location.type = cudaMemLocationTypeDevice;\n"
+    "\t\t\tpp.location.id = dev;\n"
+    "\t\t\tunsigned long long keep = 64ull << 20;\n"
+    "\t\t\tint st = 2;\n"
+    "\t\t\tif (cudaMemPoolCreate(&pools[dev], &pp) == cudaSuccess) {\n"
+    "\t\t\t\tcudaMemPoolSetAttribute(pools[dev], cudaMemPoolAttrReleaseThreshold, &keep);\n"
+    "\t\t\t\tst = 1;\n"
+    "\t\t\t} else\n"
+    "\t\t\t\t(void)cudaGetLastError(); /* not the launch's error */\n"
+    "\t\t\t__atomic_store_n(&state[dev], st, __ATOMIC_RELEASE);\n"
+    "\t\t}\n"
+    "\t}\n"
+    "\treturn state[dev] == 1 ? cudaMallocFromPoolAsync(p, bytes, pools[dev], s)\n"
+    "\t\t\t       : cudaMallocAsync(p, bytes, s);\n"
     "}\n"
     "#endif\n";
 
@@ -1430,7 +1468,7 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\tif (chunks < 1)\n\t\tchunks = 1;\n"
 	    "\tfloat *ws = NULL;\n"
 	    "\tcudaError_t e = chunks == 1 ? cudaSuccess\n"
-	    "\t\t: cudaMallocAsync((void **)&ws, (size_t)%d * chunks * a.cols * "
+	    "\t\t: aic_ws_alloc((void **)&ws, (size_t)%d * chunks * a.cols * "
 	    "sizeof(float), s);\n"
 	    "\tif (e != cudaSuccess)\n\t\treturn e;\n"
 	    "\tconst size_t smem = (size_t)%d * by * tx * vec * sizeof(float);\n"
@@ -1623,7 +1661,8 @@ void emit_kernel(struct strbuf *sb, const struct fgroup *g)
 	          " * longer rows: one block per row, the row staged in shared memory. Two passes "
 	          "for the\n * statistics, then the epilogue."
 	        : "Column sums: column tiles by row chunks, partials in a workspace "
-	          "(cudaMallocAsync),\n * added in a fixed order by a second kernel: no "
+	          "(aic_ws_alloc: stream-ordered, from a pool that keeps it),\n * added in a fixed "
+	          "order by a second kernel: no "
 	          "atomics, the same bits on every run.");
 	strbuf_addf(sb, "#ifndef %s_KERNEL_CU\n#define %s_KERNEL_CU\n", up, up);
 	strbuf_addf(sb, "#include \"%s_math.h\"\n", g->name);

@@ -10,10 +10,10 @@
  * (fusion/backward.c: a chain's, or an RMS norm row group's) the header also declares
  * <name>_bwd_run, whose inputs are the forward's inputs then the writes' gradients and whose
  * outputs are the inputs' gradients (a row vector's: cols elements; for a row group the row
- * kernel writes the row vectors' per-element summands into a cudaMallocAsync workspace, which
- * the column group's kernels sum into them).
- * <name>_capi.cu defines them by including the kernel files; `nvcc -shared` builds it into
- * lib<name>.so (the module does that on first use when no library is there).
+ * kernel writes the row vectors' per-element summands into a stream-ordered workspace
+ * (aic_ws_alloc), which the column group's kernels sum into them). <name>_capi.cu defines them by
+ * including the kernel files; `nvcc -shared` builds it into lib<name>.so (the module does that on
+ * first use when no library is there).
  *
  * <name>.py loads that library with ctypes and exposes the group as a PyTorch custom op
  * (torch.library.custom_op "aicprof::<name>") with autograd: the fused backward where there is
@@ -119,7 +119,7 @@ void emit_capi_h(struct strbuf *sb, const struct fgroup *g)
 			strbuf_adds(
 			    sb, " The backward is two kernels (the row group <name>_bwd, then "
 			        "the column\n * sums <name>_bwdc of the row vectors' gradients, "
-			        "through a workspace of cudaMallocAsync).");
+			        "through a stream-ordered workspace).");
 	}
 	strbuf_addf(sb, "\n */\n#ifndef %s_CAPI_H\n#define %s_CAPI_H\n", up, up);
 	strbuf_adds(sb, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n");
@@ -208,13 +208,12 @@ static void capi_row_bwd(struct strbuf *sb, const struct fgroup *g, const struct
 	            "\tfloat *ws = NULL; /* the summands of the row vectors' gradients */\n",
 	            g->cols);
 	if (ns)
-		strbuf_addf(
-		    sb,
-		    "\tif (n > 0) {\n"
-		    "\t\tconst cudaError_t e = cudaMallocAsync((void **)&ws, (size_t)%d * n * "
-		    "sizeof(float), s);\n"
-		    "\t\tif (e != cudaSuccess)\n\t\t\treturn (int)e;\n\t}\n",
-		    ns);
+		strbuf_addf(sb,
+		            "\tif (n > 0) {\n"
+		            "\t\tconst cudaError_t e = aic_ws_alloc((void **)&ws, (size_t)%d * n * "
+		            "sizeof(float), s);\n"
+		            "\t\tif (e != cudaSuccess)\n\t\t\treturn (int)e;\n\t}\n",
+		            ns);
 	int k = 0;
 	for (int w = 0; w < b->nwrites; w++) {
 		const char *wn = b->values[b->writes[w].value].name;
