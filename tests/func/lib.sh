@@ -8,3 +8,6 @@ check() { # description, command...
 	d=$1; shift
 	if "$@"; then ok "$d"; else nok "$d"; fi
 }
+# nvcc for the tests that compile generated CUDA (CUDA_HOME's, else PATH's); empty when none
+NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+[ -x "$NVCC" ] || NVCC=$(command -v nvcc)

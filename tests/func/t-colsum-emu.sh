@@ -15,8 +15,6 @@
 # GPU; without nvcc each line is a skip.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	ok "a column group's files read for the CPU harness # skip no nvcc"
 	ok "the column kernels' launches rewritten for the CPU # skip no nvcc"

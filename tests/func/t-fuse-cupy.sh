@@ -85,8 +85,6 @@ t(all(abs(g - w) <= 1e-12 for g, w in zip(got, want)),
   "cupy form: its op-by-op reference computes tanh(in0) * in1 + in2")
 open(sys.argv[2], "w").write(pre + "\n" + "// op: " + op + "\n")
 PY
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 if [ -n "$NVCC" ] && [ -x "$NVCC" ] && [ -s "$tmp/kernel.txt" ]; then
 	{
 		cat "$tmp/kernel.txt"

@@ -18,8 +18,6 @@
 # are built and run.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop vit_train"
 
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then

@@ -580,8 +580,6 @@ PYTHONPATH=$tmp/fake python3 "$tmp/run.py" "$lp" llama 2>"$tmp/err.llama" ||
 	nok "runtime(llama) ran: $(tail -3 "$tmp/err.llama")"
 
 # the function groups' C ABI compiles with nvcc, and their CPU checks pass
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME to the CUDA toolkit): the function groups are not compiled"
 else

@@ -8,8 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
 S=$top/samples/traces
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 
 fuse() { # fuse SAMPLE: analyze and fuse into $tmp/SAMPLE.{a,f}
 	(cd "$top" && "$A" analyze -q --no-report "samples/traces/$1.aicp.jsonl" -o "$tmp/$1.a") &&

@@ -68,8 +68,6 @@ check "fuse of a missing summary fails naming it" sh -c \
 	"test $rc = 1 && grep -q 'nowhere/summary.json' '$tmp/err'"
 
 # nvcc: kernels (-c) and harnesses (full build) compile; the CPU checks pass
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	nok "nvcc not found (set CUDA_HOME to the CUDA toolkit): the generated code is not compiled"
 else

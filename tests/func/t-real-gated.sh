@@ -11,8 +11,6 @@
 # the rotary form's backward chains counted apart, and nvcc compiles each group's
 # C ABI file where there is an nvcc. Prints TAP lines.
 . "$(dirname "$0")/lib.sh"
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 for m in qwen2 gemma; do
 	"$B/aicprof" analyze -q --no-report "$top/tests/traces/${m}_train.aicp.jsonl.gz" \
 		-o "$tmp/$m" >"$tmp/$m.out" 2>&1

@@ -9,8 +9,6 @@
 # without nvcc each line is a skip.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
-NVCC=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
-[ -x "$NVCC" ] || NVCC=$(command -v nvcc)
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	ok "the rotary kernel's launches rewritten for the CPU # skip no nvcc"
 	ok "the rotary kernel on the CPU: every case # skip no nvcc"
