@@ -40,15 +40,15 @@
  * summands of every col_sum over its rows of the chunk, the block adds its threads' partials in
  * shared memory in a fixed order and writes one partial a chunk and column to a workspace
  * (aic_ws_alloc: stream-ordered on the launch's stream, from a pool that keeps it); the second
- * adds a column's chunk partials (32 rows of threads a tile of 32 columns, each taking every
- * 32nd chunk, then the 32 in order) and runs the ops on the sums. With one chunk the first
- * kernel runs the ops itself, one launch and no workspace.
- * Past 1,024 rows a chunk holds at least 64. No atomics: for a given device and launch
- * configuration the result is the same bits on every run. The launcher checks every pointer's
- * alignment (and broadcast sizes) at run time and halves VEC down to 1 where a vector access would
- * be misaligned. Dropout's uniform for element i is component i % 4 of curand_uniform4 after
- * curand_init(seed, i / 4, offset + 4 * d) for the d-th dropout of the group: a mapping independent
- * of block size, VEC and EPT, which the unfused reference reproduces exactly.
+ * adds a column's chunk partials (8 rows of threads a tile of 32 columns, 32 past 64 chunks,
+ * each taking every 8th or 32nd chunk, then those in order) and runs the ops on the sums. With one
+ * chunk the first kernel runs the ops itself, one launch and no workspace. Past 1,024 rows a chunk
+ * holds at least 64. No atomics: for a given device and launch configuration the result is the same
+ * bits on every run. The launcher checks every pointer's alignment (and broadcast sizes) at run
+ * time and halves VEC down to 1 where a vector access would be misaligned. Dropout's uniform for
+ * element i is component i % 4 of curand_uniform4 after curand_init(seed, i / 4, offset + 4 * d)
+ * for the d-th dropout of the group: a mapping independent of block size, VEC and EPT, which the
+ * unfused reference reproduces exactly.
  */
 #include "fusion/fusion.h"
 
@@ -1310,11 +1310,12 @@ static void emit_col_fin(struct strbuf *sb, const struct fgroup *g, const int *f
 /*
  * A column group's two kernels. <name>_kernel adds the rows of a chunk (blockIdx.y) for a tile
  * of 32 * V columns (blockIdx.x); with one chunk (gridDim.y == 1) it finishes the columns
- * itself, one launch in all. Otherwise <name>_finish adds the chunks: 32 rows of threads a
- * tile of 32 columns, each taking every 32nd chunk, then added in order in shared memory. Both
- * orders are fixed, so the sums are deterministic for a launch configuration. (With 8 rows of
- * threads, a batch norm's 64 columns took 2 blocks to add 528 to 2,112 chunks, about 50 ns a
- * chunk: 13 to 100 us beside a main kernel of about 50; session 26.)
+ * itself, one launch in all. Otherwise <name>_finish adds the chunks: 8 rows of threads a tile
+ * of 32 columns, or 32 past 64 chunks, each taking every 8th (32nd) chunk, then added in order in
+ * shared memory. Both orders are fixed, so the sums are deterministic for a launch
+ * configuration. (With 8 rows of threads, a batch norm's 64 columns took 2 blocks to add 528 to
+ * 2,112 chunks, about 50 ns a chunk: 13 to 100 us beside a main kernel of about 50; session 26.
+ * The RMS norm backward's 17 chunks, measured against compile, keep their 8.)
  */
 static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 {
@@ -1399,10 +1400,10 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	strbuf_adds(sb, "\t\t\t}\n\t\t}\n}\n");
 	strbuf_addf(
 	    sb,
-	    "\n/* the column sums (the chunks' partials: row of threads y adds chunks y, y + 32,"
-	    " ...,\n * then the 32 in order), then the per-column ops and writes; blocks of 32 x "
-	    "32 threads,\n * one a tile of 32 columns, %d * 1024 floats of shared memory "
-	    "(dynamic) */\n"
+	    "\n/* the column sums (the chunks' partials: row of threads y adds chunks y, y + "
+	    "blockDim.y,\n * ..., then those in order), then the per-column ops and writes; blocks "
+	    "of 32 x 8 threads,\n * or 32 x 32 past 64 chunks, one a tile of 32 columns, %d * "
+	    "blockDim.y * 32 floats of\n * shared memory (dynamic) */\n"
 	    "__global__ void __launch_bounds__(1024) %s_finish(const %s_args a, const float "
 	    "*ws, long nchunk)\n{\n"
 	    "\textern __shared__ float aic_fs[];\n"
@@ -1488,7 +1489,8 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\te = cudaGetLastError();\n"
 	    "\tif (chunks == 1)\n\t\treturn e;\n"
 	    "\tif (e == cudaSuccess) {\n"
-	    "\t\t%s_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, 32), (size_t)%d * 1024 "
+	    "\t\tconst unsigned fy = chunks > 64 ? 32 : 8;\n"
+	    "\t\t%s_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, fy), (size_t)%d * 32 * fy "
 	    "* sizeof(float), s>>>(a, ws, chunks);\n"
 	    "\t\te = cudaGetLastError();\n\t}\n"
 	    "\tconst cudaError_t f = cudaFreeAsync(ws, s);\n"

@@ -114,11 +114,12 @@ check "llama: the backward's warp kernel loads dy and the weight once a row (bot
 	grep -q 'x\[2\]\[j\] = xk\[KP ? q : 0\]\[1\]\[j\]' '$tmp/bwd_wkernel' &&
 	grep -q 'constexpr bool KP = K \* V \* 2 <= 32;' '$tmp/bwd_wkernel' &&
 	[ \$(grep -c 'aic_ld<V>(a.in_gy_y' '$tmp/bwd_wkernel') = 2 ]"
-check "llama: the column kernel finishes the columns itself when it has one chunk (one launch), else the finish splits the chunks over 8 rows of threads; past 1,024 rows at least 64 a chunk" \
+check "llama: the column kernel finishes the columns itself when it has one chunk (one launch), else the finish splits the chunks over 8 rows of threads (32 past 64 chunks); past 1,024 rows at least 64 a chunk" \
 	sh -c "grep -q 'if (gridDim.y == 1) {' '${rk}_bwdc_kernel.cu' &&
 	grep -q 'if (a.rows > 1024 && most > (a.rows + 63) / 64)' '${rk}_bwdc_kernel.cu' &&
 	grep -q 'for (long q = threadIdx.y; q < nchunk; q += blockDim.y)' '${rk}_bwdc_kernel.cu' &&
-	grep -q 'dim3(32, 8)' '${rk}_bwdc_kernel.cu'"
+	grep -q 'const unsigned fy = chunks > 64 ? 32 : 8;' '${rk}_bwdc_kernel.cu' &&
+	grep -q 'dim3(32, fy)' '${rk}_bwdc_kernel.cu'"
 check "llama: a short column (the fused backward's partial rows, up to 512) is one chunk of one column a thread and 16 rows of threads, its row loop unrolled by 4" \
 	sh -c "grep -q 'const bool shortc = a.rows <= 512;' '${rk}_bwdc_kernel.cu' &&
 	grep -A3 'if (shortc) {' '${rk}_bwdc_kernel.cu' | grep -q 'by = 16;' &&
