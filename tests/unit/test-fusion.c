@@ -647,10 +647,21 @@ static void test_emit_cols(void **state)
 	char *k = emit(emit_kernel, &g);
 	/* mean and rstd one a row; partials in a workspace added in order; no atomics */
 	assert_non_null(strstr(k, "x[1][j] = aic_to_float(a.in_mean[row]);"));
-	assert_non_null(strstr(k, "cudaMallocAsync((void **)&ws, (size_t)2 * chunks * a.cols"));
+	assert_non_null(strstr(k, "aic_ws_alloc((void **)&ws, (size_t)2 * chunks * a.cols"));
+	/* the workspace pool keeps what it hands out across synchronizations */
+	assert_non_null(strstr(k, "cudaMemPoolAttrReleaseThreshold, &keep"));
+	assert_non_null(strstr(k, "cudaMallocFromPoolAsync(p, bytes, pools[dev], s)"));
+	assert_non_null(strstr(k, "const unsigned fy = chunks > 64 ? 32 : 8;"));
 	assert_non_null(
-	    strstr(k, "cast_gamma_beta_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, 8)"));
-	/* the finish: 8 rows of threads split the chunks, added in order in shared memory */
+	    strstr(k, "cast_gamma_beta_finish<<<(unsigned)((a.cols + 31) / 32), dim3(32, fy)"));
+	/* the column kernel's tile: as many lanes as the columns need, its partials indexed by
+	 * them; the shared memory within 48 KiB */
+	assert_non_null(strstr(k, "while (tx > 1 && (long)(tx / 2) * vec >= a.cols)"));
+	assert_non_null(
+	    strstr(k, "const long c = ((long)blockIdx.x * blockDim.x + threadIdx.x) * V;"));
+	assert_non_null(
+	    strstr(k, "while (vec > 1 && (size_t)2 * by * 32 * vec * sizeof(float) > 48 * 1024)"));
+	/* the finish: 8 (32) rows of threads split the chunks, added in order in shared memory */
 	assert_non_null(strstr(k, "for (long q = threadIdx.y; q < nchunk; q += blockDim.y)"));
 	assert_non_null(strstr(k, "t += aic_fs[(k * blockDim.y + y) * 32 + threadIdx.x];"));
 	/* one chunk: the column kernel finishes, no workspace, no second launch */
