@@ -19,6 +19,7 @@
 #include "lib/file.h"
 #include "lib/json.h"
 #include "lib/parseopt.h"
+#include "report/sha256.h"
 
 #include <cJSON.h>
 #include <dlfcn.h>
@@ -220,16 +221,19 @@ struct bench_opts {
 	int samples;
 };
 
-/* FNV-1a over the text of path (0 when unreadable): the tuning cache's kernel part. */
+/* The first 8 bytes of the SHA-256 of the text of path, as a number (0 when unreadable): the
+ * tuning cache's kernel part. */
 static unsigned long long file_hash(const char *path)
 {
 	char *t = read_quiet(path);
 	if (!t)
 		return 0;
-	unsigned long long h = 0xcbf29ce484222325ull;
-	for (const unsigned char *p = (const unsigned char *)t; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ull;
+	uint8_t d[32];
+	sha256(t, strlen(t), d);
 	free(t);
+	unsigned long long h = 0;
+	for (int i = 0; i < 8; i++)
+		h = h << 8 | d[i];
 	return h;
 }
 
