@@ -1,5 +1,6 @@
 #!/bin/sh
-# Every generated CUDA file compiles: analyze and fuse each sample trace, then compile every .cu
+# Every generated CUDA file compiles: analyze and fuse each sample trace (ddp_train.rank1's groups
+# are rank0's; jax_train's XLA kernels give none), then compile every .cu
 # that fuse wrote (the forward and backward kernels, the C ABI, the CPU checks and the bench
 # harness; not the PyTorch binding, which needs torch's headers) with nvcc -arch=sm_90 -c, two
 # at a time; of groups whose files differ only in the group's name (one chain in every layer)
@@ -18,7 +19,8 @@
 # are built and run.
 . "$(dirname "$0")/lib.sh"
 A=$B/aicprof
-SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop vit_train"
+SAMPLES="mlp_train attention_train chain gpt2_train llama_train resnet_train cupy_loop vit_train mlp_probe
+attention_probe ddp_train.rank0"
 
 if [ -z "$NVCC" ] || [ ! -x "$NVCC" ]; then
 	for s in $SAMPLES; do ok "$s: generated .cu files compile with nvcc # skip no nvcc"; done
