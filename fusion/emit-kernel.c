@@ -38,7 +38,8 @@
  * group is two kernels: the first tiles the columns (32 threads of V columns each, or fewer
  * where the columns are few, blockIdx.x) and chunks the rows (blockIdx.y); each thread adds the
  * summands of every col_sum over its rows of the chunk, the block adds its threads' partials in
- * shared memory in a fixed order and writes one partial a chunk and column to a workspace
+ * shared memory in a fixed order (each thread of the block adding one column's rows of threads
+ * for one col_sum) and writes one partial a chunk and column to a workspace
  * (aic_ws_alloc: stream-ordered on the launch's stream, from a pool that keeps it); the second
  * adds a column's chunk partials (8 rows of threads a tile of 32 columns, 32 past 64 chunks,
  * each taking every 8th or 32nd chunk, then those in order) and runs the ops on the sums. With one
@@ -1373,29 +1374,42 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 		if (!g->values[g->writes[w].value].per_col)
 			strbuf_addf(sb, "\t\t\taic_st<V>(a.w_%s + i, y[%d]);\n",
 			            g->values[g->writes[w].value].name, w);
-	strbuf_addf(sb,
-	            "\t\t}\n"
-	            "\t/* [k][y][j][x]: the threads of a row of threads hit as many banks */\n"
-	            "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
-	            "\t\tfor (int j = 0; j < V; j++)\n"
-	            "\t\t\taic_cs[(((long)k * blockDim.y + threadIdx.y) * V + j) * blockDim.x + "
-	            "threadIdx.x] = "
-	            "acc[k][j];\n"
-	            "\t__syncthreads();\n"
-	            "\tif (threadIdx.y == 0 && c < cols)\n"
-	            "#pragma unroll\n\t\tfor (int j = 0; j < V; j++) {\n"
-	            "\t\t\tfloat s[%d];\n"
-	            "#pragma unroll\n\t\t\tfor (int k = 0; k < %d; k++) {\n"
-	            "\t\t\t\tfloat t = 0.f;\n"
-	            "\t\t\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
-	            "\t\t\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * blockDim.x + "
-	            "threadIdx.x];\n"
-	            "\t\t\t\ts[k] = t;\n"
-	            "\t\t\t\tif (gridDim.y > 1)\n"
-	            "\t\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
-	            "\t\t\t}\n"
-	            "\t\t\tif (gridDim.y == 1) {\n",
-	            ns, ns, ns);
+	strbuf_addf(
+	    sb,
+	    "\t\t}\n"
+	    "\t/* [k][y][j][x]: the threads of a row of threads hit as many banks */\n"
+	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
+	    "\t\tfor (int j = 0; j < V; j++)\n"
+	    "\t\t\taic_cs[(((long)k * blockDim.y + threadIdx.y) * V + j) * blockDim.x + "
+	    "threadIdx.x] = "
+	    "acc[k][j];\n"
+	    "\t__syncthreads();\n"
+	    "\t/* the rows of threads added in order, one (k, j, x) a thread of the block, into\n"
+	    "\t * row 0: blockDim.y additions each, where one row of threads made %d * V *\n"
+	    "\t * blockDim.y (1,024 at 8 columns a thread and 64 rows of threads) */\n"
+	    "\tfor (unsigned o = threadIdx.y * blockDim.x + threadIdx.x; o < %du * V * "
+	    "blockDim.x;\n"
+	    "\t     o += blockDim.x * blockDim.y) {\n"
+	    "\t\tconst unsigned x = o %% blockDim.x, j = o / blockDim.x %% V, k = o / "
+	    "blockDim.x / V;\n"
+	    "\t\tfloat t = 0.f;\n"
+	    "\t\tfor (unsigned y = 0; y < blockDim.y; y++)\n"
+	    "\t\t\tt += aic_cs[(((long)k * blockDim.y + y) * V + j) * blockDim.x + x];\n"
+	    "\t\taic_cs[((long)k * blockDim.y * V + j) * blockDim.x + x] = t;\n"
+	    "\t}\n"
+	    "\t__syncthreads();\n"
+	    "\tif (threadIdx.y == 0 && c < cols)\n"
+	    "#pragma unroll\n\t\tfor (int j = 0; j < V; j++) {\n"
+	    "\t\t\tfloat s[%d];\n"
+	    "#pragma unroll\n\t\t\tfor (int k = 0; k < %d; k++) {\n"
+	    "\t\t\t\tconst float t = aic_cs[((long)k * blockDim.y * V + j) * blockDim.x + "
+	    "threadIdx.x];\n"
+	    "\t\t\t\ts[k] = t;\n"
+	    "\t\t\t\tif (gridDim.y > 1)\n"
+	    "\t\t\t\t\tws[((long)k * gridDim.y + blockIdx.y) * cols + c + j] = t;\n"
+	    "\t\t\t}\n"
+	    "\t\t\tif (gridDim.y == 1) {\n",
+	    ns, ns, ns, ns, ns);
 	emit_col_fin(sb, g, fin, "c + j", "\t\t\t\t");
 	strbuf_adds(sb, "\t\t\t}\n\t\t}\n}\n");
 	strbuf_addf(

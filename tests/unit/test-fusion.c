@@ -661,6 +661,14 @@ static void test_emit_cols(void **state)
 	    strstr(k, "const long c = ((long)blockIdx.x * blockDim.x + threadIdx.x) * V;"));
 	assert_non_null(
 	    strstr(k, "while (vec > 1 && (size_t)2 * by * 32 * vec * sizeof(float) > 48 * 1024)"));
+	/* the block's rows of threads added by every thread of the block, one (k, j, x) each, into
+	 * row 0, which the first row of threads then reads */
+	assert_non_null(
+	    strstr(k, "o < 2u * V * blockDim.x;\n\t     o += blockDim.x * blockDim.y)"));
+	assert_non_null(strstr(k, "aic_cs[((long)k * blockDim.y * V + j) * blockDim.x + x] = t;"));
+	assert_non_null(strstr(
+	    k,
+	    "const float t = aic_cs[((long)k * blockDim.y * V + j) * blockDim.x + threadIdx.x];"));
 	/* the finish: 8 (32) rows of threads split the chunks, added in order in shared memory */
 	assert_non_null(strstr(k, "for (long q = threadIdx.y; q < nchunk; q += blockDim.y)"));
 	assert_non_null(strstr(k, "t += aic_fs[(k * blockDim.y + y) * 32 + threadIdx.x];"));
