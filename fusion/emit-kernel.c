@@ -1449,7 +1449,7 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	const char *nm = g->name;
 	strbuf_addf(
 	    sb,
-	    "\t(void)ept;\n"
+	    "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n"
 	    "\tif (a.rows < 0 || a.cols <= 0)\n\t\treturn cudaErrorInvalidValue;\n"
 	    "\tint tx = 32, by = block / 32;\n"
 	    "\t/* a short column (a fused backward's partial rows): one chunk, one launch, one "
@@ -1468,10 +1468,11 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	    "\twhile (tx > 1 && (long)(tx / 2) * vec >= a.cols)\n\t\ttx /= 2;\n"
 	    "\tby = by * 32 / tx;\n"
 	    "\tconst long tiles = (a.cols / vec + tx - 1) / tx;\n"
-	    "\t/* about one wave of blocks, at least one row a row of threads; past 1,024 rows "
-	    "at\n\t * least 64 rows a chunk, which the finish adds */\n"
+	    "\t/* about one wave of blocks (ept 2 or 4: a half or a quarter of one, each chunk\n"
+	    "\t * ept times the rows, fewer partials for the finish; the tuner chooses), at least\n"
+	    "\t * one row a row of threads; past 1,024 rows at least 64 rows a chunk */\n"
 	    "\tlong chunks = shortc ? 1 : ((long)aic_sm_count() * (2048 / block) + tiles - 1) / "
-	    "tiles;\n"
+	    "tiles / ept;\n"
 	    "\tlong most = (a.rows + by - 1) / by;\n"
 	    "\tif (a.rows > 1024 && most > (a.rows + 63) / 64)\n\t\tmost = (a.rows + 63) / 64;\n"
 	    "\tif (chunks > most)\n\t\tchunks = most;\n"

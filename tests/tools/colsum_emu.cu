@@ -438,6 +438,8 @@ struct cse {
 	const char *why;
 	unsigned tx, by; /* where set: not the launcher but the column kernel alone, V vec,
 	                  * blockDim (tx, by), one chunk: a plan the launcher does not make */
+	int ept;         /* the launcher's ept (0: 1): chunks of ept times the rows */
+	unsigned chunks; /* where set: the chunks the launcher must make (with AIC_EMU_SMS) */
 };
 
 /* the column kernel launched as its comment describes it: tiles of blockDim.x * V columns, one
@@ -544,7 +546,7 @@ static int run_case(int num, const cse &c)
 	aic_emu_fault1[0] = 0;
 	aic_emu_live = 0;
 	const cudaError_t rc =
-	    c.tx ? direct(a, c.vec, c.tx, c.by) : G_LAUNCH(a, c.block, c.vec, 4, 0);
+	    c.tx ? direct(a, c.vec, c.tx, c.by) : G_LAUNCH(a, c.block, c.vec, c.ept ? c.ept : 1, 0);
 
 	/* the plan */
 	long kl = 0, fl = 0;
@@ -579,6 +581,8 @@ static int run_case(int num, const cse &c)
 		;
 	else if (fl != (K.grid.y > 1))
 		snprintf(why, sizeof why, "%ld finish launches for %u chunks", fl, K.grid.y);
+	else if (c.chunks && K.grid.y != c.chunks)
+		snprintf(why, sizeof why, "%u chunks, want %u", K.grid.y, c.chunks);
 	else if (rows <= 512 && K.grid.y != 1)
 		snprintf(why, sizeof why, "a short column in %u chunks", K.grid.y);
 	else if (V != want)
@@ -803,6 +807,13 @@ int main(void)
 	    {20000, 64, 4, 512, 0, 1, 0, "sums within a tolerance"},
 	    {4096, 64, 16, 512, 0, 0, 0, "vec 16 lowered to MAX_VEC"},
 	    {1000, 8, 8, 512, 0, 0, 0, "1 lane, 512 rows of threads, 2 chunks of 500 rows"},
+	    /* ept 2 and 4: a half and a quarter of the wave's chunks, each ept times the rows
+	     * (132 SMs: a wave of 2,112 blocks of 128 threads, 528 of 512) */
+	    {60000, 64, 8, 128, 0, 0, 0, "ept 1: 938 chunks, the 64-row floor", 0, 0, 1, 938},
+	    {60000, 64, 8, 128, 0, 0, 0, "ept 4: 527 chunks of 114 rows", 0, 0, 4, 527},
+	    {60000, 64, 8, 512, 0, 1, 0, "ept 2: 264 chunks, random", 0, 0, 2, 264},
+	    {4096, 768, 2, 128, 0, 0, 0, "ept 4, 12 tiles: 44 chunks", 0, 0, 4, 44},
+	    {60000, 64, 8, 128, 0, 0, 0, "ept 3 taken as 1", 0, 0, 3, 938},
 	    /* the column kernel alone: narrow tiles, several of them */
 	    {300, 64, 4, 0, 0, 0, 0, "2 tiles of 8 lanes", 8, 16},
 	    {300, 96, 2, 0, 0, 0, 0, "3 tiles of 16 lanes", 16, 8},

@@ -687,6 +687,10 @@ static void test_emit_cols(void **state)
 	assert_non_null(strstr(b, "CK(cudaMemset(w[0], 0xFF, 1024L * 4));"));
 	assert_non_null(strstr(b, "x1[j] = aic_to_float(a1[(i + j) / COLS]);"));
 	assert_non_null(strstr(b, "\"kind\\\":\\\"column-reduction\\\""));
+	/* the tuner tries ept 1, 2 and 4: chunks of a whole, a half and a quarter wave */
+	assert_non_null(strstr(b, "for (int e2 = 1; e2 <= 4; e2 *= 2)"));
+	assert_non_null(strstr(k, "if (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;"));
+	assert_non_null(strstr(k, "+ tiles - 1) / tiles / ept;"));
 	char *c = emit(emit_cpucheck, &g);
 	assert_non_null(strstr(c, "ROWS = 64L, COLS = 1024L"));
 	assert_non_null(strstr(c, "t += r[7][row * COLS + c];"));
