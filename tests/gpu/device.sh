@@ -22,13 +22,14 @@
 # GPU_REC="llama_train gpt2_train" records those samples under the shim first, into
 # $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
 # GPU_FB="TRACE.aicp.jsonl G.json ..." fuses each and runs `aicprof bench` on it (bench.json
-# files into $OUT/fb.tgz). GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost
+# files into $OUT/fb.tgz). GPU_HX=DIR runs the bench harnesses that tests/tools/hx-build.sh
+# built there (two generators' kernels of the same groups), HX_ROUNDS rounds alternating. GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost
 # a call) on the Llama sample's package fused by this tree, WRAP_ROUNDS times (default 2),
 # alternating with WRAP_OLD (another package directory, e.g. one fused by an older tree) when set.
 # GPU_KCMP="LABEL=FUSEDDIR ..." runs kbench.py's fused form of each package side by side
 # (KCMP_ONLY functions, default rmsnorm; KCMP_ROUNDS rounds alternating, default 2; --large),
 # after one run of the eager and torch.compile forms, into $OUT/kcmp.jsonl.
-# The order: build, GPU_REC, GPU_CF, GPU_WH, GPU_FB, GPU_WRAP, GPU_KCMP, the suite (about 270 s
+# The order: build, GPU_REC, GPU_CF, GPU_WH, GPU_FB, GPU_HX, GPU_WRAP, GPU_KCMP, the suite (about 270 s
 # on an H100 without GPU_BENCH), GPU_T, GPU_REAL, GPU_STRESS, GPU_OVH, GPU_E2E, GPU_KBENCH,
 # GPU_NCU. A call is limited to 600 s: the suite after a GPU_KCMP of four packages and two
 # functions (about 250 s) was cut (session 25), so give the suite a call of its own.
@@ -90,6 +91,21 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 		done
 		(cd "$fb" && tar czf "$OUT/fb.tgz" *.bench.json 2>/dev/null)
 		rm -rf "$fb"
+	fi
+	# GPU_HX=DIR: every executable in DIR (bench harnesses from tests/tools/hx-build.sh, named
+	# GROUP__REV), HX_ROUNDS rounds (default 2) in turn, HX_ARGS (default --samples 50); each
+	# harness's JSON line into $OUT/hx.jsonl with its name and round, a table into gpu.log
+	if [ -n "${GPU_HX:-}" ]; then
+		echo "== bench harnesses side by side ($GPU_HX)"
+		for r in $(seq "${HX_ROUNDS:-2}"); do
+			for h in "$GPU_HX"/*; do
+				[ -x "$h" ] || continue
+				j=$(timeout 60 "$h" ${HX_ARGS:---samples 50} 2>>"$OUT/hx.err" | grep '^{' | tail -1)
+				[ -n "$j" ] || j='{"ok":false}'
+				echo "{\"harness\":\"$(basename "$h")\",\"round\":$r,${j#\{}" >>"$OUT/hx.jsonl"
+				echo "$(basename "$h") round $r: $(echo "$j" | grep -o '"ok":[a-z]*\|"after_us":[0-9.]*\|"config":{[^}]*}' | tr '\n' ' ')"
+			done
+		done
 	fi
 	if [ "${GPU_WRAP:-0}" = 1 ]; then
 		echo "== the wrapper's host cost a call (tests/gpu/wrap_cost.py)"
