@@ -1449,7 +1449,6 @@ static void emit_col_launch(struct strbuf *sb, const struct fgroup *g, int maxv)
 	const char *nm = g->name;
 	strbuf_addf(
 	    sb,
-	    "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n"
 	    "\tif (a.rows < 0 || a.cols <= 0)\n\t\treturn cudaErrorInvalidValue;\n"
 	    "\tint tx = 32, by = block / 32;\n"
 	    "\t/* a short column (a fused backward's partial rows): one chunk, one launch, one "
@@ -1542,8 +1541,9 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	strbuf_addf(
 	    sb,
 	    "\n/*\n * Launches %s on stream s with block threads, vector width vec (halved "
-	    "down to 1\n * where a tensor is misaligned) and ept vectors per thread; returns "
-	    "the launch's error.\n */\n"
+	    "down to 1\n * where a tensor is misaligned) and ept (1, 2, 4: vectors per thread in "
+	    "a chain, the\n * chunks' share of a wave in a column group; else 1); returns the "
+	    "launch's error.\n */\n"
 	    "inline cudaError_t %s_launch(const %s_args &a, int block, int vec, "
 	    "int ept, cudaStream_t s)\n{\n"
 	    "\tif (block < 32 || block > 512 || block %% 32)\n\t\treturn cudaErrorInvalidValue;\n"
@@ -1551,8 +1551,9 @@ static void emit_launcher(struct strbuf *sb, const struct fgroup *g)
 	    "\twhile (vec > 1 && ((vec & (vec - 1)) || !%s_can_vec(a, vec)))\n\t\tvec /= 2;\n"
 	    "\tif (vec < 1)\n\t\tvec = 1;\n",
 	    nm, nm, nm, nm, nm, nm);
-	if (g->kind == FG_CHAIN) {
+	if (g->kind != FG_ROW)
 		strbuf_adds(sb, "\tif (ept != 1 && ept != 2 && ept != 4)\n\t\tept = 1;\n");
+	if (g->kind == FG_CHAIN) {
 		if (fgroup_mapped(g)) /* the index maps hold the recorded sizes */
 			strbuf_addf(sb, "\tif (a.n != %ldL)\n\t\treturn cudaErrorInvalidValue;\n",
 			            g->numel);
