@@ -23,15 +23,16 @@
 # $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
 # GPU_FB="TRACE.aicp.jsonl G.json ..." fuses each and runs `aicprof bench` on it (bench.json
 # files into $OUT/fb.tgz). GPU_HX=DIR runs the bench harnesses that tests/tools/hx-build.sh
-# built there (two generators' kernels of the same groups), HX_ROUNDS rounds alternating. GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost
-# a call) on the Llama sample's package fused by this tree, WRAP_ROUNDS times (default 2),
-# alternating with WRAP_OLD (another package directory, e.g. one fused by an older tree) when set.
+# built there (two generators' kernels of the same groups), HX_ROUNDS rounds alternating.
+# GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost a call) on the Llama
+# sample's package fused by this tree, WRAP_ROUNDS times (default 2), alternating with WRAP_OLD
+# (another package directory, e.g. one fused by an older tree) when set.
 # GPU_KCMP="LABEL=FUSEDDIR ..." runs kbench.py's fused form of each package side by side
 # (KCMP_ONLY functions, default rmsnorm; KCMP_ROUNDS rounds alternating, default 2; --large),
 # after one run of the eager and torch.compile forms, into $OUT/kcmp.jsonl.
-# The order: build, GPU_REC, GPU_CF, GPU_WH, GPU_FB, GPU_HX, GPU_WRAP, GPU_KCMP, the suite (about 270 s
-# on an H100 without GPU_BENCH), GPU_T, GPU_REAL, GPU_STRESS, GPU_OVH, GPU_E2E, GPU_KBENCH,
-# GPU_NCU. A call is limited to 600 s: the suite after a GPU_KCMP of four packages and two
+# The order: build, GPU_REC, GPU_CF, GPU_WH, GPU_FB, GPU_HX, GPU_WRAP, GPU_KCMP, the suite
+# (about 270 s on an H100 without GPU_BENCH), GPU_T, GPU_REAL, GPU_STRESS, GPU_OVH, GPU_E2E,
+# GPU_KBENCH, GPU_NCU. A call is limited to 600 s: the suite after a GPU_KCMP of four packages and two
 # functions (about 250 s) was cut (session 25), so give the suite a call of its own.
 set -u
 OUT=${OUT:-$PWD/build/device-out}
