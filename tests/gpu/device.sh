@@ -23,7 +23,8 @@
 # $OUT/rec.tgz (one file: $OUT returns only a few files; the bundled samples/traces come so).
 # GPU_FB="TRACE.aicp.jsonl G.json ..." fuses each and runs `aicprof bench` on it (bench.json
 # files into $OUT/fb.tgz). GPU_HX=DIR runs the bench harnesses that tests/tools/hx-build.sh
-# built there (two generators' kernels of the same groups), HX_ROUNDS rounds alternating.
+# built there (two generators' kernels of the same groups), HX_ROUNDS rounds alternating;
+# GPU_COLCMP="G.json[:ROWSxCOLS] ..." times torch.compile's kernels for such groups after them.
 # GPU_WRAP=1 runs tests/gpu/wrap_cost.py (the package wrapper's host cost a call) on the Llama
 # sample's package fused by this tree, WRAP_ROUNDS times (default 2), alternating with WRAP_OLD
 # (another package directory, e.g. one fused by an older tree) when set.
@@ -107,6 +108,12 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 				echo "$(basename "$h") round $r: $(echo "$j" | grep -o '"ok":[a-z]*\|"after_us":[0-9.]*\|"config":{[^}]*}' | tr '\n' ' ')"
 			done
 		done
+	fi
+	# GPU_COLCMP="tests/fusion/bnr.json:131072x64 ...": torch.compile's kernels for the same
+	# column groups, timed as the harnesses time theirs (tests/gpu/colcmp.py), into $OUT/colcmp.jsonl
+	if [ -n "${GPU_COLCMP:-}" ]; then
+		echo "== torch.compile's column reductions (tests/gpu/colcmp.py)"
+		timeout 300 python3 tests/gpu/colcmp.py $GPU_COLCMP 2>&1 | tee -a "$OUT/colcmp.jsonl"
 	fi
 	if [ "${GPU_WRAP:-0}" = 1 ]; then
 		echo "== the wrapper's host cost a call (tests/gpu/wrap_cost.py)"
