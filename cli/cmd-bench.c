@@ -356,9 +356,10 @@ out:
 
 static void print_table(const cJSON *results)
 {
-	printf("%-24s %-5s %13s %10s %10s %8s %10s %10s %8s %8s %8s %6s %6s %s\n", "group", "dtype",
-	       "elements", "before_us", "after_us", "speedup", "MB_before", "MB_after", "GBs_bef",
-	       "GBs_aft", "peak", "%peak", "check", "config");
+	printf("%-24s %-5s %13s %10s %10s %8s %10s %10s %8s %8s %8s %6s %8s %6s %6s %s\n",
+	       "group", "dtype", "elements", "before_us", "after_us", "speedup", "MB_before",
+	       "MB_after", "GBs_bef", "GBs_aft", "peak", "%peak", "copy_us", "%copy", "check",
+	       "config");
 	const cJSON *r;
 	cJSON_ArrayForEach(r, results)
 	{
@@ -374,22 +375,28 @@ static void print_table(const cJSON *results)
 			         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "from_cache"))
 			             ? " (cached)"
 			             : " (tuned)");
-		double pk = jnumd(r, "peak_gbs", 0);
+		double pk = jnumd(r, "peak_gbs", 0), cu = jnumd(r, "copy_us", 0),
+		       au = jnumd(r, "after_us", 0);
+		char cpct[16] = "-";
+		if (cu > 0 && au > 0)
+			snprintf(cpct, sizeof(cpct), "%.0f%%", 100 * cu / au);
 		printf("%-24s %-5s %13.0f %10.2f %10.2f %7.2fx %10.1f %10.1f %8.0f %8.0f %8.0f "
-		       "%5.0f%% %6s %s\n",
+		       "%5.0f%% %8.2f %6s %6s %s\n",
 		       cJSON_IsString(g) ? g->valuestring : "?",
 		       cJSON_IsString(dt) ? dt->valuestring : "?", jnumd(r, "numel", 0),
 		       jnumd(r, "before_us", 0), jnumd(r, "after_us", 0), jnumd(r, "speedup", 0),
 		       jnumd(r, "bytes_before", 0) / 1e6, jnumd(r, "bytes_after", 0) / 1e6,
 		       jnumd(r, "gbs_before", 0), jnumd(r, "gbs_after", 0), pk,
-		       pk > 0 ? 100 * jnumd(r, "gbs_after", 0) / pk : 0,
+		       pk > 0 ? 100 * jnumd(r, "gbs_after", 0) / pk : 0, cu, cpct,
 		       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")) ? "pass" : "FAIL",
 		       cfg);
 	}
 	printf("before: the unfused sequence (one kernel per op, intermediates in memory); after: "
 	       "the fused kernel.\nGB/s: bytes moved / median time; peak: a device-to-device "
 	       "cudaMemcpy in the same run; %%peak: GBs_aft / peak (target 90%% at 64 MB or "
-	       "more).\n");
+	       "more).\ncopy_us: a device-to-device copy of after's bytes (half read, half "
+	       "written), timed as the kernel; %%copy: copy_us / after_us, the share of the floor "
+	       "at the group's size.\n");
 }
 
 static const char *const bench_usage[] = {

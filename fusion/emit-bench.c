@@ -15,7 +15,9 @@
  * is checked and timed (CUDA events around one launch after an L2 flush, warm-up, median of
  * samples); the fastest correct one wins. Chains without broadcast inputs are also checked at a
  * misaligned offset (scalar fallback and tail). The device's peak is a large device-to-device
- * cudaMemcpy timed in the same run. The last stdout line is one JSON object, read by
+ * cudaMemcpy timed in the same run; copy_us is a copy of the fused kernel's own bytes (half of
+ * them read, half written), timed as the kernel is: the floor at the group's size, where a small
+ * group's launch and ramp are a large share. The last stdout line is one JSON object, read by
  * `aicprof bench`.
  *
  * The CPU check is host code (built with nvcc, run anywhere): it evaluates the group's fused
@@ -381,6 +383,19 @@ static const char bench_support[] =
     "\tCK(cudaFree(a));\n\tCK(cudaFree(b));\n"
     "\treturn 2.0 * bytes / us / 1e3;\n"
     "}\n"
+    "/* a device-to-device copy of as many bytes as the fused kernel moves (half read, half\n"
+    " * written), timed as the kernels are: the floor at this size, launch and ramp included,\n"
+    " * which a 1 GiB copy's peak leaves out */\n"
+    "static double copy_us(double moved, int samples)\n"
+    "{\n"
+    "\tsize_t bytes = (size_t)(moved / 2);\n\tbytes = bytes < 256 ? 256 : (bytes + 255) / 256 * 256;\n"
+    "\tvoid *a = dalloc(bytes), *b = dalloc(bytes);\n"
+    "\tCK(cudaMemset(a, 1, bytes));\n"
+    "\tconst double us = median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, "
+    "cudaMemcpyDeviceToDevice)); }, samples);\n"
+    "\tCK(cudaFree(a));\n\tCK(cudaFree(b));\n"
+    "\treturn us;\n"
+    "}\n"
     "static int ref_vec(const void *p, size_t esize, long m)\n"
     "{\n\treturn aic_aligned(p, 4 * esize) && m % 4 == 0 ? 4 : 1;\n}\n"
     "static unsigned ref_grid(long n, int v)\n"
@@ -682,6 +697,7 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 	            "cfgs[best].v, cfgs[best].e, 0)); }, samples);\n"
 	            "\telse if (best >= 0)\n\t\tafter = cfgs[best].us;\n"
 	            "\tconst double peak = peak_gbs();\n"
+	            "\tconst double same = copy_us(BYTES_FUSED, samples);\n"
 	            "\tconst int ok = all_ok && mis_ok && best >= 0;\n",
 	            nm);
 	strbuf_addf(
@@ -703,9 +719,9 @@ void emit_bench(struct strbuf *sb, const struct fgroup *g)
 	    "\tprintf(\"},\\\"before_us\\\":%.3f,\\\"after_us\\\":%.3f,\\\"speedup\\\":%.3f,\", "
 	    "before, after,\n\t       after > 0 ? before / after : 0.0);\n"
 	    "\tprintf(\"\\\"bytes_before\\\":%.0f,\\\"bytes_after\\\":%.0f,\\\"gbs_before\\\":%.1f,"
-	    "\\\"gbs_after\\\":%.1f,\\\"peak_gbs\\\":%.1f,\",\n"
+	    "\\\"gbs_after\\\":%.1f,\\\"peak_gbs\\\":%.1f,\\\"copy_us\\\":%.3f,\",\n"
 	    "\t       BYTES_UNFUSED, BYTES_FUSED, BYTES_UNFUSED / before / 1e3,\n"
-	    "\t       after > 0 ? BYTES_FUSED / after / 1e3 : 0.0, peak);\n"
+	    "\t       after > 0 ? BYTES_FUSED / after / 1e3 : 0.0, peak, same);\n"
 	    "\tif (best >= 0)\n"
 	    "\t\tprintf(\"\\\"config\\\":{\\\"block\\\":%d,\\\"vec\\\":%d,\\\"ept\\\":%d},\", "
 	    "cfgs[best].b,\n\t\t       cfgs[best].v, cfgs[best].e);\n"

@@ -105,7 +105,7 @@ export CUDA_HOME PATH=$CUDA_HOME/bin:$PATH
 				j=$(timeout 60 "$h" ${HX_ARGS:---samples 50} 2>>"$OUT/hx.err" | grep '^{' | tail -1)
 				[ -n "$j" ] || j='{"ok":false}'
 				echo "{\"harness\":\"$(basename "$h")\",\"round\":$r,${j#\{}" >>"$OUT/hx.jsonl"
-				echo "$(basename "$h") round $r: $(echo "$j" | grep -o '"ok":[a-z]*\|"after_us":[0-9.]*\|"config":{[^}]*}' | tr '\n' ' ')"
+				echo "$(basename "$h") round $r: $(echo "$j" | grep -o '"ok":[a-z]*\|"after_us":[0-9.]*\|"copy_us":[0-9.]*\|"config":{[^}]*}' | tr '\n' ' ')"
 			done
 		done
 	fi

@@ -531,6 +531,9 @@ static void test_emit_chain(void **state)
 	assert_non_null(strstr(b, "cudaMemset(w[0], 0xFF"));
 	assert_non_null(strstr(b, "misaligned"));
 	assert_non_null(strstr(b, "peak_gbs()"));
+	/* the floor at the group's size: a copy of the fused kernel's own bytes, in the JSON */
+	assert_non_null(strstr(b, "const double same = copy_us(BYTES_FUSED, samples);"));
+	assert_non_null(strstr(b, "\\\"copy_us\\\":%.3f"));
 	assert_non_null(strstr(b, "static const double TOL[1] = {0.01};"));
 	char *bind = emit(emit_binding, &g);
 	assert_non_null(strstr(bind, "#include <torch/extension.h>"));
