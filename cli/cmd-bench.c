@@ -356,10 +356,9 @@ out:
 
 static void print_table(const cJSON *results)
 {
-	printf("%-24s %-5s %13s %10s %10s %8s %10s %10s %8s %8s %8s %6s %8s %6s %6s %s\n",
-	       "group", "dtype", "elements", "before_us", "after_us", "speedup", "MB_before",
-	       "MB_after", "GBs_bef", "GBs_aft", "peak", "%peak", "copy_us", "%copy", "check",
-	       "config");
+	printf("%-24s %-5s %13s %10s %10s %8s %10s %10s %8s %8s %8s %6s %8s %6s %6s %s\n", "group",
+	       "dtype", "elements", "before_us", "after_us", "speedup", "MB_before", "MB_after",
+	       "GBs_bef", "GBs_aft", "peak", "%peak", "copy_us", "%copy", "check", "config");
 	const cJSON *r;
 	cJSON_ArrayForEach(r, results)
 	{
