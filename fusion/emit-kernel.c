@@ -1348,13 +1348,34 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	    "\tfloat acc[%d][V];\n"
 	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
 	    "\t\tfor (int j = 0; j < V; j++)\n\t\t\tacc[k][j] = 0.f;\n"
-	    "\tif (c < cols)\n"
-	    "#pragma unroll 4\n"
-	    "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
-	    "\t\t\tconst long i = row * cols + c;\n"
-	    "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-	    ns, nm, nm, ns, ns, g->ninputs);
-	emit_loads(sb, g, use, "\t\t\t", "x[%d]");
+	    "\tif (c < cols) {\n",
+	    ns, nm, nm, ns, ns);
+	/* Row vectors (one value a column: a batch norm's mean) are read once, before the rows;
+	 * the loop read them again every row, since the store between could alias them. The row
+	 * loop is not unrolled: unrolled 4 times it still loaded each row after the previous
+	 * row's store (the pointers may alias), and took 62 registers a thread at 8 columns a
+	 * thread for ResNet's group, now 53. Loading 2 to 8 rows before the first store, for more
+	 * loads in flight, was timed too (session 28) and was no faster: the registers it takes
+	 * cost as many threads. */
+	int rows_use[64] = {0};
+	for (int i = 0; i < g->ninputs; i++) {
+		const struct fvalue *v = &g->values[i];
+		rows_use[i] = use[i] && !(row_vector(g, i) && !v->per_row && !v->map.dims);
+		if (use[i] && !rows_use[i])
+			strbuf_addf(sb, "\t\tfloat h%d[V];\n\t\taic_ld<V>(a.in_%s + c, h%d);\n", i,
+			            v->name, i);
+	}
+	strbuf_addf(sb,
+	            "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
+	            "\t\t\tconst long i = row * cols + c;\n"
+	            "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
+	            g->ninputs);
+	emit_loads(sb, g, rows_use, "\t\t\t", "x[%d]");
+	for (int i = 0; i < g->ninputs; i++)
+		if (use[i] && !rows_use[i])
+			strbuf_addf(
+			    sb, "\t\t\tfor (int j = 0; j < V; j++)\n\t\t\t\tx[%d][j] = h%d[j];\n",
+			    i, i);
 	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
 	emit_uniforms(sb, g, 0, g->nops, "\t\t\t");
 	strbuf_addf(sb,
@@ -1376,7 +1397,7 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 			            g->values[g->writes[w].value].name, w);
 	strbuf_addf(
 	    sb,
-	    "\t\t}\n"
+	    "\t\t}\n\t}\n"
 	    "\t/* [k][y][j][x]: the threads of a row of threads hit as many banks */\n"
 	    "#pragma unroll\n\tfor (int k = 0; k < %d; k++)\n#pragma unroll\n"
 	    "\t\tfor (int j = 0; j < V; j++)\n"
