@@ -16,9 +16,9 @@
  * samples); the fastest correct one wins. Chains without broadcast inputs are also checked at a
  * misaligned offset (scalar fallback and tail). The device's peak is a large device-to-device
  * cudaMemcpy timed in the same run; copy_us is a copy of the fused kernel's own bytes (half of
- * them read, half written), timed as the kernel is: the floor at the group's size, where a small
- * group's launch and ramp are a large share. The last stdout line is one JSON object, read by
- * `aicprof bench`.
+ * them read, half written), the faster of cudaMemcpyAsync and a copy kernel, timed as the kernel
+ * is: the floor at the group's size, where a small group's launch and ramp are a large share. The
+ * last stdout line is one JSON object, read by `aicprof bench`.
  *
  * The CPU check is host code (built with nvcc, run anywhere): it evaluates the group's fused
  * math functions from <name>_math.h on random inputs and compares them with a plain op-by-op
@@ -383,19 +383,33 @@ static const char bench_support[] =
     "\tCK(cudaFree(a));\n\tCK(cudaFree(b));\n"
     "\treturn 2.0 * bytes / us / 1e3;\n"
     "}\n"
+    "/* a copy kernel: 16 bytes a thread an iteration, grid-stride */\n"
+    "__global__ void aic_copy16(const int4 *__restrict__ a, int4 *__restrict__ b, long n)\n"
+    "{\n"
+    "\tfor (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+    "\t     i += (long)gridDim.x * blockDim.x)\n"
+    "\t\tb[i] = a[i];\n"
+    "}\n"
     "/* a device-to-device copy of as many bytes as the fused kernel moves (half read, half\n"
-    " * written), timed as the kernels are: the floor at this size, launch and ramp included,\n"
-    " * which a 1 GiB copy's peak leaves out */\n"
+    " * written), timed as the kernels are, the faster of cudaMemcpyAsync and a copy kernel:\n"
+    " * the floor at this size, launch and ramp included, which a 1 GiB copy's peak leaves\n"
+    " * out */\n"
     "static double copy_us(double moved, int samples)\n"
     "{\n"
-    "\tsize_t bytes = (size_t)(moved / 2);\n\tbytes = bytes < 256 ? 256 : (bytes + 255) / 256 * "
-    "256;\n"
+    "\tsize_t bytes = (size_t)(moved / 2);\n"
+    "\tbytes = bytes < 256 ? 256 : (bytes + 255) / 256 * 256;\n"
     "\tvoid *a = dalloc(bytes), *b = dalloc(bytes);\n"
     "\tCK(cudaMemset(a, 1, bytes));\n"
-    "\tconst double us = median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, "
+    "\tconst double mc = median_us([&] { CK(cudaMemcpyAsync(b, a, bytes, "
     "cudaMemcpyDeviceToDevice)); }, samples);\n"
+    "\tconst long n = (long)(bytes / 16), most = (long)aic_sm_count() * 8;\n"
+    "\tconst unsigned grid = (unsigned)((n + 255) / 256 < most ? (n + 255) / 256 : most);\n"
+    "\tconst double kc = median_us([&] {\n"
+    "\t\taic_copy16<<<grid, 256>>>((const int4 *)a, (int4 *)b, n);\n"
+    "\t\tCK(cudaGetLastError());\n"
+    "\t}, samples);\n"
     "\tCK(cudaFree(a));\n\tCK(cudaFree(b));\n"
-    "\treturn us;\n"
+    "\treturn mc < kc ? mc : kc;\n"
     "}\n"
     "static int ref_vec(const void *p, size_t esize, long m)\n"
     "{\n\treturn aic_aligned(p, 4 * esize) && m % 4 == 0 ? 4 : 1;\n}\n"
