@@ -393,9 +393,9 @@ static void print_table(const cJSON *results)
 	printf("before: the unfused sequence (one kernel per op, intermediates in memory); after: "
 	       "the fused kernel.\nGB/s: bytes moved / median time; peak: a device-to-device "
 	       "cudaMemcpy in the same run; %%peak: GBs_aft / peak (target 90%% at 64 MB or "
-	       "more).\ncopy_us: a device-to-device copy of after's bytes (half read, half "
-	       "written), timed as the kernel; %%copy: copy_us / after_us, the share of the floor "
-	       "at the group's size.\n");
+	       "more).\ncopy_us: a copy of after's bytes (half read, half written), the faster of "
+	       "cudaMemcpy and a copy kernel, timed as the kernel; %%copy: copy_us / after_us, the "
+	       "share of the floor at the group's size.\n");
 }
 
 static const char *const bench_usage[] = {
