@@ -1352,11 +1352,12 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	    ns, nm, nm, ns, ns);
 	/* Row vectors (one value a column: a batch norm's mean) are read once, before the rows;
 	 * the loop read them again every row, since the store between could alias them. The row
-	 * loop is not unrolled: unrolled 4 times it still loaded each row after the previous
-	 * row's store (the pointers may alias), and took 62 registers a thread at 8 columns a
-	 * thread for ResNet's group, now 53. Loading 2 to 8 rows before the first store, for more
-	 * loads in flight, was timed too (session 28) and was no faster: the registers it takes
-	 * cost as many threads. */
+	 * loop stays unrolled 4 times: where the group stores nothing a row (an RMS norm
+	 * backward's short column) that puts 4 rows of loads in flight (3b7c0f1 measured it);
+	 * where it stores, each row's loads wait behind the previous row's store (the pointers may
+	 * alias). Not unrolling (53 registers a thread at 8 columns for ResNet's group, from 62)
+	 * and loading 2 to 8 rows before the first store were timed on groups that store (session
+	 * 28): neither was faster, the second's registers costing as many threads. */
 	int rows_use[64] = {0};
 	for (int i = 0; i < g->ninputs; i++) {
 		const struct fvalue *v = &g->values[i];
@@ -1366,6 +1367,7 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 			            v->name, i);
 	}
 	strbuf_addf(sb,
+	            "#pragma unroll 4\n"
 	            "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
 	            "\t\t\tconst long i = row * cols + c;\n"
 	            "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
