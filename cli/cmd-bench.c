@@ -383,7 +383,7 @@ static void print_table(const cJSON *results)
 		       "%5.0f%% %8.2f %6s %6s %s\n",
 		       cJSON_IsString(g) ? g->valuestring : "?",
 		       cJSON_IsString(dt) ? dt->valuestring : "?", jnumd(r, "numel", 0),
-		       jnumd(r, "before_us", 0), jnumd(r, "after_us", 0), jnumd(r, "speedup", 0),
+		       jnumd(r, "before_us", 0), au, jnumd(r, "speedup", 0),
 		       jnumd(r, "bytes_before", 0) / 1e6, jnumd(r, "bytes_after", 0) / 1e6,
 		       jnumd(r, "gbs_before", 0), jnumd(r, "gbs_after", 0), pk,
 		       pk > 0 ? 100 * jnumd(r, "gbs_after", 0) / pk : 0, cu, cpct,

@@ -1358,26 +1358,18 @@ static void emit_col_kernel(struct strbuf *sb, const struct fgroup *g)
 	 * alias). Not unrolling (53 registers a thread at 8 columns for ResNet's group, from 62)
 	 * and loading 2 to 8 rows before the first store were timed on groups that store (session
 	 * 28): neither was faster, the second's registers costing as many threads. */
-	int rows_use[64] = {0};
+	int rows_use[64] = {0}, once[64] = {0};
 	for (int i = 0; i < g->ninputs; i++) {
 		const struct fvalue *v = &g->values[i];
-		rows_use[i] = use[i] && !(row_vector(g, i) && !v->per_row && !v->map.dims);
-		if (use[i] && !rows_use[i])
-			strbuf_addf(sb, "\t\tfloat h%d[V];\n\t\taic_ld<V>(a.in_%s + c, h%d);\n", i,
-			            v->name, i);
+		once[i] = use[i] && row_vector(g, i) && !v->per_row && !v->map.dims;
+		rows_use[i] = use[i] && !once[i];
 	}
-	strbuf_addf(sb,
-	            "#pragma unroll 4\n"
-	            "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
-	            "\t\t\tconst long i = row * cols + c;\n"
-	            "\t\t\tfloat x[%d][V];\n\t\t\t(void)x;\n",
-	            g->ninputs);
+	strbuf_addf(sb, "\t\tfloat x[%d][V];\n\t\t(void)x;\n", g->ninputs);
+	emit_loads(sb, g, once, "\t\t", "x[%d]");
+	strbuf_adds(sb, "#pragma unroll 4\n"
+	                "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {\n"
+	                "\t\t\tconst long i = row * cols + c;\n");
 	emit_loads(sb, g, rows_use, "\t\t\t", "x[%d]");
-	for (int i = 0; i < g->ninputs; i++)
-		if (use[i] && !rows_use[i])
-			strbuf_addf(
-			    sb, "\t\t\tfor (int j = 0; j < V; j++)\n\t\t\t\tx[%d][j] = h%d[j];\n",
-			    i, i);
 	strbuf_addf(sb, "\t\t\tfloat u[%d][V];\n\t\t\t(void)u;\n", g->ndrop ? g->ndrop : 1);
 	emit_uniforms(sb, g, 0, g->nops, "\t\t\t");
 	strbuf_addf(sb,

@@ -735,14 +735,16 @@ static void test_emit_cols(void **state)
 	 * loads), inv_std in the second; all four sums' writes by the second */
 	parse_ok("bnr.json", &g);
 	k = emit(emit_kernel, &g);
-	assert_non_null(strstr(k, "aic_ld<V>(a.in_mean + c, h3);"));
+	assert_non_null(strstr(k, "aic_ld<V>(a.in_mean + c, x[3]);"));
 	/* the mean read once, before the rows, whose loop is unrolled by 4 */
 	{
-		const char *h = strstr(k, "aic_ld<V>(a.in_mean + c, h3);");
+		const char *h = strstr(k, "aic_ld<V>(a.in_mean + c, x[3]);");
 		const char *loop = strstr(
 		    k, "\t\tfor (long row = r0 + threadIdx.y; row < r1; row += blockDim.y) {");
 		assert_true(h && loop && h < loop);
-		assert_non_null(strstr(loop, "x[3][j] = h3[j];"));
+		const char *end = strstr(loop, "/* [k][y][j][x]");
+		const char *again = strstr(loop, "a.in_mean");
+		assert_true(end && (!again || again > end)); /* not in the row loop */
 		assert_non_null(strstr(k, "#pragma unroll 4\n\t\tfor (long row"));
 	}
 	assert_non_null(strstr(k, "aic_to_float(a.in_invstd[c])"));
